@@ -1,0 +1,99 @@
+"""The MemlabError tree: every user-facing failure is one of these.
+
+Each message says what was wrong and what to do about it. The CLI prints the
+message without a traceback and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class MemlabError(Exception):
+    """Base class of every error memlab reports to a user."""
+
+    exit_code = 2
+
+
+class InputError(MemlabError, ValueError):
+    """A value passed to the library is invalid (empty content, bad scope, ...)."""
+
+
+class DimensionMismatch(InputError):
+    """An embedding does not have the dimensions the store or embedder expects."""
+
+    def __init__(self, expected: int, got: int, where: str) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__(
+            f"{where}: embedding has {got} dimensions but {expected} are expected; "
+            "use the same embedder (and dims) the store was created with, or a new store"
+        )
+
+
+class ConfigError(MemlabError):
+    """A configuration key or value is invalid."""
+
+
+class MissingExtraError(MemlabError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the optional dependency '{module}', which is not installed; "
+            f"install it with: pip install 'memlab[{extra}]'"
+        )
+
+
+class StoreError(MemlabError):
+    """A memory store cannot be opened, read or written."""
+
+
+class StoreCorrupted(StoreError):
+    """A store's data on disk is damaged. The file is left untouched."""
+
+    def __init__(self, path: str | Path, line: int | None, detail: str) -> None:
+        self.path = str(path)
+        self.line = line
+        where = f"{path}, line {line}" if line is not None else str(path)
+        super().__init__(
+            f"memory store is corrupted at {where}: {detail}. The file was not modified; "
+            "restore it from a backup, or move it aside to start an empty store"
+        )
+
+
+class StoreLocked(StoreError):
+    """Another process holds the store's lock for too long."""
+
+
+class EmbedderError(MemlabError):
+    """An embedder failed or returned something unusable."""
+
+
+class SummarizerError(MemlabError):
+    """A summarizer failed or returned something unusable."""
+
+
+class TranscriptError(MemlabError):
+    """A transcript file is invalid; the message names the file, turn id and field."""
+
+
+def require(module: str, *, feature: str, extra: str) -> Any:
+    """Import an optional dependency or raise MissingExtraError naming the extra.
+
+    Args:
+        module: the module to import, e.g. ``"psycopg"``.
+        feature: what needs it, for the message (``"the pgvector store"``).
+        extra: the ``memlab[...]`` extra that installs it.
+
+    Returns:
+        The imported module.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(feature, extra, module) from exc

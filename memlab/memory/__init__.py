@@ -1,0 +1,56 @@
+"""The memory layer: records, stores, embeddings, ranking, summarization, eviction.
+
+This package knows nothing about transcripts or metrics (memlab.lab uses it,
+never the other way round).
+"""
+
+from memlab.memory.agent import AgentDeps, ChatModel, TurnResult, format_memory, run_turn
+from memlab.memory.embed import Embedder, HashEmbedder
+from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.layer import (
+    MaintenanceReport,
+    MemoryInput,
+    MemoryLayer,
+    RecallResult,
+    SummarizePolicy,
+)
+from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
+from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
+from memlab.memory.salience import estimate_salience
+from memlab.memory.stores import Candidates, InMemoryStore, JsonlStore, MemoryStore, SqliteStore
+from memlab.memory.summarize import ExtractiveSummarizer, Summarizer
+from memlab.memory.tokens import estimate_tokens
+
+__all__ = [
+    "AgentDeps",
+    "Candidates",
+    "ChatModel",
+    "Embedder",
+    "EvictionPolicy",
+    "EvictionReport",
+    "ExtractiveSummarizer",
+    "HalfLives",
+    "HashEmbedder",
+    "Hit",
+    "HybridRanker",
+    "InMemoryStore",
+    "JsonlStore",
+    "MaintenanceReport",
+    "MemoryInput",
+    "MemoryKind",
+    "MemoryLayer",
+    "MemoryRecord",
+    "MemoryStore",
+    "RankWeights",
+    "RecallQuery",
+    "RecallResult",
+    "Source",
+    "SqliteStore",
+    "SummarizePolicy",
+    "Summarizer",
+    "TurnResult",
+    "estimate_salience",
+    "estimate_tokens",
+    "format_memory",
+    "run_turn",
+]

@@ -1,0 +1,147 @@
+"""Eviction: TTL for episodes, a capacity cap, a salience floor, cold-salience decay."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memlab.errors import InputError
+from memlab.memory.rank import HOUR, HybridRanker
+from memlab.memory.records import MemoryKind, MemoryRecord
+from memlab.memory.stores.base import MemoryStore
+
+
+@dataclass
+class EvictionReport:
+    """What one eviction pass changed in a scope."""
+
+    expired: list[str] = field(default_factory=list)  # deleted by TTL
+    dropped: list[str] = field(default_factory=list)  # deleted by capacity
+    decayed: list[str] = field(default_factory=list)  # salience lowered
+    over_capacity: int = 0  # records still above max_records (all protected by the floor)
+
+    @property
+    def deleted(self) -> list[str]:
+        return self.expired + self.dropped
+
+
+@dataclass(frozen=True)
+class EvictionPolicy:
+    """When memories are forgotten.
+
+    Args:
+        episodic_ttl: hours after which an episodic record (active or archived) is
+            deleted; semantic and procedural records never expire. None: no TTL.
+        max_records: cap on a scope's active records; the lowest-scored evictable
+            records are deleted until the scope fits. None: no cap.
+        salience_floor: records with salience at or above this are never evicted
+            (by TTL or capacity). None: no protection.
+        cold_decay: factor (0..1] applied to the salience of a record for every
+            ``cold_after`` hours in which no recall returned it, so a once-important
+            record that nobody needs stops being protected forever. None: off.
+        cold_after: hours without a recall before salience starts to decay.
+    """
+
+    episodic_ttl: float | None = None
+    max_records: int | None = None
+    salience_floor: float | None = 0.8
+    cold_decay: float | None = None
+    cold_after: float = 24.0 * 30
+
+    def __post_init__(self) -> None:
+        if self.episodic_ttl is not None and not self.episodic_ttl > 0:
+            raise InputError(
+                f"eviction.episodic_ttl must be > 0 hours or null, got {self.episodic_ttl}"
+            )
+        if self.max_records is not None and (
+            not isinstance(self.max_records, int) or self.max_records < 1
+        ):
+            raise InputError(
+                f"eviction.max_records must be an integer >= 1 or null, got {self.max_records}"
+            )
+        if self.salience_floor is not None and not 0.0 <= self.salience_floor <= 1.0:
+            raise InputError(
+                f"eviction.salience_floor must be in 0..1 or null, got {self.salience_floor}"
+            )
+        if self.cold_decay is not None and not 0.0 < self.cold_decay <= 1.0:
+            raise InputError(
+                f"eviction.cold_decay must be in (0, 1] or null, got {self.cold_decay}"
+            )
+        if not self.cold_after > 0:
+            raise InputError(f"eviction.cold_after must be > 0 hours, got {self.cold_after}")
+
+    def protected(self, salience: float) -> bool:
+        return self.salience_floor is not None and salience >= self.salience_floor
+
+    def apply(
+        self, store: MemoryStore, scope: str, now: float, ranker: HybridRanker | None = None
+    ) -> EvictionReport:
+        """Run decay, then TTL, then capacity on one scope; return what changed.
+
+        Capacity ranks by the query-independent part of the hybrid score
+        (recency, salience, usage) with the ranker's weights.
+        """
+        report = EvictionReport()
+        records = store.list(scope, include_archived=True)
+        if not records:
+            return report
+        if self.cold_decay is not None and self.cold_decay < 1.0:
+            changed = self._decay(records, now)
+            if changed:
+                store.put_many(changed)
+                report.decayed = [r.id for r in changed]
+                by_id = {r.id: r for r in changed}
+                records = [by_id.get(r.id, r) for r in records]
+        if self.episodic_ttl is not None:
+            cutoff = now - self.episodic_ttl * HOUR
+            report.expired = [
+                r.id
+                for r in records
+                if r.kind is MemoryKind.EPISODIC
+                and r.created_at < cutoff
+                and not self.protected(r.salience)
+            ]
+            if report.expired:
+                store.delete(report.expired)
+        if self.max_records is not None:
+            gone = set(report.expired)
+            active = [r for r in records if r.archived_at is None and r.id not in gone]
+            excess = len(active) - self.max_records
+            if excess > 0:
+                evictable = [r for r in active if not self.protected(r.salience)]
+                order = _keep_order(evictable, now, ranker or HybridRanker())
+                report.dropped = [evictable[i].id for i in order[:excess]]
+                if report.dropped:
+                    store.delete(report.dropped)
+                report.over_capacity = excess - len(report.dropped)
+        return report
+
+    def _decay(self, records: list[MemoryRecord], now: float) -> list[MemoryRecord]:
+        assert self.cold_decay is not None
+        period = self.cold_after * HOUR
+        changed = []
+        for r in records:
+            since = max(r.last_accessed_at, float(r.meta.get("decayed_at", r.created_at)))
+            periods = math.floor((now - since) / period)
+            if periods >= 1 and r.salience > 0:
+                new = r.copy(salience=float(r.salience * self.cold_decay**periods))
+                new.meta["decayed_at"] = since + periods * period
+                changed.append(new)
+        return changed
+
+
+def _keep_order(records: list[MemoryRecord], now: float, ranker: HybridRanker) -> np.ndarray:
+    """Indices of records from least to most worth keeping (query-independent score)."""
+    if not records:
+        return np.zeros(0, dtype=np.int64)
+    w = ranker.weights
+    hl = np.array([ranker.half_life.of(r.kind) * HOUR for r in records])
+    age = np.maximum(now - np.array([r.created_at for r in records]), 0.0)
+    recency = np.exp(-math.log(2.0) * age / hl)
+    salience = np.clip(np.array([r.salience for r in records]), 0.0, 1.0)
+    usage = np.minimum(1.0, np.log10(np.array([r.access_count for r in records]) + 1.0) / 2.0)
+    score = w.recency * recency + w.salience * salience + w.usage * usage
+    created = np.array([r.created_at for r in records])
+    return np.lexsort((created, score))

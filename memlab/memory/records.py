@@ -1,0 +1,256 @@
+"""Memory records, recall queries and scored hits."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import InputError
+
+
+class MemoryKind(StrEnum):
+    """What a memory is: an event, a durable fact, or a how-to."""
+
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class Source(StrEnum):
+    """Where a memory came from. ``tool`` and ``web`` are untrusted."""
+
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    WEB = "web"
+
+    @property
+    def trusted(self) -> bool:
+        return self not in UNTRUSTED_SOURCES
+
+
+UNTRUSTED_SOURCES = frozenset({Source.TOOL, Source.WEB})
+KIND_CODES: dict[MemoryKind, int] = {k: i for i, k in enumerate(MemoryKind)}
+SOURCE_CODES: dict[Source, int] = {s: i for i, s in enumerate(Source)}
+
+
+def new_id() -> str:
+    """A fresh random record id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def check_scope(scope: object) -> str:
+    """Validate a scope string and return it unchanged.
+
+    A scope is any non-empty string that can be encoded as UTF-8 (quotes, ``%``,
+    ``_``, NUL and any unicode are fine; lone surrogates are not). It is matched
+    exactly, byte for byte, on every store.
+
+    Raises:
+        InputError: if the scope is not a non-empty, UTF-8 encodable string.
+    """
+    if not isinstance(scope, str) or not scope:
+        raise InputError(f"scope must be a non-empty string, got {scope!r}")
+    try:
+        scope.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"scope {scope!r} is not valid unicode (lone surrogate at {exc.start}); "
+            "decode your scope strings properly before using them"
+        ) from None
+    return scope
+
+
+def as_kind(value: MemoryKind | str) -> MemoryKind:
+    try:
+        return MemoryKind(value)
+    except ValueError:
+        raise InputError(
+            f"unknown memory kind {value!r}; use one of {[k.value for k in MemoryKind]}"
+        ) from None
+
+
+def as_source(value: Source | str) -> Source:
+    try:
+        return Source(value)
+    except ValueError:
+        raise InputError(
+            f"unknown memory source {value!r}; use one of {[s.value for s in Source]}"
+        ) from None
+
+
+@dataclass(eq=False)
+class MemoryRecord:
+    """One memory.
+
+    Attributes:
+        id: unique id within the store.
+        content: the text that is recalled into a prompt.
+        embedding: float32 vector (1-D) of the embedder's dimensions.
+        kind: episodic | semantic | procedural.
+        scope: who the memory belongs to (e.g. ``"alice:support"``); exact match.
+        salience: importance in [0, 1].
+        tokens: estimated prompt tokens of ``content``.
+        created_at: epoch seconds (UTC) when the memory was formed.
+        last_accessed_at: epoch seconds of the last recall that returned it.
+        access_count: how many recalls returned it.
+        archived_at: epoch seconds when it was archived (folded into a summary), or None.
+        source: user | agent | tool | web (tool and web are untrusted).
+        provenance: ids of the transcript turns or records it came from.
+        meta: free-form JSON-serializable metadata.
+    """
+
+    id: str
+    content: str
+    embedding: np.ndarray
+    kind: MemoryKind
+    scope: str
+    salience: float
+    tokens: int
+    created_at: float
+    last_accessed_at: float
+    access_count: int = 0
+    archived_at: float | None = None
+    source: Source = Source.USER
+    provenance: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.kind = as_kind(self.kind)
+        self.source = as_source(self.source)
+        self.provenance = tuple(self.provenance)
+        emb = np.asarray(self.embedding, dtype=np.float32)
+        if emb.ndim != 1 or emb.size == 0:
+            raise InputError(
+                f"record {self.id}: embedding must be a non-empty 1-D vector, got shape {emb.shape}"
+            )
+        self.embedding = emb
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+    def validate(self) -> MemoryRecord:
+        """Check every field a store relies on; return self.
+
+        Raises:
+            InputError: naming the record id and the field that is wrong.
+        """
+        if not isinstance(self.id, str) or not self.id:
+            raise InputError(f"record id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.content, str) or not self.content.strip():
+            raise InputError(f"record {self.id}: content is empty; there is nothing to remember")
+        check_scope(self.scope)
+        if not (0.0 <= float(self.salience) <= 1.0) or math.isnan(self.salience):
+            raise InputError(f"record {self.id}: salience {self.salience} is outside 0..1")
+        if int(self.tokens) < 0:
+            raise InputError(f"record {self.id}: tokens {self.tokens} is negative")
+        if int(self.access_count) < 0:
+            raise InputError(f"record {self.id}: access_count {self.access_count} is negative")
+        for name in ("created_at", "last_accessed_at"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                raise InputError(f"record {self.id}: {name} {value!r} is not a finite timestamp")
+        if not np.all(np.isfinite(self.embedding)):
+            raise InputError(f"record {self.id}: embedding holds NaN or infinite values")
+        return self
+
+    def copy(self, **changes: Any) -> MemoryRecord:
+        """A shallow copy with some fields changed (embedding and meta are copied)."""
+        changes.setdefault("embedding", self.embedding.copy())
+        changes.setdefault("meta", dict(self.meta))
+        return replace(self, **changes)
+
+    def same_as(self, other: MemoryRecord) -> bool:
+        """Field-by-field equality, comparing embeddings exactly."""
+        return (
+            self.id == other.id
+            and self.content == other.content
+            and self.kind == other.kind
+            and self.scope == other.scope
+            and self.salience == other.salience
+            and self.tokens == other.tokens
+            and self.created_at == other.created_at
+            and self.last_accessed_at == other.last_accessed_at
+            and self.access_count == other.access_count
+            and self.archived_at == other.archived_at
+            and self.source == other.source
+            and self.provenance == other.provenance
+            and self.meta == other.meta
+            and self.embedding.shape == other.embedding.shape
+            and bool(np.array_equal(self.embedding, other.embedding))
+        )
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """What to recall.
+
+    Attributes:
+        scope: whose memory to search (exact match).
+        text: the query text (usually the user's message).
+        token_budget: the packed hits' tokens never exceed this.
+        max_hits: at most this many hits (None: as many as fit).
+        kinds: restrict to these kinds (None: all).
+        min_score: drop candidates scoring below this.
+        include_untrusted: include tool/web memories (always delimited as data).
+        now: epoch seconds to rank against; None uses the layer's clock.
+    """
+
+    scope: str
+    text: str
+    token_budget: int = 800
+    max_hits: int | None = None
+    kinds: Sequence[MemoryKind | str] | None = None
+    min_score: float = 0.0
+    include_untrusted: bool = True
+    now: float | None = None
+
+    def __post_init__(self) -> None:
+        check_scope(self.scope)
+        if not isinstance(self.text, str):
+            raise InputError(f"query text must be a string, got {type(self.text).__name__}")
+        if not isinstance(self.token_budget, int) or self.token_budget <= 0:
+            raise InputError(f"token_budget must be a positive integer, got {self.token_budget!r}")
+        if self.max_hits is not None and self.max_hits <= 0:
+            raise InputError(f"max_hits must be positive or None, got {self.max_hits!r}")
+        if self.kinds is not None:
+            object.__setattr__(self, "kinds", tuple(as_kind(k) for k in self.kinds))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A recalled record with its score breakdown.
+
+    ``components`` holds each signal's raw value in [0, 1] (``similarity``,
+    ``recency``, ``salience``, ``usage``, and any extra signals a ranker adds);
+    ``contributions`` holds weight x value, which sum to ``score``.
+    """
+
+    record: MemoryRecord
+    score: float
+    rank: int
+    components: Mapping[str, float]
+    contributions: Mapping[str, float]
+
+    @property
+    def similarity(self) -> float:
+        return self.components.get("similarity", 0.0)
+
+    @property
+    def recency(self) -> float:
+        return self.components.get("recency", 0.0)
+
+    @property
+    def salience(self) -> float:
+        return self.components.get("salience", 0.0)
+
+    @property
+    def usage(self) -> float:
+        return self.components.get("usage", 0.0)

@@ -1,0 +1,8 @@
+"""Memory stores: one contract, several backends."""
+
+from memlab.memory.stores.base import Candidates, MemoryStore
+from memlab.memory.stores.jsonl import JsonlStore
+from memlab.memory.stores.memory import InMemoryStore
+from memlab.memory.stores.sqlite import SqliteStore
+
+__all__ = ["Candidates", "InMemoryStore", "JsonlStore", "MemoryStore", "SqliteStore"]

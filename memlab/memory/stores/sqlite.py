@@ -1,0 +1,383 @@
+"""SqliteStore: a durable MemoryStore in one SQLite file (stdlib sqlite3, WAL).
+
+Embeddings are float32 BLOBs; ranking scans them with numpy from a per-scope
+column cache that is loaded once and kept in step with this process's writes.
+Writes by other processes are noticed through ``PRAGMA data_version`` and drop
+the cache. One transaction per batch; numbered migrations in ``user_version``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import StoreCorrupted, StoreError, StoreLocked
+from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
+from memlab.memory.stores.base import (
+    Candidates,
+    ScopeIndex,
+    as_ids,
+    check_dims,
+    kind_filter,
+)
+
+# Each entry moves the schema from version i to i + 1. Never edit a released one.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS records (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        content TEXT NOT NULL,
+        embedding BLOB NOT NULL,
+        salience REAL NOT NULL,
+        tokens INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        last_accessed_at REAL NOT NULL,
+        access_count INTEGER NOT NULL,
+        archived_at REAL,
+        source TEXT NOT NULL,
+        provenance TEXT NOT NULL,
+        meta TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS records_scope_archived ON records (scope, archived_at);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+_COLUMNS = (
+    "id, scope, kind, content, embedding, salience, tokens, created_at, "
+    "last_accessed_at, access_count, archived_at, source, provenance, meta"
+)
+_CHUNK = 900  # stay far below SQLite's bound-parameter limit
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
+
+def _row_to_record(row: tuple[Any, ...]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        scope=row[1],
+        kind=row[2],
+        content=row[3],
+        embedding=np.frombuffer(row[4], dtype="<f4").astype(np.float32),
+        salience=row[5],
+        tokens=row[6],
+        created_at=row[7],
+        last_accessed_at=row[8],
+        access_count=row[9],
+        archived_at=row[10],
+        source=row[11],
+        provenance=tuple(json.loads(row[12])),
+        meta=json.loads(row[13]),
+    )
+
+
+def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        r.id,
+        r.scope,
+        r.kind.value,
+        r.content,
+        np.asarray(r.embedding, dtype="<f4").tobytes(),
+        float(r.salience),
+        int(r.tokens),
+        float(r.created_at),
+        float(r.last_accessed_at),
+        int(r.access_count),
+        None if r.archived_at is None else float(r.archived_at),
+        r.source.value,
+        json.dumps(list(r.provenance), ensure_ascii=False),
+        json.dumps(r.meta, ensure_ascii=False),
+    )
+
+
+class SqliteStore:
+    """A durable MemoryStore backed by SQLite.
+
+    Args:
+        path: the database file (created with its folder); ``":memory:"`` works too.
+        timeout: seconds to wait for another process's write lock.
+    """
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._mutex = threading.RLock()
+        self._cache: dict[str, ScopeIndex] = {}
+        self._closed = False
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+            row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc) from None
+        self._dims: int | None = int(row[0]) if row else None
+        self._data_version = self._read_data_version()
+
+    def _db_error(self, exc: sqlite3.Error) -> StoreError:
+        msg = str(exc)
+        if "locked" in msg or "busy" in msg:
+            return StoreLocked(
+                f"memory store {self.path} is locked by another process ({msg}); retry later"
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and (
+            "not a database" in msg or "malformed" in msg or "corrupt" in msg
+        ):
+            return StoreCorrupted(self.path, None, msg)
+        return StoreError(f"memory store {self.path}: {msg}")
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"memory store {self.path} has schema version {version}, newer than this "
+                f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                current = self._db.execute("PRAGMA user_version").fetchone()[0]
+                if current < target:  # another process may have migrated meanwhile
+                    for stmt in MIGRATIONS[target - 1].split(";"):
+                        if stmt.strip():
+                            self._db.execute(stmt)
+                    self._db.execute(f"PRAGMA user_version = {target}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- plumbing -----------------------------------------------------------------
+    def _read_data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _check(self) -> None:
+        """Fail if closed; drop caches when another connection changed the file."""
+        if self._closed:
+            raise StoreError(f"memory store {self.path} is closed")
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._data_version = version
+            self._cache.clear()
+            row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
+            self._dims = int(row[0]) if row else None
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._mutex:
+            try:
+                self._check()
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._db_error(exc) from None
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._db_error(exc) from None
+                raise
+
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._mutex:
+            self._check()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self._db_error(exc) from None
+
+    # -- writes -------------------------------------------------------------------
+    @property
+    def dims(self) -> int | None:
+        with self._mutex:
+            self._check()
+            return self._dims
+
+    def put(self, record: MemoryRecord) -> None:
+        self.put_many([record])
+
+    def put_many(self, records: Sequence[MemoryRecord]) -> None:
+        records = list(records)
+        if not records:
+            return
+        with self._tx() as db:
+            dims = check_dims(records, self._dims, f"SqliteStore({self.path}).put")
+            if self._dims is None:
+                db.execute("INSERT INTO meta (key, value) VALUES ('dims', ?)", (str(dims),))
+            moved: dict[str, str] = {}
+            ids = [r.id for r in records]
+            for chunk in _chunks(ids):
+                q = f"SELECT id, scope FROM records WHERE id IN ({','.join('?' * len(chunk))})"
+                moved.update(db.execute(q, chunk).fetchall())
+            db.executemany(
+                f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES ({','.join('?' * 14)})",
+                [_record_to_row(r) for r in records],
+            )
+        self._dims = dims
+        for r in records:
+            old_scope = moved.get(r.id)
+            if old_scope is not None and old_scope != r.scope and old_scope in self._cache:
+                self._cache[old_scope].remove(r.id)
+            idx = self._cache.get(r.scope)
+            if idx is not None:
+                idx.upsert(r)
+
+    def delete(self, ids: str | Sequence[str]) -> int:
+        ids = as_ids(ids)
+        n = 0
+        with self._tx() as db:
+            for chunk in _chunks(ids):
+                cur = db.execute(
+                    f"DELETE FROM records WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                )
+                n += cur.rowcount
+        for idx in self._cache.values():
+            for rid in ids:
+                idx.remove(rid)
+        return n
+
+    def mark_archived(self, ids: str | Sequence[str], at: float) -> int:
+        ids = as_ids(ids)
+        with self._tx() as db:
+            cur = db.executemany(
+                "UPDATE records SET archived_at = ? WHERE id = ?", [(float(at), i) for i in ids]
+            )
+            n = cur.rowcount
+        for idx in self._cache.values():
+            for rid in ids:
+                idx.set_archived(rid, True)
+        return n
+
+    def touch(self, ids: str | Sequence[str], at: float) -> int:
+        ids = as_ids(ids)
+        with self._tx() as db:
+            cur = db.executemany(
+                "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
+                "WHERE id = ?",
+                [(float(at), i) for i in ids],
+            )
+            n = cur.rowcount
+        for idx in self._cache.values():
+            for rid in ids:
+                idx.touch(rid, float(at))
+        return n
+
+    # -- reads --------------------------------------------------------------------
+    def get(self, record_id: str) -> MemoryRecord | None:
+        rows = self._select(f"SELECT {_COLUMNS} FROM records WHERE id = ?", (record_id,))
+        return _row_to_record(rows[0]) if rows else None
+
+    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        for chunk in _chunks(list(ids)):
+            q = f"SELECT {_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))})"
+            for row in self._select(q, chunk):
+                found[row[0]] = _row_to_record(row)
+        return [found[i] for i in ids if i in found]
+
+    def list(
+        self,
+        scope: str,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_archived: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        check_scope(scope)
+        sql = f"SELECT {_COLUMNS} FROM records WHERE scope = ?"
+        params: builtins.list[Any] = [scope]
+        if not include_archived:
+            sql += " AND archived_at IS NULL"
+        wanted = kind_filter(kinds)
+        if wanted is not None:
+            sql += f" AND kind IN ({','.join('?' * len(wanted))})"
+            params += [k.value for k in sorted(wanted)]
+        sql += " ORDER BY created_at, id"
+        return [_row_to_record(row) for row in self._select(sql, params)]
+
+    def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        where, params = [], []
+        if scope is not None:
+            check_scope(scope)
+            where.append("scope = ?")
+            params.append(scope)
+        if not include_archived:
+            where.append("archived_at IS NULL")
+        sql = "SELECT COUNT(*) FROM records" + (" WHERE " + " AND ".join(where) if where else "")
+        return int(self._select(sql, params)[0][0])
+
+    def scopes(self) -> builtins.list[str]:
+        return [row[0] for row in self._select("SELECT DISTINCT scope FROM records ORDER BY scope")]
+
+    def candidates(
+        self,
+        scope: str,
+        query: np.ndarray | None = None,
+        *,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_archived: bool = False,
+        pool: int | None = None,
+    ) -> Candidates:
+        check_scope(scope)
+        with self._mutex:
+            self._check()
+            idx = self._cache.get(scope)
+            if idx is None:
+                idx = self._load_scope(scope)
+            if idx is None:
+                return Candidates.empty(self._dims or 0)
+            return idx.view(kind_filter(kinds), include_archived)
+
+    def _load_scope(self, scope: str) -> ScopeIndex | None:
+        if self._dims is None:
+            return None
+        rows = self._select(
+            f"SELECT {_COLUMNS} FROM records WHERE scope = ? ORDER BY created_at, id", (scope,)
+        )
+        idx = ScopeIndex(self._dims)
+        for row in rows:
+            idx.upsert(_row_to_record(row))
+        self._cache[scope] = idx
+        return idx
+
+    def size_bytes(self) -> int:
+        if self.path == ":memory:":
+            return 0
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(self.path + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    def close(self) -> None:
+        with self._mutex:
+            if not self._closed:
+                self._db.close()
+                self._closed = True
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,91 @@
+"""Shared fixtures. Every store backend registers a factory in STORE_BACKENDS, and
+the contract suite in test_stores.py runs against each of them."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlab.memory import InMemoryStore, JsonlStore, MemoryRecord, SqliteStore
+from memlab.memory.records import MemoryKind, Source, new_id
+from memlab.memory.stores.base import MemoryStore
+
+DIMS = 16
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@dataclass
+class StoreBackend:
+    """How to open (and reopen) one kind of store in a test's temp folder."""
+
+    name: str
+    open: Callable[[Path], MemoryStore]
+    durable: bool = True
+
+
+STORE_BACKENDS: list[StoreBackend] = [
+    StoreBackend("memory", lambda d: InMemoryStore(), durable=False),
+    StoreBackend("jsonl", lambda d: JsonlStore(d / "memory.jsonl")),
+    StoreBackend("sqlite", lambda d: SqliteStore(d / "memory.db")),
+]
+
+
+@pytest.fixture(params=STORE_BACKENDS, ids=lambda b: b.name)
+def backend(request: pytest.FixtureRequest) -> StoreBackend:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def store(backend: StoreBackend, tmp_path: Path) -> Iterator[MemoryStore]:
+    s = backend.open(tmp_path)
+    yield s
+    s.close()
+
+
+def vec(seed: int | str, dims: int = DIMS) -> np.ndarray:
+    """A deterministic unit vector."""
+    rng = np.random.default_rng(zlib.crc32(seed.encode()) if isinstance(seed, str) else seed)
+    v = rng.standard_normal(dims).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def make_record(
+    scope: str = "alice",
+    content: str = "we deploy on GKE",
+    *,
+    id: str | None = None,
+    kind: MemoryKind | str = MemoryKind.EPISODIC,
+    salience: float = 0.5,
+    created_at: float = 1000.0,
+    source: Source | str = Source.USER,
+    embedding: np.ndarray | None = None,
+    dims: int = DIMS,
+    **kw: object,
+) -> MemoryRecord:
+    rid = id or new_id()
+    return MemoryRecord(
+        id=rid,
+        content=content,
+        embedding=embedding if embedding is not None else vec(rid, dims),
+        kind=kind,
+        scope=scope,
+        salience=salience,
+        tokens=max(1, len(content) // 4),
+        created_at=created_at,
+        last_accessed_at=created_at,
+        source=source,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def shared_path(*parts: str) -> Path:
+    """A file under ../shared, or skip the test with the reason when it is absent."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"{p} is absent (the shared datasets exist only on the development machine)")
+    return p

@@ -1,0 +1,102 @@
+"""EvictionPolicy: TTL by kind, capacity, the salience floor, cold decay."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlab.errors import InputError
+from memlab.memory import EvictionPolicy
+from memlab.memory.stores.base import MemoryStore
+from tests.conftest import make_record
+
+H = 3600.0
+
+
+def test_validation() -> None:
+    with pytest.raises(InputError, match="episodic_ttl"):
+        EvictionPolicy(episodic_ttl=0)
+    with pytest.raises(InputError, match="max_records"):
+        EvictionPolicy(max_records=0)
+    with pytest.raises(InputError, match="salience_floor"):
+        EvictionPolicy(salience_floor=1.5)
+    with pytest.raises(InputError, match="cold_decay"):
+        EvictionPolicy(cold_decay=0)
+
+
+def test_ttl_deletes_old_episodes_only_and_respects_the_floor(store: MemoryStore) -> None:
+    now = 100 * H
+    old_ep = make_record(content="old episode", created_at=now - 50 * H, salience=0.5)
+    old_protected = make_record(content="old but vital", created_at=now - 50 * H, salience=0.9)
+    old_archived = make_record(content="old archived", created_at=now - 50 * H, salience=0.1)
+    old_sem = make_record(
+        content="old fact", kind="semantic", created_at=now - 500 * H, salience=0.1
+    )
+    old_proc = make_record(
+        content="old howto", kind="procedural", created_at=now - 500 * H, salience=0.1
+    )
+    fresh = make_record(content="fresh episode", created_at=now - 1 * H, salience=0.1)
+    other = make_record("bob", content="bob's old episode", created_at=0.0)
+    store.put_many([old_ep, old_protected, old_archived, old_sem, old_proc, fresh, other])
+    store.mark_archived([old_archived.id], at=now - 40 * H)
+    report = EvictionPolicy(episodic_ttl=24, salience_floor=0.8).apply(store, "alice", now)
+    assert set(report.expired) == {old_ep.id, old_archived.id}
+    left = {r.id for r in store.list("alice", include_archived=True)}
+    assert left == {old_protected.id, old_sem.id, old_proc.id, fresh.id}
+    assert store.get(other.id) is not None  # another scope is untouched
+
+
+def test_capacity_drops_lowest_scored_evictable(store: MemoryStore) -> None:
+    now = 1000 * H
+    recs = [
+        make_record(content=f"r{i}", created_at=now - i * H, salience=0.1 * i) for i in range(8)
+    ]
+    store.put_many(recs)  # salience 0.0 .. 0.7; r0 is newest but least salient
+    vip = make_record(content="vip", created_at=0.0, salience=0.95)
+    store.put(vip)
+    report = EvictionPolicy(max_records=5, salience_floor=0.8).apply(store, "alice", now)
+    assert len(report.dropped) == 4 and report.over_capacity == 0
+    assert vip.id not in report.dropped
+    assert store.count("alice") == 5
+    kept = {r.content for r in store.list("alice")}
+    assert "vip" in kept and "r7" in kept  # the most salient survive
+
+
+def test_the_floor_wins_over_capacity(store: MemoryStore) -> None:
+    store.put_many([make_record(content=f"vip {i}", salience=0.9) for i in range(4)])
+    report = EvictionPolicy(max_records=2, salience_floor=0.8).apply(store, "alice", 10.0)
+    assert report.dropped == [] and report.over_capacity == 2
+    assert store.count("alice") == 4
+
+
+def test_no_floor_means_anything_can_go(store: MemoryStore) -> None:
+    store.put_many([make_record(content=f"vip {i}", salience=0.9, created_at=i) for i in range(4)])
+    report = EvictionPolicy(max_records=2, salience_floor=None).apply(store, "alice", 10.0)
+    assert len(report.dropped) == 2
+
+
+def test_cold_salience_decays_and_then_becomes_evictable(store: MemoryStore) -> None:
+    vip = make_record(content="once vital", salience=0.9, created_at=0.0)
+    used = make_record(content="recalled often", salience=0.9, created_at=0.0)
+    store.put_many([vip, used])
+    store.touch([used.id], at=100 * H)
+    decay_only = EvictionPolicy(salience_floor=0.8, cold_decay=0.5, cold_after=48)
+    report = decay_only.apply(store, "alice", 100 * H)
+    assert report.decayed == [vip.id]  # two cold periods: 0.9 * 0.5**2
+    assert store.get(vip.id).salience == pytest.approx(0.225)  # type: ignore[union-attr]
+    assert store.get(used.id).salience == 0.9  # type: ignore[union-attr]
+    # Decay is not applied twice for the same period.
+    assert decay_only.apply(store, "alice", 100 * H).decayed == []
+    # Without decay the floor would protect it forever; now TTL can take it.
+    with_ttl = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
+    report = with_ttl.apply(store, "alice", 100 * H)
+    assert report.expired == [vip.id]
+    assert store.get(used.id) is not None
+
+
+def test_decay_and_ttl_in_one_pass(store: MemoryStore) -> None:
+    vip = make_record(content="once vital", salience=0.9, created_at=0.0)
+    store.put(vip)
+    policy = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
+    report = policy.apply(store, "alice", 100 * H)
+    assert report.decayed == [vip.id] and report.expired == [vip.id]
+    assert store.get(vip.id) is None

@@ -1,0 +1,116 @@
+"""Hybrid scoring formulas and budget packing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlab.errors import InputError
+from memlab.memory import HalfLives, HybridRanker, RankWeights
+from memlab.memory.rank import pack
+from memlab.memory.stores.base import Candidates
+from tests.conftest import make_record, vec
+
+
+def test_weights_are_validated() -> None:
+    with pytest.raises(InputError, match="weights.recency"):
+        RankWeights(recency=-0.1)
+    with pytest.raises(InputError, match="all zero"):
+        RankWeights(0, 0, 0, 0)
+    with pytest.raises(InputError, match="half_life.episodic"):
+        HalfLives(episodic=0)
+
+
+def test_each_signal_follows_its_formula() -> None:
+    now = 1_000_000.0
+    q = vec(1)
+    records = [
+        make_record(content="a", embedding=q, created_at=now, salience=0.3),  # sim 1, age 0
+        make_record(
+            content="b", embedding=-q, created_at=now - 72 * 3600, salience=0.9, access_count=9
+        ),
+        make_record(
+            content="c",
+            kind="semantic",
+            embedding=q,
+            created_at=now - 24 * 3600 * 90,
+            access_count=999,
+        ),
+    ]
+    cands = Candidates.from_records(records, len(q))
+    ranker = HybridRanker(RankWeights(1, 1, 1, 1), HalfLives(episodic=72, semantic=24 * 90))
+    out = ranker.score(cands, q, now)
+    c = out.components
+    assert c["similarity"][0] == pytest.approx(1.0, abs=1e-6)
+    assert c["similarity"][1] == 0.0  # clamped at 0
+    assert c["recency"][0] == pytest.approx(1.0)
+    assert c["recency"][1] == pytest.approx(0.5)  # one half-life
+    assert c["recency"][2] == pytest.approx(0.5)  # the semantic half-life
+    assert c["usage"][0] == 0.0
+    assert c["usage"][1] == pytest.approx(math.log10(10) / 2)
+    assert c["usage"][2] == 1.0  # saturates
+    assert c["salience"][1] == pytest.approx(0.9)
+    total = sum(c[k] for k in c)
+    np.testing.assert_allclose(out.scores, total, rtol=1e-6)
+
+
+def test_future_records_count_as_brand_new_and_masked_rows_are_excluded() -> None:
+    q = vec(2)
+    cands = Candidates.from_records([make_record(embedding=q, created_at=500.0)], len(q))
+    out = HybridRanker().score(cands, q, now=100.0)
+    assert out.components["recency"][0] == 1.0
+    cands.mask[:] = False
+    assert np.isneginf(HybridRanker().score(cands, q, now=100.0).scores[0])
+
+
+def test_pack_skips_and_continues() -> None:
+    scores = np.array([0.9, 0.8, 0.7, 0.6])
+    tokens = np.array([50, 60, 30, 30])
+    # 50 fits, 60 would overflow (50+60 > 100) so it is skipped, 30 fits, the next 30 would overflow.
+    assert pack(scores, tokens, 100) == [0, 2]
+    assert pack(scores, np.array([50, 60, 30, 20]), 100) == [0, 2, 3]  # exactly full
+    assert pack(scores, tokens, 100, max_hits=1) == [0]
+    assert pack(scores, tokens, 10) == []
+    assert pack(scores, tokens, 1000, min_score=0.75) == [0, 1]
+
+
+def test_pack_breaks_ties_by_newer_then_id() -> None:
+    scores = np.array([0.5, 0.5, 0.5])
+    tokens = np.array([1, 1, 1])
+    created = np.array([1.0, 3.0, 3.0])
+    assert pack(scores, tokens, 10, ids=["c", "b", "a"], tiebreak=created) == [2, 1, 0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1, allow_nan=False), st.integers(1, 300)), min_size=0, max_size=700
+    ),
+    st.integers(1, 3000),
+    st.one_of(st.none(), st.integers(1, 20)),
+)
+def test_pack_property(items: list[tuple[float, int]], budget: int, max_hits: int | None) -> None:
+    scores = np.array([s for s, _ in items], dtype=np.float64)
+    tokens = np.array([t for _, t in items], dtype=np.int64)
+    chosen = pack(
+        scores, tokens, budget, ids=[f"{i:04d}" for i in range(len(items))], max_hits=max_hits
+    )
+    # Never over budget, never duplicates, at most max_hits.
+    assert sum(int(tokens[i]) for i in chosen) <= budget
+    assert len(set(chosen)) == len(chosen)
+    if max_hits is not None:
+        assert len(chosen) <= max_hits
+    # Reference: greedy skip-and-continue over a full stable sort.
+    order = sorted(range(len(items)), key=lambda i: (-scores[i], f"{i:04d}"))
+    expected, left = [], budget
+    for i in order:
+        if max_hits is not None and len(expected) >= max_hits:
+            break
+        if tokens[i] <= left:
+            expected.append(i)
+            left -= int(tokens[i])
+    assert chosen == expected

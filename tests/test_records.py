@@ -1,0 +1,55 @@
+"""MemoryRecord, RecallQuery and their validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memlab.errors import InputError
+from memlab.memory import MemoryKind, RecallQuery, Source
+from memlab.memory.records import check_scope
+from tests.conftest import make_record
+
+
+def test_enums_and_coercion() -> None:
+    r = make_record(kind="semantic", source="web")
+    assert r.kind is MemoryKind.SEMANTIC and r.source is Source.WEB
+    assert not r.source.trusted and Source.USER.trusted
+    assert r.embedding.dtype == np.float32
+
+
+def test_validation_names_the_field() -> None:
+    with pytest.raises(InputError, match="salience"):
+        make_record(salience=-0.1).validate()
+    with pytest.raises(InputError, match="content is empty"):
+        make_record(content="").validate()
+    with pytest.raises(InputError, match="unknown memory kind"):
+        make_record(kind="dream")
+    with pytest.raises(InputError, match="1-D"):
+        make_record(embedding=np.zeros((2, 2)))
+    with pytest.raises(InputError, match="created_at"):
+        make_record(created_at=float("nan")).validate()
+
+
+def test_scope_rules() -> None:
+    assert check_scope("a'%_\x00🙂") == "a'%_\x00🙂"
+    for bad in ["", None, 3, "x\udc00"]:
+        with pytest.raises(InputError):
+            check_scope(bad)
+
+
+def test_recall_query_validation() -> None:
+    q = RecallQuery("alice", "x", kinds=["episodic"])
+    assert q.kinds == (MemoryKind.EPISODIC,)
+    with pytest.raises(InputError):
+        RecallQuery("alice", "x", token_budget=-5)
+    with pytest.raises(InputError):
+        RecallQuery("alice", "x", max_hits=0)
+
+
+def test_copy_and_same_as() -> None:
+    r = make_record(meta={"a": 1})
+    c = r.copy(salience=0.9)
+    assert not c.same_as(r) and c.copy(salience=r.salience).same_as(r)
+    c.meta["a"] = 2
+    assert r.meta["a"] == 1

@@ -1,0 +1,282 @@
+"""The MemoryStore contract, run against every backend in conftest.STORE_BACKENDS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlab.errors import DimensionMismatch, InputError, StoreError
+from memlab.memory import MemoryKind
+from memlab.memory.stores.base import MemoryStore
+from tests.conftest import DIMS, StoreBackend, make_record, vec
+
+ADVERSARIAL_SCOPES = [
+    "alice",
+    "alice ",
+    "Alice",
+    "alice%",
+    "%",
+    "_",
+    "a_ice",
+    "al'ice",
+    'al"ice',
+    "alice'; DROP TABLE records; --",
+    "alice\\",
+    "ali\x00ce",
+    "ålice",
+    "alice\u0301",
+    "🙂",
+    "a" * 300,
+    "alice:support",
+    "alice:*",
+]
+
+
+def test_is_a_memory_store(store: MemoryStore) -> None:
+    assert isinstance(store, MemoryStore)
+
+
+def test_put_get_roundtrip_keeps_every_field(store: MemoryStore) -> None:
+    r = make_record(
+        "alice",
+        "We deploy on GKE — naïve “quotes” 🙂",
+        kind=MemoryKind.SEMANTIC,
+        salience=0.75,
+        source="tool",
+        provenance=("t1", "t2"),
+        meta={"note": "x", "n": [1, 2]},
+        access_count=3,
+        archived_at=None,
+    )
+    store.put(r)
+    got = store.get(r.id)
+    assert got is not None and got.same_as(r)
+    assert got.embedding.dtype == np.float32
+    assert store.dims == DIMS
+
+
+def test_get_missing_is_none(store: MemoryStore) -> None:
+    assert store.get("nope") is None
+    assert store.get_many(["nope"]) == []
+
+
+def test_get_many_keeps_order_and_skips_missing(store: MemoryStore) -> None:
+    rs = [make_record(content=f"fact {i}", created_at=i) for i in range(5)]
+    store.put_many(rs)
+    ids = [rs[3].id, "missing", rs[0].id, rs[4].id]
+    assert [r.id for r in store.get_many(ids)] == [rs[3].id, rs[0].id, rs[4].id]
+
+
+def test_put_is_upsert(store: MemoryStore) -> None:
+    r = make_record(salience=0.2)
+    store.put(r)
+    store.put(r.copy(salience=0.9, content="changed"))
+    got = store.get(r.id)
+    assert got is not None and got.salience == 0.9 and got.content == "changed"
+    assert store.count("alice") == 1
+
+
+def test_upsert_into_another_scope_moves_the_record(store: MemoryStore) -> None:
+    r = make_record("alice")
+    store.put(r)
+    store.put(r.copy(scope="bob"))
+    assert store.list("alice") == []
+    assert [x.id for x in store.list("bob")] == [r.id]
+    assert len(store.candidates("alice")) == 0 or store.candidates("alice").n_active == 0
+    assert store.candidates("bob").n_active == 1
+
+
+def test_list_orders_by_time_and_filters(store: MemoryStore) -> None:
+    a = make_record(content="a", created_at=30, kind="semantic")
+    b = make_record(content="b", created_at=10)
+    c = make_record(content="c", created_at=20, kind="procedural")
+    other = make_record("bob", content="other", created_at=5)
+    store.put_many([a, b, c, other])
+    assert [r.content for r in store.list("alice")] == ["b", "c", "a"]
+    assert [r.content for r in store.list("alice", kinds=["semantic", "procedural"])] == ["c", "a"]
+    assert [r.content for r in store.list("alice", kinds=[MemoryKind.EPISODIC])] == ["b"]
+    store.mark_archived([b.id], at=99)
+    assert [r.content for r in store.list("alice")] == ["c", "a"]
+    assert [r.content for r in store.list("alice", include_archived=True)] == ["b", "c", "a"]
+    assert store.get(b.id).archived_at == 99  # type: ignore[union-attr]
+
+
+def test_delete_archive_touch_count(store: MemoryStore) -> None:
+    rs = [make_record(content=f"f{i}", created_at=i) for i in range(4)]
+    store.put_many(rs)
+    store.put(make_record("bob"))
+    assert store.count() == 5
+    assert store.count("alice") == 4
+    assert store.delete([rs[0].id, "missing"]) == 1
+    assert store.delete(rs[1].id) == 1
+    assert store.count("alice") == 2
+    assert store.mark_archived([rs[2].id], at=50.0) == 1
+    assert store.count("alice") == 1
+    assert store.count("alice", include_archived=True) == 2
+    assert store.touch([rs[3].id], at=77.0) == 1
+    assert store.touch(rs[3].id, at=88.0) == 1
+    got = store.get(rs[3].id)
+    assert got is not None and got.access_count == 2 and got.last_accessed_at == 88.0
+    assert store.touch(["missing"], at=1.0) == 0
+    assert store.scopes() == ["alice", "bob"]
+
+
+def test_put_many_rejects_the_whole_batch(store: MemoryStore) -> None:
+    good = make_record(content="good")
+    bad = make_record(content="bad", embedding=vec(1, DIMS + 1))
+    store.put(make_record(content="first"))
+    with pytest.raises(DimensionMismatch):
+        store.put_many([good, bad])
+    assert store.get(good.id) is None
+    assert store.count() == 1
+
+
+def test_rejects_invalid_records(store: MemoryStore) -> None:
+    with pytest.raises(InputError):
+        store.put(make_record(content="   "))
+    with pytest.raises(InputError):
+        store.put(make_record(salience=1.5))
+    with pytest.raises(InputError):
+        store.put(make_record(embedding=np.array([np.nan] * DIMS, dtype=np.float32)))
+    r = make_record()
+    with pytest.raises(InputError):
+        store.put_many([r, r])
+    assert store.count() == 0
+
+
+def test_candidates_match_list(store: MemoryStore) -> None:
+    rs = [
+        make_record(content=f"f{i}", created_at=i, kind="semantic" if i % 2 else "episodic")
+        for i in range(20)
+    ]
+    store.put_many(rs)
+    store.put_many([make_record("bob", content=f"b{i}") for i in range(5)])
+    store.delete([rs[0].id])
+    store.mark_archived([rs[1].id], at=5)
+    store.touch([rs[2].id], at=9)
+    cands = store.candidates("alice", vec(0))
+    active = {cands.ids[i] for i in np.flatnonzero(cands.mask)}
+    assert active == {r.id for r in store.list("alice")}
+    i = cands.ids.index(rs[2].id)
+    assert cands.access_count[i] == 1 and cands.last_accessed_at[i] == 9
+    sem = store.candidates("alice", vec(0), kinds=["semantic"])
+    assert {sem.ids[i] for i in np.flatnonzero(sem.mask)} == {
+        r.id for r in store.list("alice", kinds=["semantic"])
+    }
+    for row in np.flatnonzero(cands.mask):
+        rec = store.get(cands.ids[row])
+        assert rec is not None
+        assert np.array_equal(cands.embeddings[row], rec.embedding)
+        assert cands.salience[row] == np.float32(rec.salience)
+        assert cands.tokens[row] == rec.tokens
+    assert store.candidates("nobody", vec(0)).n_active == 0
+
+
+def test_candidates_stay_in_step_after_many_deletes(store: MemoryStore) -> None:
+    rs = [make_record(content=f"f{i}", created_at=i) for i in range(300)]
+    store.put_many(rs)
+    store.candidates("alice", vec(0))  # warm any cache
+    store.delete([r.id for r in rs[:200]])
+    cands = store.candidates("alice", vec(0))
+    assert {cands.ids[i] for i in np.flatnonzero(cands.mask)} == {r.id for r in rs[200:]}
+
+
+@pytest.mark.parametrize("scope", ADVERSARIAL_SCOPES)
+def test_scope_is_exact_for_adversarial_strings(store: MemoryStore, scope: str) -> None:
+    neighbours = {
+        "alice",
+        "alice ",
+        "Alice",
+        "a_ice",
+        "al'ice",
+        "%",
+        "_",
+        scope + "x",
+        scope[:-1] or "z",
+    }
+    neighbours.discard(scope)
+    for other in neighbours:
+        store.put(make_record(other, content=f"belongs to {other!r}"))
+    mine = make_record(scope, content="mine")
+    store.put(mine)
+    assert [r.id for r in store.list(scope)] == [mine.id]
+    assert store.count(scope) == 1
+    cands = store.candidates(scope, vec(0))
+    assert [cands.ids[i] for i in np.flatnonzero(cands.mask)] == [mine.id]
+    assert scope in store.scopes()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    scopes=st.lists(
+        st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=12),
+        min_size=2,
+        max_size=5,
+        unique=True,
+    )
+)
+def test_scope_isolation_property(
+    backend: StoreBackend, tmp_path_factory: pytest.TempPathFactory, scopes: list[str]
+) -> None:
+    store = backend.open(tmp_path_factory.mktemp("prop"))
+    try:
+        owned = {}
+        for i, s in enumerate(scopes):
+            recs = [make_record(s, content=f"{i}-{j}") for j in range(2)]
+            store.put_many(recs)
+            owned[s] = {r.id for r in recs}
+        for s in scopes:
+            assert {r.id for r in store.list(s)} == owned[s]
+            c = store.candidates(s, vec(1))
+            assert {c.ids[i] for i in np.flatnonzero(c.mask)} == owned[s]
+    finally:
+        store.close()
+
+
+def test_rejects_bad_scope(store: MemoryStore) -> None:
+    with pytest.raises(InputError):
+        store.list("")
+    with pytest.raises(InputError):
+        store.put(make_record("bad\ud800scope"))
+
+
+def test_persists_across_reopen(backend: StoreBackend, tmp_path: Path) -> None:
+    if not backend.durable:
+        pytest.skip(f"{backend.name} is not durable by design")
+    s = backend.open(tmp_path)
+    rs = [make_record(content=f"f{i}", created_at=i, provenance=(f"t{i}",)) for i in range(10)]
+    s.put_many(rs)
+    s.delete(rs[0].id)
+    s.mark_archived([rs[1].id], at=3.5)
+    s.touch([rs[2].id], at=4.5)
+    s.put(rs[3].copy(salience=0.99))
+    s.close()
+    s2 = backend.open(tmp_path)
+    try:
+        assert s2.get(rs[0].id) is None
+        assert s2.get(rs[1].id).archived_at == 3.5  # type: ignore[union-attr]
+        got = s2.get(rs[2].id)
+        assert got is not None and got.access_count == 1 and got.last_accessed_at == 4.5
+        assert s2.get(rs[3].id).salience == 0.99  # type: ignore[union-attr]
+        for r in rs[4:]:
+            assert s2.get(r.id).same_as(r)  # type: ignore[union-attr]
+        assert s2.dims == DIMS
+        assert s2.size_bytes() > 0
+    finally:
+        s2.close()
+
+
+def test_closed_store_raises(backend: StoreBackend, tmp_path: Path) -> None:
+    if not backend.durable:
+        pytest.skip("in-memory store has nothing to close")
+    s = backend.open(tmp_path)
+    s.put(make_record())
+    s.close()
+    with pytest.raises(StoreError):
+        s.list("alice")
