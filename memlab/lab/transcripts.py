@@ -1,0 +1,496 @@
+"""Transcript format v1: load, validate and save.
+
+A transcript is one UTF-8 JSON file (see README, "Transcript format v1")::
+
+    {"format": "memlab.transcript/1", "id": ..., "meta": {...}, "facts": {...},
+     "turns": [{"id", "ts", "scope", "role", "source", "text",
+                "mentions"?, "salience_hint"?, "probe"?, "session"?, "meta"?}]}
+
+Validation reports every problem in a file, each naming the file, the turn id
+and the field. Facts are tracked per scope: the value in force for a probe is
+the latest mention of that fact, in the probe's scope, before the probe.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memlab.errors import TranscriptError
+
+FORMAT = "memlab.transcript/1"
+ROLES = ("user", "agent", "tool")
+SOURCES = ("user", "agent", "tool", "web")
+TURN_KEYS = {
+    "id", "ts", "scope", "role", "source", "text", "mentions", "salience_hint",
+    "probe", "session", "meta",
+}  # fmt: skip
+PROBE_KEYS = {"needs", "evidence", "answer", "category", "evidence_sessions", "scored", "meta"}
+TOP_KEYS = {"format", "id", "meta", "facts", "turns"}
+MAX_REPORTED = 25
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A fact value a turn states."""
+
+    fact: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A turn that needs memory, with its ground truth.
+
+    Attributes:
+        needs: fact ids whose value in force must be in the context.
+        evidence: ids of earlier turns that hold the answer.
+        answer: the answer text.
+        category: a label for per-group breakdowns (e.g. LoCoMo's "multi-hop").
+        evidence_sessions: session ids that hold the answer (session-level metrics).
+        scored: False keeps the probe in the tables but out of recall averages
+            (adversarial / abstention questions).
+        meta: free-form.
+    """
+
+    needs: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    answer: str | None = None
+    category: str | None = None
+    evidence_sessions: tuple[str, ...] = ()
+    scored: bool = True
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message. ``time`` is ``ts`` in epoch seconds."""
+
+    id: str
+    ts: str
+    time: float
+    scope: str
+    role: str
+    source: str
+    text: str
+    mentions: tuple[Mention, ...] = ()
+    salience_hint: float | None = None
+    probe: Probe | None = None
+    session: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Transcript:
+    """A validated transcript. Build one with ``Transcript.create`` or ``load``."""
+
+    id: str
+    turns: list[Turn]
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.index = {t.id: i for i, t in enumerate(self.turns)}
+
+    @property
+    def probes(self) -> list[Turn]:
+        return [t for t in self.turns if t.probe is not None]
+
+    @property
+    def scopes(self) -> list[str]:
+        return sorted({t.scope for t in self.turns})
+
+    def fact_state(self, before: int, scope: str) -> dict[str, FactState]:
+        """For each fact mentioned in ``scope`` before turn index ``before``: the value
+        in force (the latest mention) and the stale values (every earlier one)."""
+        state: dict[str, FactState] = {}
+        for t in self.turns[:before]:
+            if t.scope != scope:
+                continue
+            for m in t.mentions:
+                s = state.setdefault(m.fact, FactState(m.fact))
+                if s.current is not None and s.current != m.value:
+                    s.stale.append(s.current)
+                s.current = m.value
+                s.turns.append(t.id)
+        for s in state.values():
+            s.stale = [v for v in dict.fromkeys(s.stale) if v != s.current]
+        return state
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "<memory>") -> Transcript:
+        """Validate a parsed JSON document and build a Transcript.
+
+        Raises:
+            TranscriptError: listing every problem, each with the turn id and field.
+        """
+        errors = _Errors(source)
+        transcript = _build(data, errors)
+        errors.raise_if_any()
+        assert transcript is not None
+        return transcript
+
+    def to_dict(self) -> dict[str, Any]:
+        """The transcript as format-v1 JSON data (optional fields only when set)."""
+        out: dict[str, Any] = {"format": FORMAT, "id": self.id}
+        if self.meta:
+            out["meta"] = self.meta
+        if self.facts:
+            out["facts"] = self.facts
+        out["turns"] = [_turn_to_dict(t) for t in self.turns]
+        return out
+
+
+@dataclass
+class FactState:
+    fact: str
+    current: str | None = None
+    stale: list[str] = field(default_factory=list)
+    turns: list[str] = field(default_factory=list)
+
+
+def parse_ts(value: Any) -> float:
+    """ISO-8601 with a timezone (``2026-06-01T14:02:00Z``) -> epoch seconds."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected an ISO-8601 string, got {type(value).__name__}")
+    dt = datetime.fromisoformat(value)
+    if dt.tzinfo is None:
+        raise ValueError(f"{value!r} has no timezone; add 'Z' for UTC")
+    return dt.timestamp()
+
+
+def format_ts(epoch: float) -> str:
+    """Epoch seconds -> ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Errors:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: list[str] = []
+
+    def add(self, where: str, field_name: str, problem: str) -> None:
+        self.items.append(f"{where}, field '{field_name}': {problem}")
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        shown = self.items[:MAX_REPORTED]
+        more = len(self.items) - len(shown)
+        lines = "\n".join(f"  - {e}" for e in shown)
+        tail = f"\n  ... and {more} more" if more else ""
+        raise TranscriptError(
+            f"{self.source}: invalid transcript ({len(self.items)} problem"
+            f"{'s' if len(self.items) != 1 else ''}):\n{lines}{tail}"
+        )
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def _build(data: Any, errors: _Errors) -> Transcript | None:
+    if not isinstance(data, dict):
+        errors.add("top level", "(document)", "must be a JSON object")
+        return None
+    for key in sorted(set(data) - TOP_KEYS):
+        errors.add("top level", key, f"unknown key; allowed: {sorted(TOP_KEYS)}")
+    if data.get("format") != FORMAT:
+        errors.add("top level", "format", f"must be {FORMAT!r}, got {data.get('format')!r}")
+    tid = data.get("id")
+    if not isinstance(tid, str) or not tid:
+        errors.add("top level", "id", "must be a non-empty string")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        errors.add("top level", "meta", "must be an object")
+        meta = {}
+    facts = data.get("facts", {})
+    if not isinstance(facts, dict) or not all(isinstance(v, dict) for v in facts.values()):
+        errors.add("top level", "facts", "must map fact ids to objects")
+        facts = {}
+    raw_turns = data.get("turns")
+    if not isinstance(raw_turns, list) or not raw_turns:
+        errors.add("top level", "turns", "must be a non-empty list")
+        return None
+    turns: list[Turn] = []
+    seen: dict[str, int] = {}
+    last_time = -math.inf
+    for i, raw in enumerate(raw_turns):
+        turn = _build_turn(raw, i, facts, seen, errors)
+        if turn is None:
+            continue
+        if turn.time < last_time:
+            errors.add(
+                f"turn {turn.id!r}", "ts",
+                f"{turn.ts} is earlier than the turn before it; turns must be in time order",
+            )  # fmt: skip
+        last_time = max(last_time, turn.time)
+        turns.append(turn)
+    if errors.items:
+        return None
+    return Transcript(id=tid, turns=turns, facts=facts, meta=meta)  # type: ignore[arg-type]
+
+
+def _build_turn(
+    raw: Any, i: int, facts: dict[str, Any], seen: dict[str, int], errors: _Errors
+) -> Turn | None:
+    if not isinstance(raw, dict):
+        errors.add(f"turn #{i}", "(turn)", "must be a JSON object")
+        return None
+    tid = raw.get("id")
+    where = f"turn {tid!r}" if isinstance(tid, str) and tid else f"turn #{i}"
+    n_before = len(errors.items)
+    for key in sorted(set(raw) - TURN_KEYS):
+        errors.add(where, key, f"unknown key; allowed: {sorted(TURN_KEYS)}")
+    if not isinstance(tid, str) or not tid:
+        errors.add(where, "id", "must be a non-empty string")
+    elif tid in seen:
+        errors.add(where, "id", f"duplicate turn id (also turn #{seen[tid]})")
+    else:
+        seen[tid] = i  # even if the turn is bad, later probes may cite it
+    try:
+        time = parse_ts(raw.get("ts"))
+    except (ValueError, TypeError) as exc:
+        errors.add(where, "ts", f"not an ISO-8601 timestamp with timezone ({exc})")
+        time = 0.0
+    scope = raw.get("scope")
+    if not isinstance(scope, str) or not scope:
+        errors.add(where, "scope", "must be a non-empty string")
+    role = raw.get("role")
+    if role not in ROLES:
+        errors.add(where, "role", f"must be one of {list(ROLES)}, got {role!r}")
+    source = raw.get("source", role)
+    if source not in SOURCES:
+        errors.add(where, "source", f"must be one of {list(SOURCES)}, got {source!r}")
+    text = raw.get("text")
+    if not isinstance(text, str) or not text.strip():
+        errors.add(where, "text", "must be a non-empty string")
+    mentions: list[Mention] = []
+    raw_mentions = raw.get("mentions", [])
+    if not isinstance(raw_mentions, list):
+        errors.add(where, "mentions", "must be a list")
+        raw_mentions = []
+    for j, m in enumerate(raw_mentions):
+        if not isinstance(m, dict) or set(m) != {"fact", "value"}:
+            errors.add(where, f"mentions[{j}]", "must be an object with exactly 'fact' and 'value'")
+            continue
+        if not isinstance(m["fact"], str) or (facts and m["fact"] not in facts):
+            errors.add(where, f"mentions[{j}].fact", f"{m['fact']!r} is not a declared fact")
+            continue
+        if not isinstance(m["value"], str) or not m["value"].strip():
+            errors.add(where, f"mentions[{j}].value", "must be a non-empty string")
+            continue
+        mentions.append(Mention(m["fact"], m["value"]))
+    hint = raw.get("salience_hint")
+    if hint is not None and (
+        isinstance(hint, bool) or not isinstance(hint, int | float) or not 0.0 <= hint <= 1.0
+    ):
+        errors.add(where, "salience_hint", f"must be a number in 0..1, got {hint!r}")
+    session = raw.get("session")
+    if session is not None and (not isinstance(session, str) or not session):
+        errors.add(where, "session", "must be a non-empty string")
+    meta = raw.get("meta", {})
+    if not isinstance(meta, dict):
+        errors.add(where, "meta", "must be an object")
+    probe = _build_probe(raw.get("probe"), where, facts, seen, errors) if "probe" in raw else None
+    if len(errors.items) > n_before:
+        return None
+    return Turn(
+        id=tid,
+        ts=raw["ts"],
+        time=time,
+        scope=scope,
+        role=role,
+        source=source,
+        text=text,
+        mentions=tuple(mentions),
+        salience_hint=None if hint is None else float(hint),
+        probe=probe,
+        session=session,
+        meta=meta,
+    )
+
+
+def _build_probe(
+    raw: Any, where: str, facts: dict[str, Any], seen: dict[str, int], errors: _Errors
+) -> Probe | None:
+    if not isinstance(raw, dict):
+        errors.add(where, "probe", "must be an object")
+        return None
+    for key in sorted(set(raw) - PROBE_KEYS):
+        errors.add(where, f"probe.{key}", f"unknown key; allowed: {sorted(PROBE_KEYS)}")
+    if not any(k in raw for k in ("needs", "evidence", "answer")):
+        errors.add(where, "probe", "needs at least one of 'needs', 'evidence', 'answer'")
+    needs = raw.get("needs", [])
+    if not _str_list(needs):
+        errors.add(where, "probe.needs", "must be a list of fact ids")
+        needs = []
+    for f in needs:
+        if facts and f not in facts:
+            errors.add(where, "probe.needs", f"{f!r} is not a declared fact")
+    evidence = raw.get("evidence", [])
+    if not _str_list(evidence):
+        errors.add(where, "probe.evidence", "must be a list of turn ids")
+        evidence = []
+    for e in evidence:
+        if e not in seen:
+            errors.add(where, "probe.evidence", f"{e!r} is not an earlier turn of this transcript")
+    answer = raw.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        errors.add(where, "probe.answer", f"must be a string, got {type(answer).__name__}")
+    category = raw.get("category")
+    if category is not None and not isinstance(category, str):
+        errors.add(where, "probe.category", "must be a string")
+    ev_sessions = raw.get("evidence_sessions", [])
+    if not _str_list(ev_sessions):
+        errors.add(where, "probe.evidence_sessions", "must be a list of session ids")
+        ev_sessions = []
+    scored = raw.get("scored", True)
+    if not isinstance(scored, bool):
+        errors.add(where, "probe.scored", "must be true or false")
+    meta = raw.get("meta", {})
+    if not isinstance(meta, dict):
+        errors.add(where, "probe.meta", "must be an object")
+    return Probe(
+        needs=tuple(needs),
+        evidence=tuple(evidence),
+        answer=answer,
+        category=category,
+        evidence_sessions=tuple(ev_sessions),
+        scored=bool(scored),
+        meta=meta if isinstance(meta, dict) else {},
+    )
+
+
+def _turn_to_dict(t: Turn) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": t.id, "ts": t.ts, "scope": t.scope, "role": t.role,
+        "source": t.source, "text": t.text,
+    }  # fmt: skip
+    if t.session is not None:
+        out["session"] = t.session
+    if t.mentions:
+        out["mentions"] = [{"fact": m.fact, "value": m.value} for m in t.mentions]
+    if t.salience_hint is not None:
+        out["salience_hint"] = t.salience_hint
+    if t.probe is not None:
+        p = t.probe
+        probe: dict[str, Any] = {}
+        if p.needs:
+            probe["needs"] = list(p.needs)
+        if p.evidence:
+            probe["evidence"] = list(p.evidence)
+        if p.answer is not None:
+            probe["answer"] = p.answer
+        if p.category is not None:
+            probe["category"] = p.category
+        if p.evidence_sessions:
+            probe["evidence_sessions"] = list(p.evidence_sessions)
+        if not p.scored:
+            probe["scored"] = False
+        if p.meta:
+            probe["meta"] = dict(p.meta)
+        out["probe"] = probe
+    if t.meta:
+        out["meta"] = dict(t.meta)
+    return out
+
+
+def dumps(transcript: Transcript) -> str:
+    """Canonical JSON text of a transcript (stable bytes for the same content)."""
+    return json.dumps(transcript.to_dict(), ensure_ascii=False, indent=1) + "\n"
+
+
+def load(path: str | os.PathLike[str]) -> Transcript:
+    """Load and validate one transcript file.
+
+    Raises:
+        TranscriptError: naming the file, and for each problem the turn id and field.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TranscriptError(f"{p}: no such transcript file") from None
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{p}: not UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise TranscriptError(f"{p}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(
+            f"{p}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    t = Transcript.from_dict(data, str(p))
+    t.path = p
+    return t
+
+
+def iter_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The ``*.json`` files of a folder, sorted by name."""
+    p = Path(folder)
+    if not p.is_dir():
+        raise TranscriptError(f"{p}: not a folder of transcripts")
+    return sorted(x for x in p.iterdir() if x.suffix == ".json" and x.is_file())
+
+
+def load_dir(folder: str | os.PathLike[str]) -> list[Transcript]:
+    """Load every ``*.json`` transcript of a folder.
+
+    Raises:
+        TranscriptError: listing every bad file (not just the first) with its problems.
+    """
+    files = iter_files(folder)
+    if not files:
+        raise TranscriptError(f"{folder}: holds no *.json transcripts")
+    good, bad = [], []
+    for f in files:
+        try:
+            good.append(load(f))
+        except TranscriptError as exc:
+            bad.append(str(exc))
+    if bad:
+        raise TranscriptError(
+            f"{len(bad)} of {len(files)} transcripts in {folder} are invalid:\n" + "\n".join(bad)
+        )
+    ids: dict[str, Path] = {}
+    for t in good:
+        if t.id in ids:
+            raise TranscriptError(f"{t.path} and {ids[t.id]} have the same transcript id {t.id!r}")
+        ids[t.id] = t.path  # type: ignore[assignment]
+    return good
+
+
+def save(transcript: Transcript, path: str | os.PathLike[str]) -> Path:
+    """Write a transcript atomically (temp file + rename) in canonical form."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    text = dumps(transcript)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript, int, Turn]]:
+    """Every (transcript, turn index, probe turn)."""
+    for t in transcripts:
+        for i, turn in enumerate(t.turns):
+            if turn.probe is not None:
+                yield t, i, turn
