@@ -304,13 +304,13 @@ def _build_turn(
     if len(errors.items) > n_before:
         return None
     return Turn(
-        id=tid,
+        id=str(tid),
         ts=raw["ts"],
         time=time,
-        scope=scope,
-        role=role,
-        source=source,
-        text=text,
+        scope=str(scope),
+        role=str(role),
+        source=str(source),
+        text=str(text),
         mentions=tuple(mentions),
         salience_hint=None if hint is None else float(hint),
         probe=probe,
