@@ -1,16 +1,35 @@
-"""The memlab command line. The only module that reads Hydra configs."""
+"""The memlab command line. The only module that reads Hydra configs and
+instantiates ``_target_`` objects; everything it calls takes plain objects."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from memlab.errors import MemlabError
+from memlab.errors import ConfigError, MemlabError
 
 USAGE = """usage: memlab <command> [args]
 
 commands:
-  demo        a short tour of the memory layer (two users, recall under a budget)
+  run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps)
+  report DIR        rebuild tables and charts from a run or multirun folder
+  demo              a short tour of the memory layer (two users, recall under a budget)
+
+`memlab run --help` lists the config groups; README documents every key.
 """
+
+
+def conf_dir() -> Path:
+    """conf/ of a source checkout, or memlab/conf inside an installed wheel."""
+    here = Path(__file__).resolve().parent
+    for c in (here / "conf", here.parent / "conf"):
+        if (c / "config.yaml").exists():
+            return c
+    raise ConfigError("memlab's config folder is missing; reinstall memlab")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in {"-h", "--help", "help"}:
         print(USAGE)
         return 0
-    command = argv[0]
+    command, rest = argv[0], argv[1:]
     try:
+        if command == "run":
+            return run(rest)
+        if command == "report":
+            return report(rest)
         if command == "demo":
             from memlab.demo import main as demo
 
@@ -32,5 +55,277 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
 
 
+# -- run --------------------------------------------------------------------------
+def _one_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [
+        ln
+        for ln in lines
+        if not ln.startswith(("Set the environment", "full_key:", "object_type", "reference_type"))
+    ]
+    return "; ".join(ln.split("; reference_type")[0] for ln in lines) or type(exc).__name__
+
+
+def group_options(group: str) -> list[str]:
+    """The YAML options of a config group (schemas excluded)."""
+    folder = conf_dir() / group
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def explain_compose_error(exc: BaseException) -> str:
+    """Turn Hydra's multi-line composition errors into one line that says what to do."""
+    import re
+
+    text = str(exc)
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m:
+        key = m.group(1)
+        cause = str(exc.__cause__ or "")
+        detail = (
+            "it does not exist"
+            if "not in struct" in cause or "To append" in text
+            else _one_line(exc.__cause__ or exc)
+        )
+        return f"config key '{key}': {detail}; check the spelling (memlab run --cfg job prints every key)"
+    m = re.search(r"Could not (?:find|load) '([^'/]+)/([^']+)'", text)
+    if m:
+        group, option = m.groups()
+        options = ", ".join(group_options(group)) or "(none)"
+        return f"config group '{group}' has no option '{option}'; choose one of: {options}"
+    m = re.search(r"Error merging override (\S+)", text)
+    if m:
+        return f"config override {m.group(1)}: {_one_line(exc.__cause__ or exc)}"
+    return _one_line(exc)
+
+
+def first_of_sweeps(overrides: list[str]) -> list[str]:
+    """The overrides with each sweep (``a=1,2``) replaced by its first value, so a
+    multirun's config can be checked once before any job starts."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    out = []
+    for o in parsed:
+        if o.is_sweep_override():
+            first = next(iter(o.sweep_string_iterator()))
+            out.append(f"{o.get_key_element()}={first}")
+        else:
+            out.append(o.input_line or "")
+    return out
+
+
+def precheck(overrides: list[str]) -> Any:
+    """Compose and validate the config before Hydra runs anything.
+
+    Raises:
+        ConfigError: one line naming the bad key or value.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from memlab.config import register, validate
+
+    register()
+    plain = [o for o in overrides if not o.startswith(("hydra.", "hydra/", "-"))]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+            cfg = compose("config", overrides=first_of_sweeps(plain))
+    except MemlabError:
+        raise
+    except Exception as exc:  # Hydra/OmegaConf composition errors
+        raise ConfigError(explain_compose_error(exc)) from None
+    finally:
+        GlobalHydra.instance().clear()
+    validate(cfg)
+    return cfg
+
+
+def run(overrides: list[str]) -> int:
+    """``memlab run [overrides]``: a Hydra app (``-m`` sweeps, launchers, ...)."""
+    import hydra
+
+    from memlab.config import register
+
+    register()
+    if not any(
+        o in {"--help", "-h", "--hydra-help", "--info", "--cfg", "-c"} or o.startswith("--cfg")
+        for o in overrides
+    ):
+        precheck(overrides)
+    saved = sys.argv
+    sys.argv = ["memlab run", *overrides]
+    try:
+        hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(
+            _run_job
+        )()
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def _run_job(cfg: Any) -> dict[str, Any] | None:
+    """One Hydra job: replay, score, write tables and charts, print the summary."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        out = Path(HydraConfig.get().runtime.output_dir)
+        return run_experiment_from_config(cfg, out)
+    except MemlabError as exc:
+        print(f"memlab: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+
+
+def run_experiment_from_config(cfg: Any, out: Path) -> dict[str, Any]:
+    """Run the experiment a composed config describes and write it to ``out``."""
+    import pandas as pd
+    from omegaconf import OmegaConf
+
+    from memlab.config import validate
+    from memlab.lab.replay import ReplaySettings, run_experiment
+    from memlab.lab.report import charts, format_table, summarize, summary_table, write_tables
+    from memlab.lab.transcripts import load_source
+
+    started = time.perf_counter()
+    run_cfg = validate(cfg)
+    t = run_cfg.transcripts
+    transcripts = load_source(t.name, t.path, limit=t.limit, ids=t.ids)
+    embedder = _instantiate(cfg.embedder, "embedder")
+    summarizer = _instantiate(cfg.summarizer, "summarizer")
+    factories = {
+        name: strategy_factory(cfg, name, out, embedder, summarizer) for name in run_cfg.strategies
+    }
+    settings = ReplaySettings(
+        budget=run_cfg.budget,
+        prompt_overhead_tokens=run_cfg.prompt_overhead_tokens,
+        price_per_1k_tokens=run_cfg.price_per_1k_tokens,
+        far_turns=run_cfg.report.far_turns,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    probes, turns = run_experiment(transcripts, factories, settings, progress=run_cfg.progress)
+    summary = summarize(probes, turns, n_boot=run_cfg.report.bootstrap, seed=run_cfg.seed)
+    write_tables(out, probes, turns, summary)
+    written = charts(probes, turns, summary, out / "charts") if run_cfg.report.charts else []
+    elapsed = time.perf_counter() - started
+    table = summary_table(summary)
+    with pd.option_context("display.width", 250, "display.max_columns", 50):
+        print(
+            f"\n{len(transcripts)} transcripts, {len(probes) // max(1, len(factories))} probes, "
+            f"{len(factories)} strategies, budget {run_cfg.budget} tokens, {elapsed:.1f} s\n"
+        )
+        print(format_table(table))
+    print(
+        f"\nresults: {out}/ (summary.csv, probes.csv, turns.csv, config.yaml"
+        f"{', charts/*.png' if written else ''})"
+    )
+    return {"out": str(out), "summary": summary}
+
+
+def _instantiate(node: Any, group: str, **kwargs: Any) -> Any:
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate(node, **kwargs)
+    except MemlabError:
+        raise
+    except Exception as exc:
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        if isinstance(cause, MemlabError):
+            raise cause from None
+        raise ConfigError(f"config group '{group}': {_one_line(cause)}") from None
+
+
+def strategy_factory(
+    cfg: Any, name: str, out: Path, embedder: Any, summarizer: Any
+) -> Callable[[Any], Any]:
+    """A function that builds a fresh strategy (and store) for one transcript."""
+    from memlab.config import strategy_memory
+    from memlab.lab.strategies import MemoryStrategy, SlidingWindow, StuffAll, salience_function
+    from memlab.memory import EvictionPolicy, HalfLives, RankWeights, SummarizePolicy
+
+    s = cfg.strategies[name]
+    if s.kind == "stuff_all":
+        return lambda t: StuffAll(name, context_limit=s.context_limit)
+    if s.kind == "sliding_window":
+        return lambda t: SlidingWindow(
+            name, window_turns=s.window_turns, window_tokens=s.window_tokens
+        )
+    m = strategy_memory(cfg, name)
+    weights = RankWeights(**vars(m.weights))
+    half_life = HalfLives(**vars(m.half_life))
+    summarize = None
+    if m.summarize.enabled:
+        summarize = SummarizePolicy(
+            trigger_tokens=m.summarize.trigger_tokens,
+            chunk_tokens=m.summarize.chunk_tokens,
+            keep_recent=m.summarize.keep_recent,
+            max_gap_hours=m.summarize.max_gap_hours,
+            min_records=m.summarize.min_records,
+        )
+    e = m.eviction
+    eviction = (
+        EvictionPolicy(e.episodic_ttl, e.max_records, e.salience_floor, e.cold_decay, e.cold_after)
+        if e.enabled
+        else None
+    )
+    salience = salience_function(m.salience, m.fixed_salience)
+
+    def make(transcript: Any) -> MemoryStrategy:
+        return MemoryStrategy(
+            name,
+            make_store(cfg.store, out, name, transcript.id),
+            embedder,
+            weights=weights,
+            half_life=half_life,
+            summarizer=summarizer if summarize is not None else None,
+            summarize=summarize,
+            eviction=eviction,
+            salience=salience,
+            untrusted_salience_cap=m.untrusted_salience_cap,
+            pool=m.pool,
+            remember_agent=m.remember_agent,
+            remember_tools=m.remember_tools,
+        )
+
+    return make
+
+
+def make_store(node: Any, out: Path, strategy: str, transcript: str) -> Any:
+    """Instantiate the configured store for one (strategy, transcript) replay,
+    filling ``{run_dir}``, ``{strategy}`` and ``{transcript}`` in its path."""
+    kwargs: dict[str, Any] = {}
+    if "path" in node and node.path is not None:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
+        try:
+            kwargs["path"] = str(node.path).format(run_dir=out, strategy=strategy, transcript=safe)
+        except (KeyError, IndexError) as exc:
+            raise ConfigError(
+                f"config key 'store.path': unknown placeholder {exc}; use {{run_dir}}, {{strategy}}, {{transcript}}"
+            ) from None
+    return _instantiate(node, "store", **kwargs)
+
+
+# -- report -----------------------------------------------------------------------
+def report(args: list[str]) -> int:
+    """``memlab report DIR``: rebuild tables and charts from a run or multirun folder."""
+    import argparse
+
+    from memlab.lab.report import rebuild
+
+    parser = argparse.ArgumentParser(prog="memlab report", description=report.__doc__)
+    parser.add_argument("dir", type=Path, help="a run folder (results/runs/...) or multirun folder")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-charts", action="store_true")
+    ns = parser.parse_args(args)
+    if not ns.dir.is_dir():
+        raise MemlabError(f"{ns.dir} is not a folder; pass a run or multirun folder")
+    for line in rebuild(ns.dir, n_boot=ns.bootstrap, seed=ns.seed, draw=not ns.no_charts):
+        print(line)
+    return 0
+
+
 if __name__ == "__main__":
+    os.environ.setdefault("HYDRA_FULL_ERROR", "0")
     sys.exit(main())

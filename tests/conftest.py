@@ -17,6 +17,7 @@ from memlab.memory.stores.base import MemoryStore
 
 DIMS = 16
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @dataclass

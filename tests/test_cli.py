@@ -25,3 +25,150 @@ def test_console_script_prints_errors_without_traceback() -> None:
         [sys.executable, "-m", "memlab.cli", "frobnicate"], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+# -- memlab run / report ------------------------------------------------------------
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from tests.conftest import FIXTURES  # noqa: E402
+
+
+def memlab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memlab.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def tdir(tmp_path: Path) -> Path:
+    d = tmp_path / "transcripts"
+    d.mkdir()
+    shutil.copy(FIXTURES / "handmade.json", d)
+    return d
+
+
+def test_run_writes_tables_and_charts(tmp_path: Path, tdir: Path) -> None:
+    out = tmp_path / "run"
+    proc = memlab(
+        "run",
+        "transcripts=dir",
+        f"transcripts.path={tdir}",
+        f"hydra.run.dir={out}",
+        "progress=false",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in ["summary.csv", "probes.csv", "turns.csv", "config.yaml"]:
+        assert (out / name).exists(), name
+    assert {p.name for p in (out / "charts").glob("*.png")} >= {
+        "recall_precision.png",
+        "prompt_tokens.png",
+        "store_growth.png",
+        "stale_rate.png",
+    }
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.columns) == [
+        "strategy",
+        "group",
+        "metric",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "n",
+    ]
+    assert set(summary.strategy) >= {
+        "stuff_all",
+        "sliding_window",
+        "memory",
+        "memory_similarity_only",
+        "memory_no_summarize",
+        "memory_no_floor",
+        "memory_oracle_salience",
+    }
+    assert (summary[summary.metric == "leaks"]["mean"] == 0).all()
+    assert "results:" in proc.stdout and str(out) in proc.stdout
+    # report rebuilds the same summary from the rows
+    (out / "summary.csv").unlink()
+    rep = memlab("report", str(out), cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert pd.read_csv(out / "summary.csv").equals(summary)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("memory.weights.recency=-1", "config key 'memory.weights.recency': must be a number >= 0"),
+        ("budget=0", "config key 'budget': must be a positive integer"),
+        ("memory.wieghts.recency=1", "config key 'memory.wieghts.recency': it does not exist"),
+        ("store=nosuch", "config group 'store' has no option 'nosuch'"),
+        ("strategies.memory.memory.weights.usage=-2", "strategies.memory.memory.weights.usage"),
+    ],
+)
+def test_bad_config_is_one_line_error(
+    tmp_path: Path, tdir: Path, override: str, message: str
+) -> None:
+    proc = memlab(
+        "run",
+        "transcripts=dir",
+        f"transcripts.path={tdir}",
+        override,
+        f"hydra.run.dir={tmp_path / 'x'}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_bad_transcripts_path_is_an_error(tmp_path: Path) -> None:
+    proc = memlab(
+        "run",
+        "transcripts=dir",
+        f"transcripts.path={tmp_path / 'nope'}",
+        f"hydra.run.dir={tmp_path / 'x'}",
+        cwd=tmp_path,
+    )
+    assert (
+        proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    )
+
+
+def test_two_job_multirun_and_report(tmp_path: Path, tdir: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = memlab(
+        "run",
+        "-m",
+        "transcripts=dir",
+        f"transcripts.path={tdir}",
+        "budget=20,400",
+        "strategies=[memory,sliding_window]",
+        "progress=false",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (sweep / "0" / "summary.csv").exists() and (sweep / "1" / "summary.csv").exists()
+    rep = memlab("report", str(sweep), cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    combined = pd.read_csv(sweep / "multirun_summary.csv")
+    assert set(combined.job) == {0, 1} and set(combined.budget) == {20, 400}
+    tokens = combined[
+        (combined.metric == "context_tokens")
+        & (combined.group == "all")
+        & (combined.strategy == "memory")
+    ]
+    assert tokens.set_index("budget")["mean"][20] <= 20 < tokens.set_index("budget")["mean"][400]
+    assert (sweep / "charts" / "precision_vs_prompt_tokens.png").exists()
+
+
+def test_report_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
+    proc = memlab("report", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2 and "no memlab run" in proc.stderr

@@ -494,3 +494,74 @@ def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript,
         for i, turn in enumerate(t.turns):
             if turn.probe is not None:
                 yield t, i, turn
+
+
+# -- transcript sources (the `transcripts` config group) ---------------------------
+def shipped_dir(name: str = "synthetic") -> Path:
+    """The folder of transcripts shipped with memlab (source checkout or wheel)."""
+    here = Path(__file__).resolve()
+    candidates = [
+        here.parents[1] / "transcripts" / name,  # installed wheel: memlab/transcripts
+        here.parents[2] / "transcripts" / name,  # source checkout
+    ]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise TranscriptError(
+        f"the shipped '{name}' transcripts are missing (looked in {', '.join(map(str, candidates))}); "
+        "reinstall memlab or pass transcripts=dir transcripts.path=DIR"
+    )
+
+
+# name -> "module:function(path) -> list[Transcript]"; datasets register here too.
+LOADERS: dict[str, str] = {
+    "synthetic": "memlab.lab.transcripts:_load_synthetic",
+    "dir": "memlab.lab.transcripts:load_dir",
+}
+
+
+def _load_synthetic(path: str | None) -> list[Transcript]:
+    return load_dir(path or shipped_dir("synthetic"))
+
+
+def load_source(
+    name: str,
+    path: str | None = None,
+    *,
+    limit: int | None = None,
+    ids: Iterable[str] | None = None,
+) -> list[Transcript]:
+    """Load transcripts from a named source (``synthetic``, ``dir``, datasets...).
+
+    Args:
+        name: a key of ``LOADERS``.
+        path: the folder or file the source reads (``synthetic`` defaults to the
+            shipped folder).
+        limit: keep only the first N transcripts (after ``ids``).
+        ids: keep only these transcript ids (every id must exist).
+
+    Raises:
+        TranscriptError: unknown source, missing path, bad files, unknown ids.
+    """
+    import importlib
+
+    if name not in LOADERS:
+        raise TranscriptError(f"unknown transcripts source {name!r}; use one of {sorted(LOADERS)}")
+    if name != "synthetic" and not path:
+        raise TranscriptError(f"transcripts={name} needs a path: add transcripts.path=...")
+    if path and not Path(path).exists():
+        raise TranscriptError(f"transcripts.path {path} does not exist")
+    module, func = LOADERS[name].split(":")
+    loaded: list[Transcript] = getattr(importlib.import_module(module), func)(path)
+    if ids is not None:
+        wanted = list(ids)
+        by_id = {t.id: t for t in loaded}
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise TranscriptError(
+                f"transcripts.ids: {missing} not found in {name} (it has e.g. {sorted(by_id)[:5]})"
+            )
+        loaded = [by_id[i] for i in wanted]
+    if limit is not None:
+        loaded = loaded[:limit]
+    return loaded

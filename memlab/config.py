@@ -1,0 +1,321 @@
+"""Dataclass schemas for every config group, registered in Hydra's ConfigStore.
+
+Hydra checks types and unknown keys when it composes the config; ``validate``
+checks values (weights >= 0, budget > 0, ...) at start-up and raises a one-line
+ConfigError naming the key. Library code never sees these objects: cli.py turns
+them into plain arguments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from memlab.errors import ConfigError
+
+STRATEGY_KINDS = ("memory", "sliding_window", "stuff_all")
+SALIENCE_MODES = ("heuristic", "oracle", "fixed")
+
+
+@dataclass
+class WeightsConfig:
+    similarity: float = 0.6
+    recency: float = 0.15
+    salience: float = 0.2
+    usage: float = 0.05
+
+
+@dataclass
+class HalfLifeConfig:
+    """Recency half-life per memory kind, in hours."""
+
+    episodic: float = 72.0
+    semantic: float = 2160.0
+    procedural: float = 8760.0
+
+
+@dataclass
+class SummarizeConfig:
+    enabled: bool = True
+    trigger_tokens: int = 1200
+    chunk_tokens: int = 400
+    keep_recent: int = 12
+    max_gap_hours: float = 12.0
+    min_records: int = 2
+
+
+@dataclass
+class EvictionConfig:
+    enabled: bool = True
+    episodic_ttl: float | None = None
+    max_records: int | None = None
+    salience_floor: float | None = 0.8
+    cold_decay: float | None = None
+    cold_after: float = 720.0
+
+
+@dataclass
+class MemoryConfig:
+    """The memory layer as the `memory` strategies use it."""
+
+    weights: WeightsConfig = field(default_factory=WeightsConfig)
+    half_life: HalfLifeConfig = field(default_factory=HalfLifeConfig)
+    summarize: SummarizeConfig = field(default_factory=SummarizeConfig)
+    eviction: EvictionConfig = field(default_factory=EvictionConfig)
+    salience: str = "heuristic"  # heuristic | oracle | fixed
+    fixed_salience: float = 0.5
+    untrusted_salience_cap: float = 0.3
+    pool: int = 200
+    remember_agent: bool = True
+    remember_tools: bool = True
+
+
+@dataclass
+class StrategyConfig:
+    """One entry of ``strategies``.
+
+    ``memory`` holds overrides merged on top of the top-level ``memory`` config
+    (how the ablation presets differ from the default layer).
+    """
+
+    kind: str = "memory"
+    window_turns: int | None = 10
+    window_tokens: int | None = None
+    context_limit: int = 128_000
+    memory: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TranscriptsConfig:
+    name: str = "synthetic"
+    path: str | None = None
+    limit: int | None = None
+    ids: list[str] | None = None
+
+
+@dataclass
+class ReportConfig:
+    charts: bool = True
+    bootstrap: int = 1000
+    far_turns: int = 10
+
+
+@dataclass
+class RunConfig:
+    budget: int = 800
+    seed: int = 0
+    prompt_overhead_tokens: int = 60
+    price_per_1k_tokens: float = 0.00015
+    progress: bool = True
+    strategies: dict[str, StrategyConfig] = field(default_factory=dict)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    transcripts: TranscriptsConfig = field(default_factory=TranscriptsConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    store: Any = None
+    embedder: Any = None
+    summarizer: Any = None
+
+
+# -- plug-in schemas: one per YAML in conf/store, conf/embedder, conf/summarizer ----
+@dataclass
+class InMemoryStoreConf:
+    _target_: str = "memlab.memory.InMemoryStore"
+
+
+@dataclass
+class JsonlStoreConf:
+    _target_: str = "memlab.memory.JsonlStore"
+    path: str = "{run_dir}/stores/{strategy}/{transcript}.jsonl"
+    fsync: bool = False
+    compact_min_lines: int = 1000
+    compact_ratio: float = 2.0
+    lock_timeout: float = 30.0
+
+
+@dataclass
+class SqliteStoreConf:
+    _target_: str = "memlab.memory.SqliteStore"
+    path: str = "{run_dir}/stores/{strategy}/{transcript}.db"
+    timeout: float = 30.0
+
+
+@dataclass
+class HashEmbedderConf:
+    _target_: str = "memlab.memory.HashEmbedder"
+    dims: int = 384
+
+
+@dataclass
+class ExtractiveSummarizerConf:
+    _target_: str = "memlab.memory.ExtractiveSummarizer"
+    max_words: int = 120
+
+
+SCHEMAS: dict[tuple[str | None, str], type] = {
+    (None, "run_schema"): RunConfig,
+    ("transcripts", "transcripts_schema"): TranscriptsConfig,
+    ("store", "store_memory_schema"): InMemoryStoreConf,
+    ("store", "store_jsonl_schema"): JsonlStoreConf,
+    ("store", "store_sqlite_schema"): SqliteStoreConf,
+    ("embedder", "embedder_hash_schema"): HashEmbedderConf,
+    ("summarizer", "summarizer_extractive_schema"): ExtractiveSummarizerConf,
+}
+
+
+def register() -> None:
+    """Register the schemas so the YAML files can name them in their defaults."""
+    cs = ConfigStore.instance()
+    for (group, name), node in SCHEMAS.items():
+        cs.store(group=group, name=name, node=node)
+
+
+def _check(ok: bool, key: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(f"config key '{key}': {problem}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate_memory(m: MemoryConfig, where: str = "memory") -> None:
+    """Check the values of a memory config; raise ConfigError naming the key."""
+    w = m.weights
+    for name in ("similarity", "recency", "salience", "usage"):
+        v = getattr(w, name)
+        _check(
+            _number(v) and v >= 0, f"{where}.weights.{name}", f"must be a number >= 0, got {v!r}"
+        )
+    _check(
+        sum(getattr(w, n) for n in ("similarity", "recency", "salience", "usage")) > 0,
+        f"{where}.weights",
+        "all weights are 0; give at least one signal a positive weight",
+    )
+    for name in ("episodic", "semantic", "procedural"):
+        v = getattr(m.half_life, name)
+        _check(_number(v) and v > 0, f"{where}.half_life.{name}", f"must be hours > 0, got {v!r}")
+    s = m.summarize
+    _check(
+        s.trigger_tokens > 0,
+        f"{where}.summarize.trigger_tokens",
+        f"must be > 0, got {s.trigger_tokens}",
+    )
+    _check(
+        s.chunk_tokens > 0, f"{where}.summarize.chunk_tokens", f"must be > 0, got {s.chunk_tokens}"
+    )
+    _check(
+        s.keep_recent >= 0, f"{where}.summarize.keep_recent", f"must be >= 0, got {s.keep_recent}"
+    )
+    _check(
+        s.max_gap_hours > 0,
+        f"{where}.summarize.max_gap_hours",
+        f"must be > 0, got {s.max_gap_hours}",
+    )
+    _check(
+        s.min_records >= 1, f"{where}.summarize.min_records", f"must be >= 1, got {s.min_records}"
+    )
+    e = m.eviction
+    _check(
+        e.episodic_ttl is None or e.episodic_ttl > 0,
+        f"{where}.eviction.episodic_ttl",
+        f"must be hours > 0 or null, got {e.episodic_ttl}",
+    )
+    _check(
+        e.max_records is None or e.max_records >= 1,
+        f"{where}.eviction.max_records",
+        f"must be >= 1 or null, got {e.max_records}",
+    )
+    _check(
+        e.salience_floor is None or 0 <= e.salience_floor <= 1,
+        f"{where}.eviction.salience_floor",
+        f"must be in 0..1 or null, got {e.salience_floor}",
+    )
+    _check(
+        e.cold_decay is None or 0 < e.cold_decay <= 1,
+        f"{where}.eviction.cold_decay",
+        f"must be in (0, 1] or null, got {e.cold_decay}",
+    )
+    _check(
+        e.cold_after > 0, f"{where}.eviction.cold_after", f"must be hours > 0, got {e.cold_after}"
+    )
+    _check(
+        m.salience in SALIENCE_MODES,
+        f"{where}.salience",
+        f"must be one of {list(SALIENCE_MODES)}, got {m.salience!r}",
+    )
+    _check(0 <= m.fixed_salience <= 1, f"{where}.fixed_salience", "must be in 0..1")
+    _check(
+        0 <= m.untrusted_salience_cap <= 1,
+        f"{where}.untrusted_salience_cap",
+        f"must be in 0..1, got {m.untrusted_salience_cap}",
+    )
+    _check(m.pool >= 1, f"{where}.pool", f"must be >= 1, got {m.pool}")
+
+
+def strategy_memory(cfg: DictConfig, name: str) -> MemoryConfig:
+    """The memory config of one strategy: top-level ``memory`` + its overrides."""
+    base = OmegaConf.structured(MemoryConfig)
+    try:
+        merged = OmegaConf.merge(base, cfg.memory, cfg.strategies[name].get("memory") or {})
+    except Exception as exc:  # omegaconf reports unknown keys and bad types
+        raise ConfigError(f"config key 'strategies.{name}.memory': {_first_line(exc)}") from None
+    return OmegaConf.to_object(merged)  # type: ignore[return-value]
+
+
+def validate(cfg: DictConfig) -> RunConfig:
+    """Validate a composed run config; return it as typed objects.
+
+    Raises:
+        ConfigError: one line naming the key and what is wrong.
+    """
+    try:
+        typed = OmegaConf.merge(OmegaConf.structured(RunConfig), cfg)
+    except Exception as exc:
+        raise ConfigError(_first_line(exc)) from None
+    run: RunConfig = OmegaConf.to_object(typed)  # type: ignore[assignment]
+    _check(
+        isinstance(run.budget, int) and run.budget > 0,
+        "budget",
+        f"must be a positive integer, got {run.budget!r}",
+    )
+    _check(run.prompt_overhead_tokens >= 0, "prompt_overhead_tokens", "must be >= 0")
+    _check(run.price_per_1k_tokens >= 0, "price_per_1k_tokens", "must be >= 0")
+    _check(
+        bool(run.strategies), "strategies", "select at least one strategy, e.g. strategies=[memory]"
+    )
+    validate_memory(run.memory)
+    for name, s in run.strategies.items():
+        _check(
+            s.kind in STRATEGY_KINDS,
+            f"strategies.{name}.kind",
+            f"must be one of {list(STRATEGY_KINDS)}, got {s.kind!r}",
+        )
+        _check(
+            s.window_turns is None or s.window_turns >= 1,
+            f"strategies.{name}.window_turns",
+            f"must be >= 1 or null, got {s.window_turns}",
+        )
+        _check(
+            s.window_tokens is None or s.window_tokens >= 1,
+            f"strategies.{name}.window_tokens",
+            f"must be >= 1 or null, got {s.window_tokens}",
+        )
+        _check(s.context_limit >= 1, f"strategies.{name}.context_limit", "must be >= 1")
+        if s.kind == "memory":
+            validate_memory(strategy_memory(cfg, name), f"strategies.{name}.memory")
+    t = run.transcripts
+    _check(
+        t.limit is None or t.limit >= 1, "transcripts.limit", f"must be >= 1 or null, got {t.limit}"
+    )
+    _check(run.report.bootstrap >= 0, "report.bootstrap", "must be >= 0")
+    _check(run.report.far_turns >= 1, "report.far_turns", "must be >= 1")
+    return run
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,259 @@
+"""Per-probe scoring and aggregation with bootstrap confidence intervals.
+
+Every metric is computed per probe from the strategy's context (ordered items,
+each with text, tokens, kind, scope, source and provenance) and the transcript's
+ground truth. Text matching is normalized: NFKC, lower case, every run of
+non-alphanumeric characters becomes one space, and a value must match whole
+words (``"gke"`` matches "on GKE." but not "gkes").
+
+A metric that does not apply to a probe (no needed facts, no evidence, no
+answer) is NaN for it and left out of that metric's mean; ``n`` in the summary
+counts the probes that were scored.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memlab.lab.strategies import Context, ContextItem
+from memlab.lab.transcripts import Transcript, Turn
+from memlab.memory import estimate_tokens
+
+UNTRUSTED = frozenset({"tool", "web"})
+_NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How to read a metric: +1 if higher is better, -1 if lower is, 0 if neither."""
+
+    direction: int
+    description: str
+
+
+METRICS: dict[str, MetricInfo] = {
+    "fact_recall": MetricInfo(+1, "share of needed facts whose value in force is in the context"),
+    "precision": MetricInfo(+1, "share of context items that carry a value in force or evidence"),
+    "token_precision": MetricInfo(+1, "precision weighted by item tokens"),
+    "stale_rate": MetricInfo(-1, "share of needed facts stated only with a stale value"),
+    "stale_wins": MetricInfo(-1, "share of needed facts whose top-ranked mention is stale"),
+    "evidence_recall": MetricInfo(
+        +1, "share of evidence turns covered by the context's provenance"
+    ),
+    "answer_in_context": MetricInfo(+1, "the answer text appears in the context"),
+    "context_tokens": MetricInfo(-1, "tokens of the context"),
+    "prompt_tokens": MetricInfo(-1, "context + probe + fixed prompt overhead tokens"),
+    "cost_usd": MetricInfo(-1, "prompt tokens priced per 1k tokens"),
+    "leaks": MetricInfo(-1, "context items from another scope (must be 0)"),
+    "untrusted_items": MetricInfo(0, "context items from tool/web sources"),
+    "context_items": MetricInfo(0, "number of context items"),
+    "recall_ms": MetricInfo(-1, "time to build the context, milliseconds"),
+}
+
+
+def normalize(text: str) -> str:
+    """NFKC, lower case, non-alphanumerics collapsed to single spaces, padded with spaces."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    return " " + _NON_ALNUM.sub(" ", folded).strip() + " "
+
+
+def contains(normalized_text: str, value: str) -> bool:
+    """Whether ``value`` appears as whole words in an already ``normalize``d text."""
+    needle = normalize(value)
+    return needle.strip() != "" and needle in normalized_text
+
+
+def fact_recall(context_text: str, needed: Sequence[tuple[str, list[str]]]) -> float:
+    """Share of needed facts whose value in force appears in the context.
+
+    Formula: |{f : current(f) in context}| / |needed|. ``needed`` holds
+    (current value, stale values) per needed fact that has a value before the
+    probe. Empty ``needed``: NaN.
+    """
+    if not needed:
+        return math.nan
+    return sum(contains(context_text, cur) for cur, _ in needed) / len(needed)
+
+
+def relevant(
+    item_text: str,
+    item: ContextItem,
+    needed: Sequence[tuple[str, list[str]]],
+    evidence: set[str],
+    answer: str | None,
+) -> bool:
+    """An item is relevant if it states a needed value in force, cites an evidence
+    turn in its provenance, or (for probes without needed facts) contains the answer."""
+    if any(contains(item_text, cur) for cur, _ in needed):
+        return True
+    if evidence and evidence.intersection(item.provenance):
+        return True
+    return bool(not needed and answer and contains(item_text, answer))
+
+
+def precision(flags: Sequence[bool]) -> float:
+    """Share of context items that are relevant: sum(flags) / len(flags). Empty context: 0.0."""
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+def token_precision(flags: Sequence[bool], tokens: Sequence[int]) -> float:
+    """Relevant tokens / context tokens. Empty (or zero-token) context: 0.0."""
+    total = sum(tokens)
+    return sum(t for f, t in zip(flags, tokens, strict=True) if f) / total if total else 0.0
+
+
+def stale_rate(item_texts: Sequence[str], needed: Sequence[tuple[str, list[str]]]) -> float:
+    """Share of needed facts for which some item states a stale value without the
+    value in force (an item stating both, e.g. a correction, is not stale).
+
+    Formula: |{f : exists item with stale(f) and not current(f)}| / |needed|.
+    Empty ``needed``: NaN.
+    """
+    if not needed:
+        return math.nan
+    bad = 0
+    for cur, stale in needed:
+        if stale and any(
+            any(contains(t, s) for s in stale) and not contains(t, cur) for t in item_texts
+        ):
+            bad += 1
+    return bad / len(needed)
+
+
+def stale_wins(item_texts: Sequence[str], needed: Sequence[tuple[str, list[str]]]) -> float:
+    """Share of needed facts whose highest-ranked item stating any value of the fact
+    states only a stale one.
+
+    Formula: |{f : first item mentioning a value of f mentions stale(f) and not current(f)}|
+    / |needed|. Empty ``needed``: NaN.
+    """
+    if not needed:
+        return math.nan
+    wins = 0
+    for cur, stale in needed:
+        for t in item_texts:
+            has_cur = contains(t, cur)
+            has_stale = any(contains(t, s) for s in stale)
+            if has_cur or has_stale:
+                wins += int(has_stale and not has_cur)
+                break
+    return wins / len(needed)
+
+
+def evidence_recall(provenance: set[str], evidence: Sequence[str]) -> float:
+    """Share of evidence turns covered by the context's provenance:
+    |evidence ∩ provenance| / |evidence|. No evidence: NaN."""
+    if not evidence:
+        return math.nan
+    return len(set(evidence) & provenance) / len(set(evidence))
+
+
+def answer_in_context(context_text: str, answer: str | None) -> float:
+    """1.0 if the normalized answer appears (whole words) in the normalized context,
+    else 0.0. No answer: NaN."""
+    if not answer or not normalize(answer).strip():
+        return math.nan
+    return float(contains(context_text, answer))
+
+
+def needed_facts(transcript: Transcript, index: int, probe: Turn) -> list[tuple[str, list[str]]]:
+    """(value in force, stale values) for each needed fact that has a value before the probe."""
+    assert probe.probe is not None
+    state = transcript.fact_state(index, probe.scope)
+    out = []
+    for f in probe.probe.needs:
+        s = state.get(f)
+        if s is not None and s.current is not None:
+            out.append((s.current, list(s.stale)))
+    return out
+
+
+def evidence_distance(transcript: Transcript, index: int, probe: Turn) -> int | None:
+    """Same-scope turns between the newest evidence turn and the probe (None: no evidence)."""
+    assert probe.probe is not None
+    ids = set(probe.probe.evidence)
+    if not ids:
+        # Fall back to the turns that stated the needed facts' values in force.
+        state = transcript.fact_state(index, probe.scope)
+        ids = {s.turns[-1] for f, s in state.items() if f in probe.probe.needs and s.turns}
+    if not ids:
+        return None
+    distance = 0
+    for t in reversed(transcript.turns[:index]):
+        if t.scope != probe.scope:
+            continue
+        distance += 1
+        if t.id in ids:
+            return distance
+    return None
+
+
+def score_probe(
+    transcript: Transcript,
+    index: int,
+    probe: Turn,
+    context: Context,
+    *,
+    prompt_overhead_tokens: int = 0,
+    price_per_1k_tokens: float = 0.0,
+) -> dict[str, float]:
+    """Every per-probe metric for one context."""
+    assert probe.probe is not None
+    p = probe.probe
+    needed = needed_facts(transcript, index, probe)
+    texts = [normalize(i.text) for i in context.items]
+    joined = " ".join(texts)
+    evidence = set(p.evidence)
+    flags = [
+        relevant(t, i, needed, evidence, p.answer)
+        for t, i in zip(texts, context.items, strict=True)
+    ]
+    provenance = {pid for i in context.items for pid in i.provenance}
+    ctx_tokens = context.tokens
+    prompt = ctx_tokens + estimate_tokens(probe.text) + prompt_overhead_tokens
+    return {
+        "fact_recall": fact_recall(joined, needed),
+        "precision": precision(flags),
+        "token_precision": token_precision(flags, [i.tokens for i in context.items]),
+        "stale_rate": stale_rate(texts, needed),
+        "stale_wins": stale_wins(texts, needed),
+        "evidence_recall": evidence_recall(provenance, p.evidence),
+        "answer_in_context": answer_in_context(joined, p.answer),
+        "context_tokens": float(ctx_tokens),
+        "prompt_tokens": float(prompt),
+        "cost_usd": prompt / 1000.0 * price_per_1k_tokens,
+        "leaks": float(sum(i.scope != probe.scope for i in context.items)),
+        "untrusted_items": float(sum(i.source in UNTRUSTED for i in context.items)),
+        "context_items": float(len(context.items)),
+    }
+
+
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float, int]:
+    """Mean and percentile bootstrap interval over the non-NaN values.
+
+    Returns:
+        (mean, ci_low, ci_high, n). No values: (nan, nan, nan, 0). One value or
+        ``n_boot`` = 0: the interval collapses to the mean.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    n = int(arr.size)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(arr.mean())
+    if n == 1 or n_boot <= 0 or np.all(arr == arr[0]):
+        return mean, mean, mean, n
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    means = arr[idx].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return mean, float(lo), float(hi), n

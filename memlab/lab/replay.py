@@ -1,0 +1,136 @@
+"""Replay transcripts through strategies, turn by turn, and collect tidy rows.
+
+For each turn in order: if it is a probe, the strategy builds its context (recall
+fully resolves first) and the context is scored; then the strategy observes the
+turn; then it runs maintenance. Time comes from the transcript's timestamps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from memlab.lab.metrics import evidence_distance, score_probe
+from memlab.lab.strategies import Strategy
+from memlab.lab.transcripts import Transcript
+
+StrategyFactory = Callable[[Transcript], Strategy]
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    budget: int = 800
+    prompt_overhead_tokens: int = 60
+    price_per_1k_tokens: float = 0.0
+    far_turns: int = 10
+
+
+def replay(
+    transcript: Transcript, strategy: Strategy, settings: ReplaySettings
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Drive one transcript through one strategy.
+
+    Returns:
+        (probe rows, turn rows): one row per probe with every metric, one row per
+        turn with the store's size and the write/maintenance latency.
+    """
+    probes: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    for i, turn in enumerate(transcript.turns):
+        if turn.probe is not None:
+            t0 = time.perf_counter()
+            context = strategy.context(turn, settings.budget)
+            recall_ms = (time.perf_counter() - t0) * 1e3
+            metrics = score_probe(
+                transcript,
+                i,
+                turn,
+                context,
+                prompt_overhead_tokens=settings.prompt_overhead_tokens,
+                price_per_1k_tokens=settings.price_per_1k_tokens,
+            )
+            distance = evidence_distance(transcript, i, turn)
+            probes.append(
+                {
+                    "transcript": transcript.id,
+                    "strategy": strategy.name,
+                    "probe": turn.id,
+                    "turn_index": i,
+                    "scope": turn.scope,
+                    "category": turn.probe.category or "",
+                    "scored": turn.probe.scored,
+                    "distance": distance,
+                    "far": distance is not None and distance > settings.far_turns,
+                    "corrected": _needs_corrected(transcript, i, turn),
+                    **metrics,
+                    "recall_ms": recall_ms,
+                    "context_ids": " ".join(
+                        pid for item in context.items for pid in item.provenance
+                    ),
+                }
+            )
+        t0 = time.perf_counter()
+        strategy.observe(turn)
+        write_ms = (time.perf_counter() - t0) * 1e3
+        t0 = time.perf_counter()
+        strategy.maintain(turn)
+        maintain_ms = (time.perf_counter() - t0) * 1e3
+        stats = strategy.stats()
+        turns.append(
+            {
+                "transcript": transcript.id,
+                "strategy": strategy.name,
+                "turn": turn.id,
+                "turn_index": i,
+                "scope": turn.scope,
+                "role": turn.role,
+                "store_records": stats.records,
+                "store_archived": stats.archived,
+                "store_tokens": stats.tokens,
+                "store_bytes": stats.bytes,
+                "write_ms": write_ms,
+                "maintain_ms": maintain_ms,
+            }
+        )
+    return probes, turns
+
+
+def _needs_corrected(transcript: Transcript, index: int, turn: Any) -> bool:
+    state = transcript.fact_state(index, turn.scope)
+    return any(state[f].stale for f in turn.probe.needs if f in state)
+
+
+def run_experiment(
+    transcripts: Iterable[Transcript],
+    factories: Mapping[str, StrategyFactory],
+    settings: ReplaySettings,
+    *,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Replay every transcript through every strategy (a fresh strategy each time).
+
+    Returns:
+        (probes, turns) DataFrames.
+    """
+    transcripts = list(transcripts)
+    probe_rows: list[dict[str, Any]] = []
+    turn_rows: list[dict[str, Any]] = []
+    total = len(transcripts) * len(factories)
+    with tqdm(total=total, disable=not progress, desc="replay", unit="run", leave=False) as bar:
+        for name, factory in factories.items():
+            for t in transcripts:
+                bar.set_postfix_str(f"{name} / {t.id}")
+                strategy = factory(t)
+                try:
+                    p, tr = replay(t, strategy, settings)
+                finally:
+                    strategy.close()
+                probe_rows += p
+                turn_rows += tr
+                bar.update()
+    return pd.DataFrame(probe_rows), pd.DataFrame(turn_rows)

@@ -1,0 +1,143 @@
+"""Transcript format v1: validation errors name file, turn and field."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlab.errors import TranscriptError
+from memlab.lab.transcripts import Transcript, dumps, load, load_dir, load_source, save
+from tests.conftest import FIXTURES
+
+
+def raw() -> dict[str, Any]:
+    return json.loads((FIXTURES / "handmade.json").read_text())
+
+
+def write(tmp: Path, name: str, data: Any) -> Path:
+    p = tmp / name
+    p.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return p
+
+
+def test_load_and_roundtrip(tmp_path: Path) -> None:
+    t = load(FIXTURES / "handmade.json")
+    assert t.id == "handmade-01" and len(t.turns) == 11 and len(t.probes) == 2
+    assert t.scopes == ["alice:support", "bob:support"]
+    assert t.turns[1].source == "agent" and t.turns[0].salience_hint == 0.9
+    out = save(t, tmp_path / "x" / "copy.json")
+    again = load(out)
+    assert dumps(again) == dumps(t)
+    assert out.read_text() == dumps(t)  # canonical bytes
+
+
+def test_fact_state_is_per_scope_and_tracks_corrections() -> None:
+    t = load(FIXTURES / "handmade.json")
+    alice = t.fact_state(t.index["t9"], "alice:support")
+    assert alice["cluster"].current == "Nomad" and alice["cluster"].stale == ["GKE"]
+    assert alice["pager"].current == "PagerDuty" and alice["pager"].stale == []
+    bob = t.fact_state(t.index["t10"], "bob:support")
+    assert bob["cluster"].current == "EKS" and bob["cluster"].stale == []
+    early = t.fact_state(t.index["t7"], "alice:support")
+    assert early["cluster"].current == "GKE"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "where", "field"),
+    [
+        (lambda d: d.update(format="memlab.transcript/2"), "top level", "format"),
+        (lambda d: d["turns"][2].update(role="bot"), "turn 't2'", "role"),
+        (lambda d: d["turns"][2].update(source="internet"), "turn 't2'", "source"),
+        (lambda d: d["turns"][2].update(ts="yesterday"), "turn 't2'", "ts"),
+        (lambda d: d["turns"][2].update(ts="2026-06-01T09:02:00"), "turn 't2'", "ts"),
+        (lambda d: d["turns"][2].update(ts="2020-01-01T00:00:00Z"), "turn 't2'", "ts"),
+        (lambda d: d["turns"][2].update(text="  "), "turn 't2'", "text"),
+        (lambda d: d["turns"][2].update(id="t0"), "turn 't0'", "id"),
+        (lambda d: d["turns"][2].update(salience_hint=3), "turn 't2'", "salience_hint"),
+        (
+            lambda d: d["turns"][2].update(mentions=[{"fact": "nope", "value": "x"}]),
+            "turn 't2'",
+            "mentions[0].fact",
+        ),
+        (lambda d: d["turns"][2].update(mentions=[{"fact": "pager"}]), "turn 't2'", "mentions[0]"),
+        (lambda d: d["turns"][2].update(colour="red"), "turn 't2'", "colour"),
+        (lambda d: d["turns"][9]["probe"].update(evidence=["t99"]), "turn 't9'", "probe.evidence"),
+        (lambda d: d["turns"][9]["probe"].update(needs=["nope"]), "turn 't9'", "probe.needs"),
+        (lambda d: d["turns"][9]["probe"].update(answer=7), "turn 't9'", "probe.answer"),
+        (lambda d: d["turns"][9].update(probe={}), "turn 't9'", "probe"),
+        (lambda d: d["turns"][3].update(probe={"evidence": ["t9"]}), "turn 't3'", "probe.evidence"),
+    ],
+)
+def test_validation_names_file_turn_and_field(
+    tmp_path: Path, mutate: Any, where: str, field: str
+) -> None:
+    d = raw()
+    mutate(d)
+    p = write(tmp_path, "bad.json", d)
+    with pytest.raises(TranscriptError) as err:
+        load(p)
+    msg = str(err.value)
+    assert str(p) in msg and where in msg and f"field '{field}'" in msg
+
+
+def test_every_problem_is_reported(tmp_path: Path) -> None:
+    d = raw()
+    d["turns"][0]["role"] = "bot"
+    d["turns"][5]["text"] = ""
+    with pytest.raises(TranscriptError, match="2 problems") as err:
+        load(write(tmp_path, "bad.json", d))
+    assert "turn 't0'" in str(err.value) and "turn 't5'" in str(err.value)
+
+
+def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TranscriptError, match="line 1, column"):
+        load(write(tmp_path, "broken.json", '{"format": '))
+    with pytest.raises(TranscriptError, match="no such transcript"):
+        load(tmp_path / "missing.json")
+
+
+def test_load_dir_reports_every_bad_file(tmp_path: Path) -> None:
+    good = raw()
+    write(tmp_path, "a.json", good)
+    bad1 = copy.deepcopy(good)
+    bad1["id"] = "b"
+    bad1["turns"][0]["role"] = "bot"
+    write(tmp_path, "b.json", bad1)
+    write(tmp_path, "c.json", "not json")
+    with pytest.raises(TranscriptError) as err:
+        load_dir(tmp_path)
+    msg = str(err.value)
+    assert "2 of 3 transcripts" in msg and "b.json" in msg and "c.json" in msg
+    with pytest.raises(TranscriptError, match="holds no"):
+        load_dir(tmp_path / "empty" if (tmp_path / "empty").mkdir() is None else tmp_path)
+
+
+def test_duplicate_transcript_ids(tmp_path: Path) -> None:
+    write(tmp_path, "a.json", raw())
+    write(tmp_path, "b.json", raw())
+    with pytest.raises(TranscriptError, match="same transcript id"):
+        load_dir(tmp_path)
+
+
+def test_load_source_filters(tmp_path: Path) -> None:
+    d = raw()
+    for i in range(3):
+        d["id"] = f"t-{i}"
+        write(tmp_path, f"{i}.json", d)
+    assert [t.id for t in load_source("dir", str(tmp_path), limit=2)] == ["t-0", "t-1"]
+    assert [t.id for t in load_source("dir", str(tmp_path), ids=["t-2", "t-0"])] == ["t-2", "t-0"]
+    with pytest.raises(TranscriptError, match="not found"):
+        load_source("dir", str(tmp_path), ids=["zzz"])
+    with pytest.raises(TranscriptError, match="needs a path"):
+        load_source("dir", None)
+    with pytest.raises(TranscriptError, match="unknown transcripts source"):
+        load_source("nope", str(tmp_path))
+
+
+def test_from_dict_direct() -> None:
+    t = Transcript.from_dict(raw())
+    assert t.probes[0].probe is not None and t.probes[0].probe.answer == "Nomad"
