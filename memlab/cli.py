@@ -3,14 +3,15 @@ instantiates ``_target_`` objects; everything it calls takes plain objects."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from memlab.errors import ConfigError, MemlabError
+from memlab.errors import ConfigError, InputError, MemlabError
 
 USAGE = """usage: memlab <command> [args]
 
@@ -18,6 +19,7 @@ commands:
   run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps)
   report DIR        rebuild tables and charts from a run or multirun folder
   demo              a short tour of the memory layer (two users, recall under a budget)
+  synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
 
 `memlab run --help` lists the config groups; README documents every key.
 """
@@ -48,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
             demo()
             return 0
+        if command == "synth":
+            return synth(rest)
         print(f"memlab: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     except MemlabError as exc:
@@ -323,6 +327,46 @@ def report(args: list[str]) -> int:
         raise MemlabError(f"{ns.dir} is not a folder; pass a run or multirun folder")
     for line in rebuild(ns.dir, n_boot=ns.bootstrap, seed=ns.seed, draw=not ns.no_charts):
         print(line)
+    return 0
+
+
+# -- synth ------------------------------------------------------------------------
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises InputError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(
+            f"{self.prog.removeprefix('memlab ')}: {message}\n{self.format_usage().strip()}"
+        )
+
+
+def synth(args: list[str]) -> int:
+    """``memlab synth --n N --seed S --out DIR [--force]``: write generated transcripts."""
+    from memlab.lab import synth as generator
+
+    parser = _ArgumentParser(
+        prog="memlab synth",
+        description="Generate seeded 60-turn support-agent transcripts (format v1). "
+        "Seeds seed .. seed+n-1 give files support-<seed>.json; the same seed always "
+        "gives the same bytes.",
+    )
+    parser.add_argument("--n", type=int, default=20, help="how many transcripts (default 20)")
+    parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--out", required=True, help="output folder (created if missing)")
+    parser.add_argument(
+        "--force", action="store_true", help="replace existing files whose content differs"
+    )
+    try:
+        ns = parser.parse_args(args)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    result = generator.write(ns.out, ns.n, ns.seed, force=ns.force, progress=True)
+    first, last = generator.transcript_id(ns.seed), generator.transcript_id(ns.seed + ns.n - 1)
+    print(
+        f"{ns.n} transcripts ({first} .. {last}) in {result.folder}: "
+        f"{len(result.written)} written, {len(result.replaced)} replaced, "
+        f"{len(result.unchanged)} unchanged"
+    )
     return 0
 
 
