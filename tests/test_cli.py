@@ -172,3 +172,74 @@ def test_two_job_multirun_and_report(tmp_path: Path, tdir: Path) -> None:
 def test_report_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     proc = memlab("report", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and "no memlab run" in proc.stderr
+
+# --- memlab synth -------------------------------------------------------------
+
+
+def test_synth_writes_n_transcripts_from_consecutive_seeds(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from memlab.lab.synth import generate
+    from memlab.lab.transcripts import dumps, load_dir
+
+    out = tmp_path / "more"
+    assert main(["synth", "--n", "3", "--seed", "5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert str(out) in printed and "3 written" in printed
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["support-0005.json", "support-0006.json", "support-0007.json"]
+    for seed in (5, 6, 7):
+        text = (out / f"support-{seed:04d}.json").read_text(encoding="utf-8")
+        assert text == dumps(generate(seed))
+    assert [t.id for t in load_dir(out)] == ["support-0005", "support-0006", "support-0007"]
+    # running it again changes nothing
+    assert main(["synth", "--n", "3", "--seed", "5", "--out", str(out)]) == 0
+    assert "3 unchanged" in capsys.readouterr().out
+
+
+def test_synth_refuses_to_overwrite_different_files_without_force(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "t"
+    assert main(["synth", "--n", "2", "--seed", "1", "--out", str(out)]) == 0
+    mine = out / "support-0002.json"
+    mine.write_text('{"mine": true}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["synth", "--n", "3", "--seed", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "support-0002.json" in err and "--force" in err and "Traceback" not in err
+    assert mine.read_text(encoding="utf-8") == '{"mine": true}\n'
+    assert not (out / "support-0003.json").exists()
+    assert main(["synth", "--n", "3", "--seed", "1", "--out", str(out), "--force"]) == 0
+    assert "1 written, 1 replaced, 1 unchanged" in capsys.readouterr().out
+    assert mine.read_text(encoding="utf-8") != '{"mine": true}\n'
+
+
+def test_synth_bad_arguments_are_clean_errors(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    a_file = tmp_path / "file.json"
+    a_file.write_text("{}", encoding="utf-8")
+    cases = [
+        (["--n", "0", "--out", str(tmp_path / "x")], "--n must be a positive integer"),
+        (["--n", "ten", "--out", str(tmp_path / "x")], "invalid int value: 'ten'"),
+        (["--seed", "-3", "--out", str(tmp_path / "x")], "--seed must be a non-negative"),
+        (["--n", "2"], "required: --out"),
+        (["--out", str(tmp_path / "x"), "--bogus"], "unrecognized arguments: --bogus"),
+        (["--out", str(a_file)], "is not a folder"),
+    ]
+    for args, message in cases:
+        assert main(["synth", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("memlab: error:") and message in err, (args, err)
+        assert "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_synth_help_exits_zero(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["synth", "--help"]) == 0
+    assert "--force" in capsys.readouterr().out
+
+
+def test_synth_console_errors_have_no_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = subprocess.run(
+        [sys.executable, "-m", "memlab.cli", "synth", "--n", "-1", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--n must be a positive integer" in proc.stderr
