@@ -2,9 +2,9 @@
 
 ``generate(seed)`` returns a validated :class:`~memlab.lab.transcripts.Transcript`:
 a customer (or, for seeds divisible by 3, two customers in separate scopes)
-talks to a support agent over one to four sessions. Each user states at least
-eight facts between them (drawn from the 30+ kinds in ``synth_catalog``): hard
-preferences, account facts and offhand remarks, some merged into one message.
+talks to a support agent over one to four sessions. Every transcript states at
+least eight facts (of the 36 kinds in ``synth_catalog``): hard preferences,
+account facts and offhand remarks, sometimes two in one message.
 Some facts are corrected later (sometimes naming the old value too: "we moved
 off Heroku to Fly.io"). Probes come in the last third of the conversation,
 mostly far beyond a 10-turn window from the statement they need and mostly
