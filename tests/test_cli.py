@@ -173,6 +173,7 @@ def test_report_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     proc = memlab("report", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and "no memlab run" in proc.stderr
 
+
 # --- memlab synth -------------------------------------------------------------
 
 
