@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlab.errors import InputError
-from memlab.lab import synth
+from memlab.lab import metrics, synth
 from memlab.lab import synth_catalog as cat
 from memlab.lab.transcripts import Transcript, Turn, dumps, load_dir
 
@@ -392,6 +392,12 @@ def test_mentions_are_verbatim_and_every_stated_value_is_mentioned(
             for fact, v in values:
                 if synth.contains_value(x.text, v):
                     assert fact in stated, (t.id, x.id, v)
+            # and the lab's own matcher (whole words after NFKC/punctuation folding) agrees
+            text = metrics.normalize(x.text)
+            for m in x.mentions:
+                assert metrics.contains(text, m.value), (t.id, x.id, m)
+            for fact, v in values:
+                assert not metrics.contains(text, v) or fact in stated, (t.id, x.id, v)
         # within a transcript, values never contain one another (any scope, any fact)
         for (_, a), (_, b) in itertools.combinations(values, 2):
             assert not synth._clash(a, b), (t.id, a, b)
