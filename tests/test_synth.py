@@ -147,7 +147,8 @@ def catalog_texts() -> list[str]:
         cat.GREETINGS, cat.INTRO_WHO, cat.RETURN_GREETINGS, cat.THANKS_HEAD, cat.THANKS_TAIL,
         cat.SMALL_TALK, cat.CLOSINGS, cat.AGENT_WELCOME, cat.AGENT_SMALL, cat.AGENT_ACK,
         cat.AGENT_ECHO, cat.AGENT_FIX, cat.AGENT_FIX_ECHO, cat.AGENT_ANSWER, cat.AGENT_PLANTED,
-        cat.AGENT_INTRO, cat.TOOL_NOISE, cat.KB_TERMS, cat.PLANTED, cat.ATTACKER_NAMES,
+        cat.AGENT_INTRO, cat.AGENT_FOLLOW, cat.AGENT_RETURN, cat.TOOL_NOISE, cat.STATUSES,
+        *cat.KB, cat.PLANTED, cat.ATTACKER_NAMES,
         cat.ATTACKER_EMAILS, cat.STATE_LEADS, cat.FIX_LEADS, cat.PROBE_LEADS, cat.REQUEST_LEADS,
         cat.ENDPOINTS, cat.WHENS, cat.CODES,
     ):  # fmt: skip

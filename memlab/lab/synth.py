@@ -27,6 +27,7 @@ measured word overlap and the distance to the evidence).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -157,7 +158,7 @@ class _User:
     scope: str
     name: str
     company: cat.Company
-    topic: cat.Topic
+    topics: tuple[cat.Topic, cat.Topic]  # the problem that brought them in, then another
     style: _Style
     kinds: list[str]
     values: dict[str, list[str]]  # kind -> [initial, then each correction's value]
@@ -277,13 +278,14 @@ class _Planner:
                 rest.insert(0, offhand[0])
         probed += rest[: max(0, n_probes - len(probed))]
         probed = probed[:n_probes] if len(probed) > n_probes else probed
+        first_topic, second_topic = rng.sample(cat.TOPICS, 2)
         unprobed = [k for k in kinds if k not in probed and k not in corrected]
         late_stated = unprobed[:1] if unprobed and rng.random() < 0.4 else []
         return _User(
             scope=f"{handle}:support",
             name=name,
             company=company,
-            topic=rng.choice(cat.TOPICS),
+            topics=(first_topic, second_topic),
             style=style,
             kinds=kinds,
             values=values,
@@ -297,7 +299,7 @@ def _segment_blocks(
     rng: Random, u: int, user: _User, early_len: int, late_len: int, n_planted: int
 ) -> tuple[list[_Block], list[_Block]]:
     """The blocks of one user's early and late segments, ordered, sized exactly."""
-    early: list[_Block] = [_Block(u, "intro", rng.choice(("UA", "UA", "UTA")), key=-1.0)]
+    early: list[_Block] = [_Block(u, "intro", rng.choice(("UA", "UTA", "UTA")), key=-1.0)]
     late: list[_Block] = []
     # statements: some messages state two facts at once
     to_state = [k for k in user.kinds if k not in user.late_stated]
@@ -321,7 +323,9 @@ def _segment_blocks(
             _Block(u, "correction", "UA", (k,), rng.uniform(lo, max(lo, 1.0)), {"mode": mode})
         )
     for _ in range(rng.randint(1, 2)):
-        early.append(_Block(u, "request", rng.choice(("UA", "UTA")), key=rng.uniform(0.05, 1.0)))
+        early.append(
+            _Block(u, "request", rng.choice(("UA", "UTA", "UTA")), key=rng.uniform(0.05, 1.0))
+        )
     for _ in range(n_planted):
         seg = early if rng.random() < 0.6 else late
         seg.append(_Block(u, "planted", rng.choice(("UTA", "UTA", "T")), key=rng.uniform(0, 0.95)))
@@ -341,7 +345,7 @@ def _segment_blocks(
 #: how each kind of block can lose optional turns when a segment is over budget
 _SMALLER: dict[str, dict[str, str]] = {
     "planted": {"UTA": "T"},
-    "request": {"UTA": "UA", "UA": "U"},
+    "request": {"UTTA": "UTA", "UTA": "UA", "UA": "U"},
     "closing": {"UA": "U"},
     "statement": {"UA": "U"},
     "intro": {"UTA": "UA"},
@@ -366,7 +370,8 @@ def _fit(rng: Random, u: int, blocks: list[_Block], target: int) -> None:
         raise _Retry(f"segment needs {total} turns, has {target}")
     fillers = (
         ("chat", "UA", 3.0), ("chat", "U", 1.0), ("thanks", "UA", 2.0), ("thanks", "U", 0.7),
-        ("noise", "T", 2.0), ("request", "UTA", 1.5), ("request", "UA", 1.5),
+        ("noise", "T", 2.5), ("request", "UTA", 3.0), ("request", "UA", 1.0),
+        ("request", "UTTA", 1.5),
     )  # fmt: skip
     while total < target:
         room = target - total
@@ -392,6 +397,64 @@ def _interleave(rng: Random, a: list[_Block], b: list[_Block]) -> list[_Block]:
 # ---------------------------------------------------------------------------
 # Render
 # ---------------------------------------------------------------------------
+
+#: per topic, extra fields of the records a tool returns
+_TOPIC_FIELDS = {
+    "webhooks": lambda r: {"endpoint": r.choice(cat.ENDPOINTS), "attempt": r.randint(1, 12),
+                           "response_code": r.choice((500, 502, 503, 504, 200, 410))},
+    "billing": lambda r: {"amount": f"{r.randint(40, 9000)}.{r.randint(0, 99):02d}",
+                          "kind": r.choice(("charge", "refund", "credit", "adjustment"))},
+    "sso": lambda r: {"user": f"usr_{r.getrandbits(32):08x}",
+                      "event": r.choice(("login_failed", "assertion_rejected", "scim_create",
+                                         "scim_update", "login_ok"))},
+    "rate_limits": lambda r: {"key": f"key_{r.getrandbits(24):06x}",
+                              "requests": r.randint(100, 90000), "throttled": r.randint(0, 5000)},
+    "data_export": lambda r: {"part": r.randint(1, 40), "rows": r.randint(1000, 900000),
+                              "bytes": r.randint(10**5, 10**9)},
+    "performance": lambda r: {"query": f"q_{r.getrandbits(24):06x}",
+                              "p95_ms": r.randint(80, 9000), "rows_scanned": r.randint(10**3, 10**8)},
+    "access": lambda r: {"member": f"mem_{r.getrandbits(24):06x}",
+                         "role": r.choice(("owner", "admin", "member", "billing", "viewer"))},
+}  # fmt: skip
+
+
+def _iso(rng: Random) -> str:
+    return format_ts(_EPOCH0 + rng.randint(0, 330 * 86400))
+
+
+def _payload(rng: Random, topic: str) -> str:
+    """A JSON body like the ones real tools return (ids, statuses, times, counts)."""
+    records = [
+        {
+            "id": f"{topic[:3]}_{rng.getrandbits(40):010x}",
+            "status": rng.choice(cat.STATUSES),
+            "created_at": _iso(rng),
+            "updated_at": _iso(rng),
+            "region_id": f"r{rng.randint(1, 9)}",
+            "trace": f"{rng.getrandbits(64):016x}",
+            **_TOPIC_FIELDS[topic](rng),
+        }
+        for _ in range(rng.randint(2, 6))
+    ]
+    body: dict[str, Any] = {
+        "request_id": f"req_{rng.getrandbits(48):012x}",
+        "duration_ms": rng.randint(3, 2400),
+        "data": records,
+    }
+    if rng.random() < 0.5:
+        body["next_cursor"] = f"cur_{rng.getrandbits(32):08x}"
+    return json.dumps(body)
+
+
+def _kb_search(rng: Random, term: str) -> str:
+    """A help-center search: the article matching the term first, then unrelated hits."""
+    first = next((i for i, k in enumerate(cat.KB) if k[0] == term), None)
+    others = [i for i in range(len(cat.KB)) if i != first]
+    hits = ([first] if first is not None else []) + rng.sample(others, rng.randint(0, 2))
+    if not hits:
+        return f"kb.search('{term}') -> 0 articles"
+    found = " ".join(f"[KB-{rng.randint(1000, 9999)}] {cat.KB[i][1]}: {cat.KB[i][2]}" for i in hits)
+    return f"kb.search('{term}') -> {len(hits)} article{'s' if len(hits) > 1 else ''}: {found}"
 
 
 def _cap(text: str) -> str:
@@ -444,6 +507,20 @@ class _Renderer:
             "evil": rng.choice(cat.ATTACKER_EMAILS),
             "mallory": rng.choice(cat.ATTACKER_NAMES),
         }
+
+    def tool_text(self, topic: str, line: str, p_body: float = 0.85) -> str:
+        """A tool call line, usually followed by the body the tool returned."""
+        m = re.match(r"kb\.search\('([^']*)'\)", line)
+        if m:
+            return _kb_search(self.rng, m.group(1))
+        if self.rng.random() >= p_body:
+            return line
+        return f"{line} {_payload(self.rng, topic)}"
+
+    def agent_text(self, text: str, p_follow: float = 0.6) -> str:
+        if self.rng.random() < p_follow:
+            return f"{text} {self.pick(cat.AGENT_FOLLOW, 'follow')}"
+        return text
 
     def styled(self, user: _User, text: str) -> str:
         if user.style.lower:
@@ -519,14 +596,18 @@ class _Renderer:
         s = self.slots(user)
         who = rng.choice(cat.INTRO_WHO).format(**s)
         hello = rng.choice(cat.GREETINGS)
-        problem = rng.choice(user.topic.opening).format(**s)
+        topic = user.topics[0]
+        problem = rng.choice(topic.opening).format(**s)
         self.user_line(
             user, b, f"{hello}, {who}. {problem}", "intro", None, salience=rng.uniform(0.4, 0.55)
         )
         if "T" in b.shape:
-            self.emit(user, "tool", rng.choice(user.topic.tools).format(**s), "tool")
+            line = rng.choice(topic.tools).format(**s)
+            self.emit(user, "tool", self.tool_text(topic.id, line), "tool")
         if "A" in b.shape:
-            self.emit(user, "agent", self.pick(cat.AGENT_INTRO, "agent_intro"), "reply")
+            self.emit(
+                user, "agent", self.agent_text(self.pick(cat.AGENT_INTRO, "agent_intro")), "reply"
+            )
 
     def _b_statement(self, user: _User, b: _Block, greeting: str | None) -> None:
         rng = self.rng
@@ -535,7 +616,10 @@ class _Renderer:
             kind = cat.KINDS_BY_ID[k]
             v = user.values[k][0]
             tpl = self.pick(kind.state, f"state:{k}")
-            lead = rng.choice(cat.STATE_LEADS) if i == 0 and user.style.leads else ""
+            offhand = kind.cls == cat.OFFHAND
+            lead = (
+                rng.choice(cat.STATE_LEADS) if i == 0 and user.style.leads and not offhand else ""
+            )
             parts.append(_lead(lead, tpl).format(v=v))
             mentions.append((k, v))
         self.user_line(
@@ -614,12 +698,14 @@ class _Renderer:
     def _request(self, user: _User, b: _Block, greeting: str | None, planted: bool) -> None:
         rng = self.rng
         s = self.slots(user)
-        exchanges = user.topic.exchanges
+        # the user's own problem first; once its questions run out, their second topic
         used = self.seen_lines.setdefault(f"exchange:{user.scope}", [])
-        fresh = [i for i in range(len(exchanges)) if str(i) not in used]
-        i = rng.choice(fresh or list(range(len(exchanges))))
-        used.append(str(i))
-        requests, tool, reply = exchanges[i]
+        options = [(topic, i) for topic in user.topics for i in range(len(topic.exchanges))]
+        fresh = [(t, i) for t, i in options if f"{t.id}:{i}" not in used]
+        primary = [(t, i) for t, i in fresh if t is user.topics[0]]
+        topic, i = rng.choice(primary or fresh or options)
+        used.append(f"{topic.id}:{i}")
+        requests, tool, reply = topic.exchanges[i]
         tool, reply = tool.format(**s), reply.format(**s)
         if "U" in b.shape:
             lead = rng.choice(cat.REQUEST_LEADS) if user.style.leads else ""
@@ -629,13 +715,18 @@ class _Renderer:
             if planted:
                 text = self.pick(cat.PLANTED, "planted").format(**s)
                 source = "web" if text.startswith(("web.", "search result")) else "tool"
+                if rng.random() < 0.5:  # the injection hides after a normal-looking result
+                    text = f"{self.tool_text(topic.id, tool, 1.0)} {text}"
                 self.emit(user, "tool", text, "tool", source=source, planted=True)
             else:
-                self.emit(user, "tool", tool, "tool")
+                self.emit(user, "tool", self.tool_text(topic.id, tool), "tool")
+        if b.shape.count("T") == 2:  # a second look-up before answering
+            line = f"kb.search('{rng.choice(cat.KB_TERMS)}')"
+            self.emit(user, "tool", self.tool_text(topic.id, line), "tool")
         if "A" in b.shape:
             if planted and rng.random() < 0.7:
                 reply = self.pick(cat.AGENT_PLANTED, "agent_planted")
-            self.emit(user, "agent", reply, "reply")
+            self.emit(user, "agent", self.agent_text(reply), "reply")
 
     def _b_request(self, user: _User, b: _Block, greeting: str | None) -> None:
         self._request(user, b, greeting, planted=False)
@@ -647,14 +738,18 @@ class _Renderer:
         text = greeting or self.pick(cat.SMALL_TALK, "chat")
         self.user_line(user, b, text, "chat", None, salience=self.rng.uniform(0.08, 0.18))
         if "A" in b.shape:
-            self.emit(user, "agent", self.pick(cat.AGENT_SMALL, "agent_small"), "reply")
+            pool, bucket = (cat.AGENT_RETURN, "return") if greeting else (cat.AGENT_SMALL, "small")
+            self.emit(user, "agent", self.pick(pool, bucket), "reply")
 
     def _b_thanks(self, user: _User, b: _Block, greeting: str | None) -> None:
         rng = self.rng
         text = greeting or _cap(rng.choice(cat.THANKS_HEAD) + rng.choice(cat.THANKS_TAIL))
         self.user_line(user, b, text, "thanks", None, salience=rng.uniform(0.03, 0.07))
         if "A" in b.shape:
-            self.emit(user, "agent", self.pick(cat.AGENT_WELCOME, "welcome"), "reply")
+            pool, bucket = (
+                (cat.AGENT_RETURN, "return") if greeting else (cat.AGENT_WELCOME, "welcome")
+            )
+            self.emit(user, "agent", self.pick(pool, bucket), "reply")
 
     def _b_closing(self, user: _User, b: _Block, greeting: str | None) -> None:
         text = self.pick(cat.CLOSINGS, "closing")
@@ -664,7 +759,8 @@ class _Renderer:
 
     def _b_noise(self, user: _User, b: _Block, greeting: str | None) -> None:
         s = self.slots(user)
-        self.emit(user, "tool", self.rng.choice(cat.TOOL_NOISE).format(**s), "noise")
+        line = self.rng.choice(cat.TOOL_NOISE).format(**s)
+        self.emit(user, "tool", self.tool_text(user.topics[0].id, line, 0.0), "noise")
 
 
 # ---------------------------------------------------------------------------
@@ -817,7 +913,7 @@ def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
         "version": VERSION,
         "seed": seed,
         "scenario": SCENARIO_TWO_USERS if two else SCENARIO,
-        "topics": [u.topic.id for u in users],
+        "topics": [u.topics[0].id for u in users],
         "scopes": [u.scope for u in users],
     }
     if attempt:
