@@ -269,7 +269,14 @@ def strategy_factory(
         )
     e = m.eviction
     eviction = (
-        EvictionPolicy(e.episodic_ttl, e.max_records, e.salience_floor, e.cold_decay, e.cold_after)
+        EvictionPolicy(
+            e.episodic_ttl,
+            e.max_records,
+            e.salience_floor,
+            e.cold_decay,
+            e.cold_after,
+            e.untrusted_ttl,
+        )
         if e.enabled
         else None
     )
@@ -290,6 +297,8 @@ def strategy_factory(
             pool=m.pool,
             remember_agent=m.remember_agent,
             remember_tools=m.remember_tools,
+            max_hits=m.max_hits,
+            min_score_ratio=m.min_score_ratio,
         )
 
     return make

@@ -41,9 +41,9 @@ class HalfLifeConfig:
 @dataclass
 class SummarizeConfig:
     enabled: bool = True
-    trigger_tokens: int = 1200
-    chunk_tokens: int = 400
-    keep_recent: int = 12
+    trigger_tokens: int = 250
+    chunk_tokens: int = 200
+    keep_recent: int = 4
     max_gap_hours: float = 12.0
     min_records: int = 2
 
@@ -56,6 +56,7 @@ class EvictionConfig:
     salience_floor: float | None = 0.8
     cold_decay: float | None = None
     cold_after: float = 720.0
+    untrusted_ttl: float | None = None
 
 
 @dataclass
@@ -70,6 +71,8 @@ class MemoryConfig:
     fixed_salience: float = 0.5
     untrusted_salience_cap: float = 0.3
     pool: int = 200
+    max_hits: int | None = None
+    min_score_ratio: float = 0.0
     remember_agent: bool = True
     remember_tools: bool = True
 
@@ -106,7 +109,7 @@ class ReportConfig:
 
 @dataclass
 class RunConfig:
-    budget: int = 800
+    budget: int = 400
     seed: int = 0
     prompt_overhead_tokens: int = 60
     price_per_1k_tokens: float = 0.00015
@@ -254,6 +257,16 @@ def validate_memory(m: MemoryConfig, where: str = "memory") -> None:
         f"must be in 0..1, got {m.untrusted_salience_cap}",
     )
     _check(m.pool >= 1, f"{where}.pool", f"must be >= 1, got {m.pool}")
+    _check(
+        m.max_hits is None or m.max_hits >= 1,
+        f"{where}.max_hits",
+        f"must be >= 1 or null, got {m.max_hits}",
+    )
+    _check(
+        0 <= m.min_score_ratio <= 1,
+        f"{where}.min_score_ratio",
+        f"must be in 0..1, got {m.min_score_ratio}",
+    )
 
 
 def strategy_memory(cfg: DictConfig, name: str) -> MemoryConfig:

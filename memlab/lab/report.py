@@ -193,10 +193,10 @@ def charts(
     # 2. Prompt tokens at each probe, by position in the transcript.
     if not probes.empty:
         fig, ax = plt.subplots(figsize=(7, 4))
-        for s in strategies:
+        for i, s in enumerate(strategies):
             sub = probes[probes.strategy == s].groupby("turn_index")["prompt_tokens"].mean()
             if not sub.empty:
-                ax.plot(sub.index, sub.values, marker=".", label=s)
+                ax.plot(sub.index, sub.values, marker=".", label=s, **_style(i))
         ax.set_yscale("log")
         ax.set_xlabel("turn index of the probe")
         ax.set_ylabel("prompt tokens (mean over transcripts, log)")
@@ -275,6 +275,14 @@ def charts(
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
         written.append(_save(fig, out / "evidence_recall_by_category.png"))
     return written
+
+
+STYLES = ["-", "--", "-.", ":"]
+
+
+def _style(i: int) -> dict[str, Any]:
+    """Line styles that keep overlapping strategies visible."""
+    return {"linestyle": STYLES[i % len(STYLES)], "linewidth": 2.2 - 0.3 * (i % 4)}
 
 
 def _save(fig: Any, path: Path) -> Path:

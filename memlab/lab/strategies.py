@@ -200,6 +200,8 @@ class MemoryStrategy:
         untrusted_salience_cap: cap for tool/web records.
         pool: candidate pool for approximate stores.
         remember_agent, remember_tools: also store agent replies / tool output.
+        max_hits, min_score_ratio: stop packing after this many hits / below this
+            share of the best score (see RecallQuery).
     """
 
     def __init__(
@@ -218,8 +220,12 @@ class MemoryStrategy:
         pool: int = 200,
         remember_agent: bool = True,
         remember_tools: bool = True,
+        max_hits: int | None = None,
+        min_score_ratio: float = 0.0,
     ) -> None:
         self.name = name
+        self.max_hits = max_hits
+        self.min_score_ratio = min_score_ratio
         self.now = 0.0
         self.layer = MemoryLayer(
             store,
@@ -259,7 +265,14 @@ class MemoryStrategy:
     def context(self, probe: Turn, budget: int) -> Context:
         self.now = max(self.now, probe.time)
         result = self.layer.recall(
-            RecallQuery(probe.scope, probe.text, token_budget=budget, now=self.now)
+            RecallQuery(
+                probe.scope,
+                probe.text,
+                token_budget=budget,
+                now=self.now,
+                max_hits=self.max_hits,
+                min_score_ratio=self.min_score_ratio,
+            )
         )
         return Context(
             [

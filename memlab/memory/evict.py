@@ -9,7 +9,7 @@ import numpy as np
 
 from memlab.errors import InputError
 from memlab.memory.rank import HOUR, HybridRanker
-from memlab.memory.records import MemoryKind, MemoryRecord
+from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
 from memlab.memory.stores.base import MemoryStore
 
 
@@ -17,7 +17,7 @@ from memlab.memory.stores.base import MemoryStore
 class EvictionReport:
     """What one eviction pass changed in a scope."""
 
-    expired: list[str] = field(default_factory=list)  # deleted by TTL
+    expired: list[str] = field(default_factory=list)  # deleted by a TTL
     dropped: list[str] = field(default_factory=list)  # deleted by capacity
     decayed: list[str] = field(default_factory=list)  # salience lowered
     over_capacity: int = 0  # records still above max_records (all protected by the floor)
@@ -42,6 +42,9 @@ class EvictionPolicy:
             ``cold_after`` hours in which no recall returned it, so a once-important
             record that nobody needs stops being protected forever. None: off.
         cold_after: hours without a recall before salience starts to decay.
+        untrusted_ttl: hours after which a tool/web record of any kind is deleted
+            (tool output is transient and never folded into summaries, so without
+            this it piles up until the episodic TTL). None: no separate TTL.
     """
 
     episodic_ttl: float | None = None
@@ -49,6 +52,7 @@ class EvictionPolicy:
     salience_floor: float | None = 0.8
     cold_decay: float | None = None
     cold_after: float = 24.0 * 30
+    untrusted_ttl: float | None = None
 
     def __post_init__(self) -> None:
         if self.episodic_ttl is not None and not self.episodic_ttl > 0:
@@ -69,6 +73,10 @@ class EvictionPolicy:
             raise InputError(
                 f"eviction.cold_decay must be in (0, 1] or null, got {self.cold_decay}"
             )
+        if self.untrusted_ttl is not None and not self.untrusted_ttl > 0:
+            raise InputError(
+                f"eviction.untrusted_ttl must be > 0 hours or null, got {self.untrusted_ttl}"
+            )
         if not self.cold_after > 0:
             raise InputError(f"eviction.cold_after must be > 0 hours, got {self.cold_after}")
 
@@ -78,7 +86,7 @@ class EvictionPolicy:
     def apply(
         self, store: MemoryStore, scope: str, now: float, ranker: HybridRanker | None = None
     ) -> EvictionReport:
-        """Run decay, then TTL, then capacity on one scope; return what changed.
+        """Run decay, then the TTLs, then capacity on one scope; return what changed.
 
         Capacity ranks by the query-independent part of the hybrid score
         (recency, salience, usage) with the ranker's weights.
@@ -94,17 +102,28 @@ class EvictionPolicy:
                 report.decayed = [r.id for r in changed]
                 by_id = {r.id: r for r in changed}
                 records = [by_id.get(r.id, r) for r in records]
+        expired: dict[str, None] = {}
         if self.episodic_ttl is not None:
             cutoff = now - self.episodic_ttl * HOUR
-            report.expired = [
-                r.id
-                for r in records
-                if r.kind is MemoryKind.EPISODIC
-                and r.created_at < cutoff
-                and not self.protected(r.salience)
-            ]
-            if report.expired:
-                store.delete(report.expired)
+            for r in records:
+                if (
+                    r.kind is MemoryKind.EPISODIC
+                    and r.created_at < cutoff
+                    and not self.protected(r.salience)
+                ):
+                    expired[r.id] = None
+        if self.untrusted_ttl is not None:
+            cutoff = now - self.untrusted_ttl * HOUR
+            for r in records:
+                if (
+                    r.source in UNTRUSTED_SOURCES
+                    and r.created_at < cutoff
+                    and not self.protected(r.salience)
+                ):
+                    expired[r.id] = None
+        report.expired = list(expired)
+        if report.expired:
+            store.delete(report.expired)
         if self.max_records is not None:
             gone = set(report.expired)
             active = [r for r in records if r.archived_at is None and r.id not in gone]

@@ -314,7 +314,7 @@ class MemoryLayer:
             ids=cands.ids,
             tiebreak=cands.created_at,
             max_hits=query.max_hits,
-            min_score=query.min_score,
+            min_score=_threshold(scores, query),
         )
         ids = [cands.ids[r] for r in rows]
         records = {r.id: r for r in self.store.get_many(ids)}
@@ -440,6 +440,16 @@ class MemoryLayer:
         if self.eviction is not None:
             report.eviction = self.eviction.apply(self.store, scope, now, self.ranker)
         return report
+
+
+def _threshold(scores: np.ndarray, query: RecallQuery) -> float:
+    """The lowest score a hit may have: ``min_score``, raised to ``min_score_ratio``
+    of the best finite score."""
+    if query.min_score_ratio <= 0:
+        return query.min_score
+    finite = scores[np.isfinite(scores)]
+    best = float(finite.max()) if finite.size else 0.0
+    return max(query.min_score, query.min_score_ratio * best)
 
 
 def _oldest_cluster(episodes: list[MemoryRecord], policy: SummarizePolicy) -> list[MemoryRecord]:

@@ -199,6 +199,9 @@ class RecallQuery:
         max_hits: at most this many hits (None: as many as fit).
         kinds: restrict to these kinds (None: all).
         min_score: drop candidates scoring below this.
+        min_score_ratio: drop candidates scoring below this share of the best
+            candidate's score (0 keeps everything; 0.6 keeps only close seconds),
+            so a budget is not filled with memories that merely exist.
         include_untrusted: include tool/web memories (always delimited as data).
         now: epoch seconds to rank against; None uses the layer's clock.
     """
@@ -209,6 +212,7 @@ class RecallQuery:
     max_hits: int | None = None
     kinds: Sequence[MemoryKind | str] | None = None
     min_score: float = 0.0
+    min_score_ratio: float = 0.0
     include_untrusted: bool = True
     now: float | None = None
 
@@ -218,6 +222,8 @@ class RecallQuery:
             raise InputError(f"query text must be a string, got {type(self.text).__name__}")
         if not isinstance(self.token_budget, int) or self.token_budget <= 0:
             raise InputError(f"token_budget must be a positive integer, got {self.token_budget!r}")
+        if not 0.0 <= self.min_score_ratio <= 1.0:
+            raise InputError(f"min_score_ratio must be in 0..1, got {self.min_score_ratio!r}")
         if self.max_hits is not None and self.max_hits <= 0:
             raise InputError(f"max_hits must be positive or None, got {self.max_hits!r}")
         if self.kinds is not None:

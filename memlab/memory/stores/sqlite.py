@@ -223,8 +223,11 @@ class SqliteStore:
         if not records:
             return
         with self._tx() as db:
-            dims = check_dims(records, self._dims, f"SqliteStore({self.path}).put")
-            if self._dims is None:
+            # Read dims under the write lock: another process may have set them.
+            row = db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
+            current = int(row[0]) if row else None
+            dims = check_dims(records, current, f"SqliteStore({self.path}).put")
+            if current is None:
                 db.execute("INSERT INTO meta (key, value) VALUES ('dims', ?)", (str(dims),))
             moved: dict[str, str] = {}
             ids = [r.id for r in records]
