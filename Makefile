@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/memlab demo
+	$(BIN)/memlab run
 
 demo: $(STAMP)
 	$(BIN)/memlab demo
