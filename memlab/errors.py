@@ -76,6 +76,22 @@ class SummarizerError(MemlabError):
     """A summarizer failed or returned something unusable."""
 
 
+class CacheError(MemlabError):
+    """The embedding/summary cache cannot be opened, read or written."""
+
+
+class CacheCorrupted(CacheError):
+    """The cache file is damaged or is not a memlab cache. The file is left untouched."""
+
+    def __init__(self, path: str | Path, detail: str) -> None:
+        self.path = str(path)
+        super().__init__(
+            f"embedding cache {path} is unusable: {detail}. The file was not modified; "
+            "delete it or move it aside (memlab then starts an empty cache), or point "
+            "MEMLAB_CACHE_DIR at another folder"
+        )
+
+
 class TranscriptError(MemlabError):
     """A transcript file is invalid; the message names the file, turn id and field."""
 

@@ -5,7 +5,15 @@ never the other way round).
 """
 
 from memlab.memory.agent import AgentDeps, ChatModel, TurnResult, format_memory, run_turn
+from memlab.memory.cache import (
+    CachedEmbedder,
+    CachedSummarizer,
+    CacheStats,
+    ModelCache,
+    default_cache_path,
+)
 from memlab.memory.embed import Embedder, HashEmbedder
+from memlab.memory.embedders import MiniLMEmbedder, OpenAIEmbedder
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.layer import (
     MaintenanceReport,
@@ -19,10 +27,14 @@ from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, So
 from memlab.memory.salience import estimate_salience
 from memlab.memory.stores import Candidates, InMemoryStore, JsonlStore, MemoryStore, SqliteStore
 from memlab.memory.summarize import ExtractiveSummarizer, Summarizer
+from memlab.memory.summarizers import OpenAISummarizer
 from memlab.memory.tokens import estimate_tokens
 
 __all__ = [
     "AgentDeps",
+    "CacheStats",
+    "CachedEmbedder",
+    "CachedSummarizer",
     "Candidates",
     "ChatModel",
     "Embedder",
@@ -41,6 +53,10 @@ __all__ = [
     "MemoryLayer",
     "MemoryRecord",
     "MemoryStore",
+    "MiniLMEmbedder",
+    "ModelCache",
+    "OpenAIEmbedder",
+    "OpenAISummarizer",
     "RankWeights",
     "RecallQuery",
     "RecallResult",
@@ -49,6 +65,7 @@ __all__ = [
     "SummarizePolicy",
     "Summarizer",
     "TurnResult",
+    "default_cache_path",
     "estimate_salience",
     "estimate_tokens",
     "format_memory",

@@ -1,0 +1,344 @@
+"""Shared HTTP plumbing for OpenAI-compatible endpoints: one JSON POST with retries.
+
+Used by ``OpenAIEmbedder`` and ``OpenAISummarizer`` so that both follow the
+same rules:
+
+- 429, 408, 409 and every 5xx, timeouts and connection errors are retried with
+  exponential backoff and jitter, at most ``max_retries`` times; a
+  ``Retry-After`` header (seconds or an HTTP date; also OpenAI's
+  ``retry-after-ms``) replaces the computed delay.
+- Any other non-2xx answer fails at once with the caller's error class, carrying
+  the server's own error message.
+- The API key is read from an environment variable whose *name* is configured.
+  Its value is read per request, never kept on an object, never logged, and
+  scrubbed from every message memlab builds (some servers echo the key back).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from memlab.errors import ConfigError, MemlabError
+
+log = logging.getLogger(__name__)
+
+# The OpenAI client libraries retry these too: 408 request timeout, 409 conflict
+# (lock contention on their side), 429 rate limit, and every server error.
+RETRY_STATUSES = frozenset({408, 409, 429})
+_SNIPPET = 300
+
+
+def is_retryable_status(status: int) -> bool:
+    """True for the statuses worth retrying: 408, 409, 429 and every 5xx."""
+    return status in RETRY_STATUSES or 500 <= status <= 599
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry a failing request.
+
+    The wait before retry ``n`` (0-based) is ``b = min(max_delay, backoff * 2**n)``
+    with "equal jitter": ``b/2 + uniform(0, b/2)``, so parallel sweep jobs that hit
+    a rate limit together do not retry in lockstep. A server's ``Retry-After`` is
+    honoured instead, unless it exceeds ``max_delay`` (then the request fails
+    with a clear error rather than hanging for an hour).
+
+    Args:
+        max_retries: retries after the first attempt (0 disables retrying).
+        backoff: base delay in seconds.
+        max_delay: cap on one wait, in seconds.
+    """
+
+    max_retries: int = 5
+    backoff: float = 0.5
+    max_delay: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ConfigError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
+        if not self.backoff >= 0:
+            raise ConfigError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
+        if not self.max_delay >= 0:
+            raise ConfigError(f"max_delay must be >= 0 seconds, got {self.max_delay!r}")
+
+    def backoff_delay(self, retry: int, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based), with jitter."""
+        base = min(self.max_delay, self.backoff * (2.0**retry))
+        return base / 2 + rng.uniform(0, base / 2)
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds a server asks us to wait, from ``retry-after-ms`` or ``Retry-After``.
+
+    ``Retry-After`` may be a number of seconds or an HTTP date. Returns None when
+    neither header is present or parseable; never a negative number.
+    """
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def check_base_url(base_url: str, who: str) -> httpx.URL:
+    """Parse and validate a base URL (http/https, a host, no credentials in it)."""
+    try:
+        url = httpx.URL(str(base_url))
+    except Exception as exc:  # httpx raises InvalidURL or TypeError
+        raise ConfigError(f"{who}: base_url {base_url!r} is not a valid URL ({exc})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(
+            f"{who}: base_url {base_url!r} must be an http:// or https:// URL with a host, "
+            "e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1"
+        )
+    if url.userinfo:
+        raise ConfigError(
+            f"{who}: base_url must not carry credentials; put the API key in the "
+            "environment variable named by api_key_env"
+        )
+    return url
+
+
+def display_url(url: httpx.URL) -> str:
+    """``host[:port]/path`` of a URL, for names and messages (no scheme, no query)."""
+    port = f":{url.port}" if url.port else ""
+    return f"{url.host}{port}{url.path.rstrip('/')}"
+
+
+class JsonApi:
+    """POSTs JSON to an OpenAI-compatible API with the retry and error rules above.
+
+    Args:
+        base_url: e.g. ``https://api.openai.com/v1``; paths are appended to it.
+        who: names the caller in messages and logs (never contains the key).
+        error: the MemlabError subclass raised on failure.
+        api_key_env: name of the environment variable holding the API key; None
+            or "" sends no key (local servers). If named, it must be set.
+        api_key_header: ``Authorization`` sends ``Bearer <key>``; any other header
+            name (e.g. Azure's ``api-key``) sends the bare key.
+        timeout: seconds for connecting, and for each read or write.
+        retry: the RetryPolicy.
+        client: an httpx.Client to use (tests, proxies, custom TLS); not closed by us.
+        transport: an httpx transport for a client we create (e.g. MockTransport).
+        sleep: replaces ``time.sleep`` (tests).
+        seed: seeds the jitter (None: random).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        who: str,
+        error: type[MemlabError],
+        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_header: str = "Authorization",
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        client: httpx.Client | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.who = who
+        self.error = error
+        self.base_url = check_base_url(base_url, who)
+        if not timeout or timeout <= 0:
+            raise ConfigError(f"{who}: timeout must be > 0 seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self.retry = retry or RetryPolicy()
+        self.api_key_env = api_key_env or None
+        self.api_key_header = api_key_header
+        self._sleep = sleep or time.sleep
+        self._rng = random.Random(seed)
+        self._own_client = client is None
+        self._client = client or httpx.Client(
+            timeout=httpx.Timeout(self.timeout), transport=transport
+        )
+        self.requests = 0  # HTTP requests sent, retries included
+        self.retries = 0
+        self._api_key()  # fail now, not halfway through a run
+
+    def __repr__(self) -> str:
+        return (
+            f"JsonApi(base_url={str(self.base_url)!r}, api_key_env={self.api_key_env!r}, "
+            f"timeout={self.timeout}, retry={self.retry})"
+        )
+
+    # -- the key -------------------------------------------------------------------
+    def _api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise ConfigError(
+                f"{self.who}: the environment variable {self.api_key_env} is not set; export "
+                "the API key under that name, or set api_key_env to the variable that holds "
+                "it (null/empty for an endpoint that needs no key)"
+            )
+        if not key.isascii() or not key.isprintable():
+            # httpx would reject the header with a message that quotes the value.
+            raise ConfigError(
+                f"{self.who}: the API key in {self.api_key_env} contains characters that are "
+                "not allowed in an HTTP header (non-ASCII, a newline or a control character)"
+            )
+        return key
+
+    def _headers(self) -> dict[str, str]:
+        key = self._api_key()
+        if key is None:
+            return {}
+        if self.api_key_header.lower() == "authorization":
+            return {"Authorization": f"Bearer {key}"}
+        return {self.api_key_header: key}
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key (if any appears in it) replaced by ``[redacted]``."""
+        if self.api_key_env is None:
+            return text
+        key = os.environ.get(self.api_key_env, "").strip()
+        if len(key) >= 4 and key in text:
+            text = text.replace(key, "[redacted]")
+        return text
+
+    # -- requests ------------------------------------------------------------------
+    def url(self, path: str) -> httpx.URL:
+        return self.base_url.copy_with(path=self.base_url.path.rstrip("/") + "/" + path.lstrip("/"))
+
+    def post(self, path: str, payload: Mapping[str, Any]) -> Any:
+        """POST ``payload`` as JSON to ``base_url/path``; return the decoded JSON body.
+
+        Raises:
+            ConfigError: the key's environment variable is unset or unusable.
+            MemlabError: (the configured subclass) on a non-retryable answer, on a
+                body that is not JSON, or once the retries are used up.
+        """
+        url = self.url(path)
+        where = display_url(url)
+        headers = self._headers()
+        retry = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                self.requests += 1
+                resp = self._client.post(url, json=payload, headers=headers)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                problem = self.redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
+            except httpx.HTTPError as exc:
+                raise self.error(
+                    self.redact(
+                        f"{self.who}: request to {where} failed: {type(exc).__name__}: {exc}"
+                    )
+                ) from None
+            else:
+                status = resp.status_code
+                if 200 <= status < 300:
+                    return self._decode(resp, where)
+                if not is_retryable_status(status):
+                    raise self.error(self._status_message(resp, where)) from None
+                problem = f"HTTP {status}: {self.server_message(resp)}"
+                retry_after = parse_retry_after(resp.headers)
+            if retry >= self.retry.max_retries:
+                raise self.error(
+                    f"{self.who}: {where} still failing after {retry + 1} attempt(s) "
+                    f"(last: {problem}); the endpoint is overloaded or unreachable: retry later, "
+                    "or raise max_retries or timeout"
+                )
+            if retry_after is not None:
+                if retry_after > self.retry.max_delay:
+                    raise self.error(
+                        f"{self.who}: {where} asked to retry after {retry_after:.0f} s "
+                        f"(Retry-After), more than max_delay={self.retry.max_delay:g} s (last: "
+                        f"{problem}); retry later or raise max_delay"
+                    )
+                delay = retry_after
+            else:
+                delay = self.retry.backoff_delay(retry, self._rng)
+            retry += 1
+            self.retries += 1
+            log.warning(
+                "%s: %s from %s; retry %d of %d in %.2f s",
+                self.who,
+                problem,
+                where,
+                retry,
+                self.retry.max_retries,
+                delay,
+            )
+            self._sleep(delay)
+
+    def _decode(self, resp: httpx.Response, where: str) -> Any:
+        try:
+            return json.loads(resp.content)
+        except (ValueError, UnicodeDecodeError):
+            snippet = self.redact(resp.text[:_SNIPPET])
+            raise self.error(
+                f"{self.who}: {where} answered HTTP {resp.status_code} with a body that is not "
+                f"JSON ({snippet!r}); check that base_url points at an OpenAI-compatible API "
+                "(it usually ends in /v1)"
+            ) from None
+
+    def server_message(self, resp: httpx.Response) -> str:
+        """The error message a server put in its answer (OpenAI's ``error.message``,
+        or ``message``/``detail``, else the start of the body), key scrubbed."""
+        msg: Any = None
+        try:
+            body = json.loads(resp.content)
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if isinstance(body, dict):
+            err = body.get("error")
+            if isinstance(err, dict):
+                msg = err.get("message") or err.get("code") or err.get("type")
+            elif isinstance(err, str):
+                msg = err
+            msg = msg or body.get("message") or body.get("detail")
+        if not msg:
+            msg = resp.text.strip() or resp.reason_phrase or "no message"
+        text = str(msg) if not isinstance(msg, str) else msg
+        if len(text) > _SNIPPET:
+            text = text[:_SNIPPET] + "…"
+        return self.redact(text)
+
+    def _status_message(self, resp: httpx.Response, where: str) -> str:
+        status = resp.status_code
+        hint = {
+            400: "check the model name and the request settings",
+            401: f"check the API key in the environment variable {self.api_key_env}",
+            403: f"the key in {self.api_key_env} may lack access to this model",
+            404: "check base_url (usually ending in /v1) and the model name",
+            413: "the request is too large: lower max_batch",
+            422: "check the model name and the request settings",
+        }.get(status, "check base_url, the model name and the key")
+        return f"{self.who}: {where} answered HTTP {status}: {self.server_message(resp)}; {hint}"
+
+    def close(self) -> None:
+        """Close the HTTP client if this object created it."""
+        if self._own_client:
+            self._client.close()

@@ -1,0 +1,331 @@
+"""A fake OpenAI-compatible server for tests, on a real socket (127.0.0.1, random port).
+
+It speaks just enough of the protocol for memlab's clients:
+
+- ``POST /v1/embeddings``: ``HashEmbedder`` vectors (``dims`` of the server, or the
+  request's ``dimensions``), one per input, each with its ``index``;
+- ``POST /v1/chat/completions``: ``ExtractiveSummarizer`` applied to the last user
+  message's content, with the word limit read from the system prompt's
+  "under N words" (so ``OpenAISummarizer`` against this server returns exactly
+  what ``ExtractiveSummarizer(max_words=N)`` returns in process).
+
+So a MemoryLayer using ``OpenAIEmbedder`` + ``OpenAISummarizer`` against it must
+behave exactly like one using ``HashEmbedder`` + ``ExtractiveSummarizer``.
+
+Usage::
+
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI(api_key="sk-test") as server:      # starts a thread, stops on exit
+        monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-test")
+        emb = OpenAIEmbedder(server.base_url, model="hash", dims=384,
+                             api_key_env="FAKE_OPENAI_KEY")
+        server.fail("embeddings", status=503, times=2)   # the next two embeddings calls fail
+        server.fail("embeddings", status=429, headers={"Retry-After": "0"})
+        server.fail("chat/completions", delay=5)         # stall (client timeouts)
+        server.fail("embeddings", drop=True)             # close without answering
+        server.fail("embeddings", status=400, after=2)   # let two through, fail the third
+        ...
+        server.requests   # every request received: Received(path, body, headers)
+
+Faults are consumed in the order they were added, per path. With ``api_key`` set,
+a request without ``Authorization: Bearer <api_key>`` gets a 401 whose message
+echoes the key it was sent (as OpenAI does), to test that clients scrub it.
+``python -m tests.fake_openai`` runs one in the foreground and prints its base_url.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from memlab.memory import ExtractiveSummarizer, HashEmbedder
+
+_MAX_WORDS = re.compile(r"under (\d+) words")
+
+
+@dataclass
+class Fault:
+    """One injected failure for requests to one path.
+
+    Args:
+        status: HTTP status to answer (ignored with ``drop``).
+        body: the answer's body (dict -> JSON; str/bytes as is); default an
+            OpenAI-style error object.
+        headers: extra answer headers, e.g. ``{"Retry-After": "1"}``.
+        delay: seconds to wait before answering (makes clients time out).
+        drop: close the connection without answering.
+        after: let this many matching requests through first.
+        times: how many requests this fault applies to.
+    """
+
+    status: int = 500
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    drop: bool = False
+    after: int = 0
+    times: int = 1
+
+
+@dataclass
+class Received:
+    """One request the server received."""
+
+    path: str
+    body: Any
+    headers: dict[str, str]
+
+
+class FakeOpenAI:
+    """The fake server (see the module docstring).
+
+    Args:
+        dims: default embedding size.
+        api_key: if set, requests must send ``Authorization: Bearer <api_key>``.
+        models: accepted model names (None: any); others get a 404.
+        shuffle: answer embeddings in reverse order (each still with its index).
+        max_batch: reject embedding requests with more inputs (400), like real
+            servers do.
+    """
+
+    def __init__(
+        self,
+        dims: int = 384,
+        *,
+        api_key: str | None = None,
+        models: set[str] | None = None,
+        shuffle: bool = False,
+        max_batch: int = 2048,
+    ) -> None:
+        self.dims = dims
+        self.api_key = api_key
+        self.models = models
+        self.shuffle = shuffle
+        self.max_batch = max_batch
+        self.requests: list[Received] = []
+        self._faults: dict[str, list[Fault]] = {}
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._embedders: dict[int, HashEmbedder] = {}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> FakeOpenAI:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "start() the server first"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: what clients take as base_url."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- failure injection ---------------------------------------------------------
+    def fail(self, path: str, **fault: Any) -> Fault:
+        """Queue a Fault (keyword arguments as in ``Fault``) for ``path``
+        (``"embeddings"`` or ``"chat/completions"``)."""
+        f = Fault(**fault)
+        with self._lock:
+            self._faults.setdefault(path.strip("/"), []).append(f)
+        return f
+
+    def calls(self, path: str) -> list[Received]:
+        """The requests received for ``path`` (e.g. ``"embeddings"``)."""
+        with self._lock:
+            return [r for r in self.requests if r.path == "/v1/" + path.strip("/")]
+
+    def _take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            queue = self._faults.get(path, [])
+            if not queue:
+                return None
+            f = queue[0]
+            if f.after > 0:
+                f.after -= 1
+                return None
+            f.times -= 1
+            if f.times <= 0:
+                queue.pop(0)
+            return f
+
+    # -- the protocol --------------------------------------------------------------
+    def embedder(self, dims: int) -> HashEmbedder:
+        if dims not in self._embedders:
+            self._embedders[dims] = HashEmbedder(dims)
+        return self._embedders[dims]
+
+    def embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(inputs, list) or not all(isinstance(t, str) for t in inputs):
+            return 400, _error("'input' must be a string or a list of strings")
+        if not inputs:
+            return 400, _error("'input' must not be empty")
+        if len(inputs) > self.max_batch:
+            return 400, _error(f"too many inputs: {len(inputs)} > {self.max_batch}")
+        dims = body.get("dimensions", self.dims)
+        vectors = self.embedder(int(dims)).embed(inputs)
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(x) for x in v]}
+            for i, v in enumerate(vectors)
+        ]
+        if self.shuffle:
+            data.reverse()
+        tokens = sum(len(t.split()) for t in inputs)
+        return 200, {
+            "object": "list",
+            "data": data,
+            "model": body.get("model"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+    def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return 400, _error("'messages' must be a non-empty list")
+        system = " ".join(
+            str(m.get("content", "")) for m in messages if m.get("role") == "system"
+        )
+        users = [m for m in messages if m.get("role") == "user"]
+        if not users:
+            return 400, _error("no user message")
+        found = _MAX_WORDS.search(system)
+        summarizer = ExtractiveSummarizer(max_words=int(found.group(1)) if found else 120)
+        content = summarizer.summarize([str(users[-1].get("content", ""))])
+        return 200, {
+            "id": f"chatcmpl-fake-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": len(content.split())},
+        }
+
+
+def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as httpx expects
+    fake: FakeOpenAI
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
+        pass
+
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        if isinstance(body, dict | list):
+            payload = json.dumps(body).encode()
+            ctype = "application/json"
+        elif isinstance(body, str):
+            payload = body.encode()
+            ctype = "text/plain; charset=utf-8"
+        else:
+            payload = bytes(body or b"")
+            ctype = "application/octet-stream"
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(payload)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (a timeout test)
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        with fake._lock:
+            fake.requests.append(Received(self.path, body, dict(self.headers.items())))
+        if not self.path.startswith("/v1/"):
+            self._send(404, _error(f"no route {self.path}"))
+            return
+        path = self.path[len("/v1/") :]
+        fault = fake._take_fault(path)
+        if fault is not None:
+            if fault.delay:
+                fake._stop.wait(fault.delay)
+            if fault.drop:
+                self.close_connection = True
+                return
+            self._send(
+                fault.status,
+                fault.body if fault.body is not None else _error(f"injected HTTP {fault.status}"),
+                fault.headers,
+            )
+            return
+        if fake.api_key is not None:
+            auth = self.headers.get("Authorization", "")
+            if auth != f"Bearer {fake.api_key}":
+                sent = auth.removeprefix("Bearer ")
+                self._send(401, _error(f"Incorrect API key provided: {sent}.", "auth_error"))
+                return
+        if not isinstance(body, dict):
+            self._send(400, _error("the body must be a JSON object"))
+            return
+        model = body.get("model")
+        if fake.models is not None and model not in fake.models:
+            self._send(404, _error(f"The model `{model}` does not exist", "not_found"))
+            return
+        if path == "embeddings":
+            status, answer = fake.embeddings(body)
+        elif path == "chat/completions":
+            status, answer = fake.chat(body)
+        else:
+            status, answer = 404, _error(f"no route {self.path}")
+        self._send(status, answer)
+
+
+if __name__ == "__main__":
+    with FakeOpenAI() as server:
+        print(f"fake OpenAI-compatible server at {server.base_url} (Ctrl-C stops it)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
