@@ -32,6 +32,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
+	$(BIN)/python -m benchmarks.bench_embed
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests benchmarks
