@@ -175,6 +175,7 @@ class JsonApi:
         self.retry = retry or RetryPolicy()
         self.api_key_env = api_key_env or None
         self.api_key_header = api_key_header
+        self._api_key()  # fail now, not halfway through a run
         self._sleep = sleep or time.sleep
         self._rng = random.Random(seed)
         self._own_client = client is None
@@ -183,7 +184,6 @@ class JsonApi:
         )
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
-        self._api_key()  # fail now, not halfway through a run
 
     def __repr__(self) -> str:
         return (
