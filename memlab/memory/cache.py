@@ -44,6 +44,7 @@ CACHE_DIR_ENV = "MEMLAB_CACHE_DIR"
 CACHE_FILE = "embeddings.sqlite"
 APPLICATION_ID = 0x6D6C6162  # "mlab" in the SQLite header marks the file as ours
 _CHUNK = 900  # stay far below SQLite's bound-parameter limit
+_INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork()
 
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
 MIGRATIONS: list[list[str]] = [
@@ -231,9 +232,11 @@ class ModelCache:
     def _conn(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._db is None or self._pid != os.getpid():
-                # A connection must never be used across fork(); the inherited one is
-                # dropped without closing it (closing could release the parent's locks).
-                self._db = None
+                if self._db is not None:
+                    # A connection must not be used across fork(), and closing it in
+                    # the child could checkpoint the parent's WAL: keep it, unused.
+                    _INHERITED.append(self._db)
+                    self._db = None
                 self._connect()
             assert self._db is not None
             try:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,24 @@ def model_fingerprint(folder: Path) -> str:
                 h.update(block)
     _FINGERPRINTS[stat] = h.hexdigest()
     return _FINGERPRINTS[stat]
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Silence transformers' "Loading weights" bar while a model loads (a run's
+    output has its own progress), restoring the previous setting after."""
+    try:
+        from transformers.utils import logging as tf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = tf_logging.is_progress_bar_enabled()
+    tf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            tf_logging.enable_progress_bar()
 
 
 class MiniLMEmbedder:
@@ -147,7 +166,10 @@ class MiniLMEmbedder:
         self.device = device
         self._set_threads(torch, threads)
         try:
-            self._model = st.SentenceTransformer(str(folder), device=device, local_files_only=True)
+            with _no_progress_bars():
+                self._model = st.SentenceTransformer(
+                    str(folder), device=device, local_files_only=True
+                )
         except Exception as exc:  # torch/transformers raise many kinds
             raise EmbedderError(
                 f"{feature}: cannot load the model in {folder}: {type(exc).__name__}: {exc}"
