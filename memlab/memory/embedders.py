@@ -110,9 +110,10 @@ class MiniLMEmbedder:
         batch_size: texts per forward pass.
         device: torch device, e.g. ``"cpu"`` (default, reproducible) or ``"cuda"``.
         threads: torch intra-op threads for this process. None keeps torch's
-            default, capped at the CPUs this process may use. Use 1 when several
-            processes (parallel sweep jobs) share the cores: that is faster than
-            each of them using all cores. Note: torch threads are per process.
+            default (which follows ``OMP_NUM_THREADS``), capped at the CPUs this
+            process may use. Use 1 when several processes share the cores: that is
+            faster than each using all of them. joblib workers (Hydra's joblib
+            launcher) already get ``OMP_NUM_THREADS`` = cores / n_jobs.
         max_seq_length: truncate inputs to this many tokens (None: the model's
             own limit, 256 for MiniLM); part of ``name`` when set.
 
