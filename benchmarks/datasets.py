@@ -3,6 +3,7 @@ turn the run folders into the README's per-category tables.
 
     python -m benchmarks.datasets sweep --locomo FILE --longmemeval FILE [...]
     python -m benchmarks.datasets table results/multirun/datasets/* --readme README.md
+    python -m benchmarks.datasets speed --locomo FILE [--strategies memory,...]
 
 ``sweep`` runs one ``memlab run -m`` per file (budgets x embedder) and prints the
 wall time of each; ``table`` reads the jobs' summary.csv files, writes one tidy
@@ -71,6 +72,61 @@ def sweep(args: argparse.Namespace) -> None:
         if proc.returncode != 0:
             sys.exit(f"{name} failed:\n{proc.stderr}")
         print(f"{name}: {elapsed:.1f} s for budgets {args.budgets} -> {out}")
+
+
+# -- speed ----------------------------------------------------------------------------
+LOCOMO_FULL = {"conversations": 10, "turns": 5882, "questions": 1986}  # upstream locomo10.json
+
+
+def speed(args: argparse.Namespace) -> None:
+    """Replay a LoCoMo file through strategies and extrapolate to the full LoCoMo."""
+    import warnings
+
+    from memlab.cli import _instantiate, precheck, strategy_factory
+    from memlab.lab.datasets import DatasetWarning
+    from memlab.lab.replay import ReplaySettings, replay
+    from memlab.lab.transcripts import load_source
+
+    cfg = precheck(
+        [
+            "transcripts=locomo",
+            f"transcripts.path={Path(args.locomo).resolve()}",
+            f"embedder={args.embedder}",
+            f"budget={args.budget}",
+        ]
+    )
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        transcripts = load_source("locomo", cfg.transcripts.path)
+    load_s = time.perf_counter() - started
+    embedder = _instantiate(cfg.embedder, "embedder")
+    summarizer = _instantiate(cfg.summarizer, "summarizer")
+    settings = ReplaySettings(budget=args.budget)
+    turns = sum(sum(t.probe is None for t in x.turns) for x in transcripts)
+    questions = sum(len(x.probes) for x in transcripts)
+    n = len(transcripts)
+    print(
+        f"{args.locomo}: {n} conversations, {turns} turns, {questions} questions; load {load_s:.2f} s"
+    )
+    for name in args.strategies.split(","):
+        factory = strategy_factory(cfg, name, Path(args.out), embedder, summarizer)
+        per = []
+        for t in transcripts:
+            t0 = time.perf_counter()
+            strategy = factory(t)
+            try:
+                replay(t, strategy, settings)
+            finally:
+                strategy.close()
+            per.append(time.perf_counter() - t0)
+        total = sum(per)
+        by_conv = total / n * LOCOMO_FULL["conversations"]
+        by_item = total / (turns + questions) * (LOCOMO_FULL["turns"] + LOCOMO_FULL["questions"])
+        print(
+            f"  {name:<24} {total:6.2f} s ({', '.join(f'{x:.2f}' for x in per)}); "
+            f"full LoCoMo: {by_conv:5.1f} s per-conversation, {by_item:5.1f} s per-turn+question"
+        )
 
 
 # -- tables ---------------------------------------------------------------------------
@@ -238,12 +294,18 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--embedder", default="hash")
     s.add_argument("--bootstrap", type=int, default=200)
     s.add_argument("--out", default="results/multirun/datasets")
+    sp = sub.add_parser("speed", help="time replays of a LoCoMo file, extrapolate to all of it")
+    sp.add_argument("--locomo", required=True, help="a LoCoMo JSON file")
+    sp.add_argument("--strategies", default="memory")
+    sp.add_argument("--embedder", default="hash")
+    sp.add_argument("--budget", type=int, default=800)
+    sp.add_argument("--out", default="results/bench/raw/datasets")
     t = sub.add_parser("table", help="Markdown tables from sweep folders")
     t.add_argument("dirs", nargs="+", help="multirun folders written by sweep")
     t.add_argument("--csv", default=None, help="also write the tidy numbers here")
     t.add_argument("--readme", default=None, help="replace the tables block of this file")
     ns = parser.parse_args(argv)
-    {"sweep": sweep, "table": table}[ns.command](ns)
+    {"sweep": sweep, "speed": speed, "table": table}[ns.command](ns)
 
 
 if __name__ == "__main__":
