@@ -216,7 +216,7 @@ def run_experiment_from_config(cfg: Any, out: Path) -> dict[str, Any]:
     started = time.perf_counter()
     run_cfg = validate(cfg)
     t = run_cfg.transcripts
-    transcripts = load_source(t.name, t.path, limit=t.limit, ids=t.ids)
+    transcripts = load_source(t.name, t.path, limit=t.limit, ids=t.ids, progress=run_cfg.progress)
     embedder = _instantiate(cfg.embedder, "embedder")
     summarizer = _instantiate(cfg.summarizer, "summarizer")
     factories = {

@@ -565,6 +565,7 @@ def load_source(
     *,
     limit: int | None = None,
     ids: Iterable[str] | None = None,
+    progress: bool | None = None,
 ) -> list[Transcript]:
     """Load transcripts from a named source (``synthetic``, ``dir``, datasets...).
 
@@ -574,6 +575,7 @@ def load_source(
             shipped folder).
         limit: keep only the first N transcripts (after ``ids``).
         ids: keep only these transcript ids (every id must exist).
+        progress: passed to loaders that show a progress bar (None: on a terminal).
 
     Raises:
         TranscriptError: unknown source, missing path, bad files, unknown ids.
@@ -594,13 +596,15 @@ def load_source(
     kwargs: dict[str, Any] = {}
     if "ids" in params and "limit" in params:
         kwargs = {"ids": wanted, "limit": limit}
+    if "progress" in params:
+        kwargs["progress"] = progress
     loaded: list[Transcript] = loader(path, **kwargs)
     if wanted is not None:
         by_id = {t.id: t for t in loaded}
         missing = [i for i in wanted if i not in by_id]
         if missing:
             where = f"{name} ({path})" if path else name
-            hint = "" if kwargs else f" (it has e.g. {sorted(by_id)[:5]})"
+            hint = "" if "ids" in kwargs else f" (it has e.g. {sorted(by_id)[:5]})"
             raise TranscriptError(f"transcripts.ids: {missing} not found in {where}{hint}")
         loaded = [by_id[i] for i in wanted]
     if limit is not None:
