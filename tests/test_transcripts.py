@@ -170,14 +170,16 @@ def test_load_source_passes_limit_and_ids_to_loaders_that_take_them(
 
     calls: list[dict[str, Any]] = []
 
-    def loader(path: str | None, *, limit: int | None = None, ids: Any = None) -> list[Any]:
-        calls.append({"limit": limit, "ids": ids})
+    def loader(
+        path: str | None, *, limit: int | None = None, ids: Any = None, progress: Any = None
+    ) -> list[Any]:
+        calls.append({"limit": limit, "ids": ids, "progress": progress})
         return [Transcript.from_dict(raw())]
 
     monkeypatch.setitem(tr.LOADERS, "fake", "memlab.lab.transcripts:_fake_loader")
     monkeypatch.setattr(tr, "_fake_loader", loader, raising=False)
-    got = load_source("fake", str(tmp_path), limit=3, ids=[raw()["id"]])
+    got = load_source("fake", str(tmp_path), limit=3, ids=[raw()["id"]], progress=False)
     assert [x.id for x in got] == [raw()["id"]]
-    assert calls == [{"limit": 3, "ids": [raw()["id"]]}]
+    assert calls == [{"limit": 3, "ids": [raw()["id"]], "progress": False}]
     with pytest.raises(TranscriptError, match=r"not found in fake \("):
         load_source("fake", str(tmp_path), ids=["other"])
