@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlab.errors import TranscriptError
-from memlab.lab.datasets import DatasetWarning, Quirks, dedupe_id, iter_json_array, select
+from memlab.lab.datasets import (
+    DatasetWarning,
+    Quirks,
+    answer_text,
+    dedupe_id,
+    iter_json_array,
+    select,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
@@ -124,3 +131,9 @@ def test_quirks_make_one_warning_with_counts_and_examples() -> None:
 def test_dedupe_id() -> None:
     assert dedupe_id("a", set()) == "a"
     assert dedupe_id("a", {"a", "a#2"}) == "a#3"
+
+
+def test_answer_text() -> None:
+    assert answer_text(3) == "3" and answer_text(" a ") == "a"
+    assert answer_text(["x", 2]) == "x, 2"
+    assert answer_text(None) is None and answer_text("  ") is None and answer_text([]) is None

@@ -218,6 +218,17 @@ def select(
                 return
 
 
+def answer_text(value: Any) -> str | None:
+    """An upstream answer as text: integers (some answers are) become strings, a
+    list is joined with commas, empty values are None."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or None
+    text = str(value).strip()
+    return text or None
+
+
 def dedupe_id(candidate: str, taken: set[str]) -> str:
     """``candidate``, or ``candidate#2``, ``#3``... if it is already taken."""
     if candidate not in taken:
@@ -228,4 +239,12 @@ def dedupe_id(candidate: str, taken: set[str]) -> str:
     return f"{candidate}#{n}"
 
 
-__all__ = ["DatasetWarning", "Quirks", "check_path", "dedupe_id", "iter_json_array", "select"]
+__all__ = [
+    "DatasetWarning",
+    "Quirks",
+    "answer_text",
+    "check_path",
+    "dedupe_id",
+    "iter_json_array",
+    "select",
+]

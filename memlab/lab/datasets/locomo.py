@@ -34,7 +34,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlab.errors import TranscriptError
-from memlab.lab.datasets import Quirks, check_path, dedupe_id, iter_json_array, select
+from memlab.lab.datasets import (
+    Quirks,
+    answer_text,
+    check_path,
+    dedupe_id,
+    iter_json_array,
+    select,
+)
 from memlab.lab.transcripts import Transcript, format_ts
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -100,16 +107,6 @@ def _samples(p: Any, progress: bool | None) -> Iterator[tuple[str, Any]]:
                 f"{p}: sample #{i} has no 'sample_id'; is this a LoCoMo file (locomo10.json)?"
             )
         yield str(sid), sample
-
-
-def _answer_text(value: Any) -> str | None:
-    """An answer as text: integers (some upstream answers are) become strings."""
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or None
-    text = str(value).strip()
-    return text or None
 
 
 def convert_sample(sample: dict[str, Any], quirks: Quirks, source: str = "<locomo>") -> Transcript:
@@ -275,13 +272,13 @@ def _probe(
         quirks.add("questions with an unknown category (kept as 'unknown')", f"{sid} Q{i + 1}")
     meta: dict[str, Any] = {"qa_index": i}
     if cat in UNSCORED:
-        answer = _answer_text(item.get("adversarial_answer"))
+        answer = answer_text(item.get("adversarial_answer"))
         if answer is None:
-            answer = _answer_text(item.get("answer"))
+            answer = answer_text(item.get("answer"))
         elif item.get("answer") is not None:
-            meta["answer"] = _answer_text(item.get("answer"))
+            meta["answer"] = answer_text(item.get("answer"))
     else:
-        answer = _answer_text(item.get("answer"))
+        answer = answer_text(item.get("answer"))
     evidence, dropped, repaired = repair_evidence(item.get("evidence"), lookup)
     if repaired:
         quirks.add("evidence strings split or respelled", f"{sid} Q{i + 1}: {item.get('evidence')}")

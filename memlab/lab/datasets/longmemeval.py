@@ -35,7 +35,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlab.errors import TranscriptError
-from memlab.lab.datasets import Quirks, check_path, dedupe_id, iter_json_array, select
+from memlab.lab.datasets import (
+    Quirks,
+    answer_text,
+    check_path,
+    dedupe_id,
+    iter_json_array,
+    select,
+)
 from memlab.lab.transcripts import Transcript, format_ts
 
 ROLES = {"user": "user", "assistant": "agent"}
@@ -122,15 +129,6 @@ def _items(p: Any, progress: bool | None) -> Iterator[tuple[str, dict[str, Any]]
                     f"{where}, field {key!r}: has {len(item[key])} entries for {n} haystack sessions"
                 )
         yield item["question_id"], item
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or None
-    text = str(value).strip()
-    return text or None
 
 
 def convert_question(
@@ -265,7 +263,7 @@ def _probe(
         "detached": True,
         "meta": meta,
     }
-    answer = _text(item.get("answer"))
+    answer = answer_text(item.get("answer"))
     if answer is not None:
         probe["answer"] = answer
     if evidence:
