@@ -228,11 +228,13 @@ def category_columns(data: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def describe(data: pd.DataFrame) -> str:
-    """How many probes the tables average over (from the first job)."""
-    first = data[(data.metric == "context_tokens") & (data.budget == data.budget.min())]
+    """How many probes the tables average over (the largest n of any metric, for
+    the first strategy at the smallest budget: context_tokens is never NaN)."""
+    first = data[data.budget == data.budget.min()]
     first = first[first.strategy == first.strategy.iloc[0]]
-    n_all = int(first[first.group == "all"]["n"].sum())
-    n_uns = int(first[first.group.str.startswith("unscored:")]["n"].sum())
+    n_all = int(first[first.group == "all"]["n"].max())
+    unscored = first[first.group.str.startswith("unscored:")]
+    n_uns = int(unscored.groupby("group")["n"].max().sum()) if len(unscored) else 0
     return f"{n_all} scored questions" + (f", {n_uns} unscored" if n_uns else "")
 
 
