@@ -181,6 +181,7 @@ def test_repair_evidence_cases() -> None:
     assert repair_evidence(["D", "D2:2", 7], lookup) == ([], ["D", "D2:2", "7"], False)
     assert repair_evidence(["D8:6, D40:1"], lookup) == (["D8:6"], ["D8:6, D40:1"], True)
     assert repair_evidence(None, lookup) == ([], [], False)
+    assert repair_evidence(["D:8:6", "d1:3"], lookup) == (["D8:6", "D1:3"], [], True)
 
 
 def test_parse_date() -> None:

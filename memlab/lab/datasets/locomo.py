@@ -47,7 +47,7 @@ from memlab.lab.transcripts import Transcript, format_ts
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 UNSCORED = frozenset({5})
 SESSION_KEY = re.compile(r"session_(\d+)")
-DIA_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
+DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y")
 QUESTION_DELAY = 3600.0  # probes come one hour after the last turn
 FALLBACK_GAP = 3600.0  # a session without a usable date starts an hour after the last
