@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,6 +19,8 @@ USAGE = """usage: memlab <command> [args]
 commands:
   run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps)
   report DIR        rebuild tables and charts from a run or multirun folder
+  convert DATASET FILE --out DIR
+                    write a benchmark file (locomo, longmemeval) as format-v1 transcripts
   demo              a short tour of the memory layer (two users, recall under a budget)
   synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
 
@@ -40,11 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     command, rest = argv[0], argv[1:]
+    warnings.formatwarning = _format_warning
     try:
         if command == "run":
             return run(rest)
         if command == "report":
             return report(rest)
+        if command == "convert":
+            return convert(rest)
         if command == "demo":
             from memlab.demo import main as demo
 
@@ -57,6 +63,23 @@ def main(argv: list[str] | None = None) -> int:
     except MemlabError as exc:
         print(f"memlab: error: {exc}", file=sys.stderr)
         return exc.exit_code
+
+
+_default_formatwarning = warnings.formatwarning
+
+
+def _format_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """memlab's own warnings (repaired benchmark data, torn log lines) read as
+    one line, without the source line that raised them."""
+    if category.__module__.startswith("memlab."):
+        return f"memlab: warning: {message}\n"
+    return _default_formatwarning(message, category, filename, lineno, line)
 
 
 # -- run --------------------------------------------------------------------------
@@ -193,7 +216,7 @@ def run_experiment_from_config(cfg: Any, out: Path) -> dict[str, Any]:
     started = time.perf_counter()
     run_cfg = validate(cfg)
     t = run_cfg.transcripts
-    transcripts = load_source(t.name, t.path, limit=t.limit, ids=t.ids)
+    transcripts = load_source(t.name, t.path, limit=t.limit, ids=t.ids, progress=run_cfg.progress)
     embedder = _instantiate(cfg.embedder, "embedder")
     summarizer = _instantiate(cfg.summarizer, "summarizer")
     factories = {
@@ -375,6 +398,50 @@ def synth(args: list[str]) -> int:
         f"{ns.n} transcripts ({first} .. {last}) in {result.folder}: "
         f"{len(result.written)} written, {len(result.replaced)} replaced, "
         f"{len(result.unchanged)} unchanged"
+    )
+    return 0
+
+
+# -- convert ----------------------------------------------------------------------
+DATASETS = ("locomo", "longmemeval")
+
+
+def convert(args: list[str]) -> int:
+    """``memlab convert locomo|longmemeval FILE --out DIR``: write a benchmark file
+    as format-v1 transcripts (one JSON file per transcript) for inspection."""
+    from memlab.lab.datasets import check_path
+    from memlab.lab.transcripts import load_source, save
+
+    parser = _ArgumentParser(prog="memlab convert", description=convert.__doc__)
+    parser.add_argument("dataset", choices=DATASETS, help="the benchmark the file comes from")
+    parser.add_argument("file", type=Path, help="the upstream JSON file (e.g. locomo10.json)")
+    parser.add_argument("--out", type=Path, required=True, help="folder to write into")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
+    parser.add_argument("--ids", nargs="+", default=None, help="only these transcript ids")
+    try:
+        ns = parser.parse_args(args)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    if ns.limit is not None and ns.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {ns.limit}")
+    if ns.out.exists() and not ns.out.is_dir():
+        raise MemlabError(f"--out {ns.out} is a file; pass a folder")
+    check_path(ns.file, ns.dataset)
+    transcripts = load_source(ns.dataset, str(ns.file), limit=ns.limit, ids=ns.ids)
+    names: set[str] = set()
+    turns = probes = 0
+    for t in transcripts:
+        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in t.id) or "transcript"
+        name, n = stem, 2
+        while name in names:  # ids that differ only in unsafe characters
+            name, n = f"{stem}-{n}", n + 1
+        names.add(name)
+        save(t, ns.out / f"{name}.json")
+        turns += len(t.turns)
+        probes += len(t.probes)
+    print(
+        f"wrote {len(transcripts)} transcripts ({turns} turns, {probes} probes) to {ns.out}/; "
+        f"replay them with: memlab run transcripts=dir transcripts.path={ns.out}"
     )
     return 0
 

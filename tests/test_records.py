@@ -53,3 +53,23 @@ def test_copy_and_same_as() -> None:
     assert not c.same_as(r) and c.copy(salience=r.salience).same_as(r)
     c.meta["a"] = 2
     assert r.meta["a"] == 1
+
+
+def test_plain_copy_is_equal_and_independent() -> None:
+    r = make_record(meta={"a": [1]}, provenance=("t1",))
+    c = r.copy()
+    assert c.same_as(r) and c is not r and type(c) is type(r)
+    c.embedding[0] += 1.0
+    c.meta["b"] = 2
+    c.access_count += 1
+    assert r.embedding[0] != c.embedding[0] and "b" not in r.meta and r.access_count == 0
+
+
+def test_copy_normalizes_fields_changed_after_construction() -> None:
+    r = make_record()
+    r.kind = "semantic"  # type: ignore[assignment]
+    r.embedding = np.ones(4, dtype=np.float64)
+    r.provenance = ["t1"]  # type: ignore[assignment]
+    c = r.copy()
+    assert c.kind is MemoryKind.SEMANTIC and c.embedding.dtype == np.float32
+    assert c.provenance == ("t1",)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memlab.lab.replay import ReplaySettings, replay, run_experiment
 from memlab.lab.strategies import Context, SlidingWindow, StoreStats, StuffAll
-from memlab.lab.transcripts import Turn, load
+from memlab.lab.transcripts import Transcript, Turn, load
 from tests.conftest import FIXTURES
 
 
@@ -72,3 +72,14 @@ def test_run_experiment_rows() -> None:
         "stuff_all": 11,
         "window": 11,
     }
+
+
+def test_detached_probes_are_scored_but_never_observed() -> None:
+    data = load(FIXTURES / "handmade.json").to_dict()
+    data["turns"][9]["probe"]["detached"] = True
+    t = Transcript.from_dict(data)
+    r = Recorder()
+    probes, turns = replay(t, r, ReplaySettings(budget=5))
+    assert "context t9 5" in r.calls
+    assert "observe t9" not in r.calls and "maintain t9" not in r.calls
+    assert len(probes) == 2 and len(turns) == len(t.turns) - 1

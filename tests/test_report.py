@@ -65,3 +65,34 @@ def test_charts_and_rebuild(tmp_path: Path) -> None:
     (tmp_path / "summary.csv").unlink()
     out = rebuild(tmp_path, n_boot=50)
     assert (tmp_path / "summary.csv").exists() and "fact_recall" in out[0]
+
+
+def test_category_groups_keep_unscored_probes_apart() -> None:
+    from memlab.lab.report import probe_groups
+
+    probes = pd.DataFrame(
+        {
+            "category": ["a", "a", "b", "c", ""],
+            "scored": [True, False, True, False, True],
+            "far": [False] * 5,
+            "corrected": [False] * 5,
+            "evidence_recall": [1.0, 0.0, 0.5, 0.0, 1.0],
+        }
+    )
+    groups = {k: list(v[v].index) for k, v in probe_groups(probes).items()}
+    assert groups["all"] == [0, 2, 4]
+    assert groups["category:a"] == [0] and groups["unscored:a"] == [1]
+    assert groups["category:b"] == [2] and groups["unscored:c"] == [3]
+    assert "category:c" not in groups and "unscored:b" not in groups
+
+
+def test_category_charts(tmp_path: Path) -> None:
+    t = load(FIXTURES / "handmade.json")
+    probes, turns = run_experiment(
+        [t], {"stuff_all": lambda _: StuffAll()}, ReplaySettings(), progress=False
+    )
+    probes["category"] = ["x", "y"]
+    probes["scored"] = [True, False]
+    s = summarize(probes, turns, n_boot=0)
+    names = {f.name for f in charts(probes, turns, s, tmp_path)}
+    assert {"evidence_recall_by_category.png", "answer_in_context_by_category.png"} <= names

@@ -68,6 +68,7 @@ def test_fact_state_is_per_scope_and_tracks_corrections() -> None:
         (lambda d: d["turns"][9]["probe"].update(evidence=["t99"]), "turn 't9'", "probe.evidence"),
         (lambda d: d["turns"][9]["probe"].update(needs=["nope"]), "turn 't9'", "probe.needs"),
         (lambda d: d["turns"][9]["probe"].update(answer=7), "turn 't9'", "probe.answer"),
+        (lambda d: d["turns"][9]["probe"].update(detached="yes"), "turn 't9'", "probe.detached"),
         (lambda d: d["turns"][9].update(probe={}), "turn 't9'", "probe"),
         (lambda d: d["turns"][3].update(probe={"evidence": ["t9"]}), "turn 't3'", "probe.evidence"),
     ],
@@ -141,3 +142,44 @@ def test_load_source_filters(tmp_path: Path) -> None:
 def test_from_dict_direct() -> None:
     t = Transcript.from_dict(raw())
     assert t.probes[0].probe is not None and t.probes[0].probe.answer == "Nomad"
+
+
+def test_detached_probes_round_trip_and_default_to_false(tmp_path: Path) -> None:
+    d = raw()
+    d["turns"][9]["probe"]["detached"] = True
+    t = Transcript.from_dict(d)
+    assert t.turns[9].probe is not None and t.turns[9].probe.detached
+    assert t.to_dict()["turns"][9]["probe"]["detached"] is True
+    plain = Transcript.from_dict(raw())
+    assert plain.turns[9].probe is not None and not plain.turns[9].probe.detached
+    assert "detached" not in plain.to_dict()["turns"][9]["probe"]
+
+
+def test_fact_state_is_cached_and_sessions_map_turns() -> None:
+    t = Transcript.from_dict(raw())
+    first = t.fact_state(9, "alice:support")
+    assert t.fact_state(9, "alice:support") is first
+    assert t.fact_state(9, "alice:support") == t._compute_fact_state(9, "alice:support")
+    assert set(t.sessions) == {x.id for x in t.turns}
+
+
+def test_load_source_passes_limit_and_ids_to_loaders_that_take_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memlab.lab.transcripts as tr
+
+    calls: list[dict[str, Any]] = []
+
+    def loader(
+        path: str | None, *, limit: int | None = None, ids: Any = None, progress: Any = None
+    ) -> list[Any]:
+        calls.append({"limit": limit, "ids": ids, "progress": progress})
+        return [Transcript.from_dict(raw())]
+
+    monkeypatch.setitem(tr.LOADERS, "fake", "memlab.lab.transcripts:_fake_loader")
+    monkeypatch.setattr(tr, "_fake_loader", loader, raising=False)
+    got = load_source("fake", str(tmp_path), limit=3, ids=[raw()["id"]], progress=False)
+    assert [x.id for x in got] == [raw()["id"]]
+    assert calls == [{"limit": 3, "ids": [raw()["id"]], "progress": False}]
+    with pytest.raises(TranscriptError, match=r"not found in fake \("):
+        load_source("fake", str(tmp_path), ids=["other"])

@@ -9,6 +9,12 @@ words (``"gke"`` matches "on GKE." but not "gkes").
 A metric that does not apply to a probe (no needed facts, no evidence, no
 answer) is NaN for it and left out of that metric's mean; ``n`` in the summary
 counts the probes that were scored.
+
+For probes with evidence sessions (LongMemEval), the upstream retrieval measures
+``recall_any@k``, ``recall_all@k`` and ``ndcg_any@k`` (k in 1, 3, 5, 10, 30, 50)
+are computed at session and turn level on the strategy's ranked context; they
+are named ``session_recall_any@5``, ``turn_ndcg_any@10``... and only appear in
+the rows of such probes.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -56,9 +63,25 @@ METRICS: dict[str, MetricInfo] = {
     "recall_ms": MetricInfo(-1, "time to build the context, milliseconds"),
 }
 
+RANK_KS = (1, 3, 5, 10, 30, 50)
+RANK_LEVELS = ("session", "turn")
+_RANK_KINDS = {
+    "recall_any": "1 if any {unit} of the evidence is among the top {k} ranked {unit}s",
+    "recall_all": "1 if every {unit} of the evidence is among the top {k} ranked {unit}s",
+    "ndcg_any": "nDCG of the top {k} ranked {unit}s with binary relevance (upstream LongMemEval)",
+}
+for _level in RANK_LEVELS:
+    for _k in RANK_KS:
+        for _kind, _text in _RANK_KINDS.items():
+            METRICS[f"{_level}_{_kind}@{_k}"] = MetricInfo(+1, _text.format(unit=_level, k=_k))
+RANK_METRICS = [m for m in METRICS if "@" in m]
 
+
+@lru_cache(maxsize=1 << 16)
 def normalize(text: str) -> str:
-    """NFKC, lower case, non-alphanumerics collapsed to single spaces, padded with spaces."""
+    """NFKC, lower case, non-alphanumerics collapsed to single spaces, padded with spaces.
+
+    Cached: a replay normalizes the same turns and answers at every probe."""
     folded = unicodedata.normalize("NFKC", text).lower()
     return " " + _NON_ALNUM.sub(" ", folded).strip() + " "
 
@@ -162,6 +185,107 @@ def answer_in_context(context_text: str, answer: str | None) -> float:
     return float(contains(context_text, answer))
 
 
+# -- ranked retrieval (LongMemEval's upstream measures) -----------------------------
+def ranked_items(context: Context) -> list[ContextItem]:
+    """The context's items best first.
+
+    A memory strategy returns its hits best first, each with a score, so its
+    order is its ranking. A context with unscored items (stuff_all,
+    sliding_window) lists turns oldest first and ranks by recency only, so its
+    ranking is newest first.
+    """
+    items = list(context.items)
+    if any(i.score is None for i in items):
+        items.reverse()
+    return items
+
+
+def ranked_turns(items: Sequence[ContextItem], known: Collection[str]) -> list[str]:
+    """Turn ids in rank order: each item's provenance in order (a summary ranks all
+    the turns it folded at its own rank), ids not in ``known`` dropped, each turn
+    kept at its first (best) rank."""
+    out: dict[str, None] = {}
+    for item in items:
+        for pid in item.provenance:
+            if pid in known:
+                out.setdefault(pid)
+    return list(out)
+
+
+def ranked_sessions(turns: Sequence[str], session_of: Callable[[str], str | None]) -> list[str]:
+    """Session ids in rank order: each ranked turn's session, kept at its first rank
+    (what upstream's turn-to-session evaluation does by widening k until the top
+    turns cover k distinct sessions). Turns without a session are skipped."""
+    out: dict[str, None] = {}
+    for t in turns:
+        s = session_of(t)
+        if s is not None:
+            out.setdefault(s)
+    return list(out)
+
+
+def recall_any_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 if any relevant id is in ``ranking[:k]``, else 0.0. No relevant ids: NaN.
+
+    Formula: 1[|top_k ∩ R| > 0] (upstream LongMemEval ``recall_any@k``)."""
+    if not relevant:
+        return math.nan
+    rel = set(relevant)
+    return float(any(x in rel for x in ranking[:k]))
+
+
+def recall_all_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 if every relevant id is in ``ranking[:k]``, else 0.0. No relevant ids: NaN.
+
+    Formula: 1[R ⊆ top_k] (upstream LongMemEval ``recall_all@k``)."""
+    if not relevant:
+        return math.nan
+    top = set(ranking[:k])
+    return float(all(x in top for x in set(relevant)))
+
+
+def _dcg(relevances: Sequence[float]) -> float:
+    # Upstream's discount: rank 1 and rank 2 both count fully, rank r >= 2 is
+    # divided by log2(r).
+    return sum(r if i == 0 else r / math.log2(i + 1) for i, r in enumerate(relevances))
+
+
+def ndcg_any_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """Normalized discounted cumulative gain of ``ranking[:k]`` with binary relevance,
+    as upstream LongMemEval computes it. No relevant ids: NaN.
+
+    Formula: DCG@k / IDCG@k with DCG = rel_1 + sum_{r=2..k} rel_r / log2(r)
+    (rel_r = 1 if the id at rank r is relevant) and IDCG the DCG of
+    min(|R|, k) relevant ids at the top. Empty ranking (with relevant ids): 0.0.
+    """
+    if not relevant:
+        return math.nan
+    rel = set(relevant)
+    dcg = _dcg([1.0 if x in rel else 0.0 for x in ranking[:k]])
+    ideal = _dcg([1.0] * min(len(rel), k))
+    return dcg / ideal
+
+
+def retrieval_metrics(
+    turns: Sequence[str],
+    sessions: Sequence[str],
+    evidence: Collection[str],
+    evidence_sessions: Collection[str],
+    ks: Sequence[int] = RANK_KS,
+) -> dict[str, float]:
+    """Every ``{session,turn}_{recall_any,recall_all,ndcg_any}@k`` for one probe."""
+    out: dict[str, float] = {}
+    for level, ranking, relevant in (
+        ("session", sessions, evidence_sessions),
+        ("turn", turns, evidence),
+    ):
+        for k in ks:
+            out[f"{level}_recall_any@{k}"] = recall_any_at_k(ranking, relevant, k)
+            out[f"{level}_recall_all@{k}"] = recall_all_at_k(ranking, relevant, k)
+            out[f"{level}_ndcg_any@{k}"] = ndcg_any_at_k(ranking, relevant, k)
+    return out
+
+
 def needed_facts(transcript: Transcript, index: int, probe: Turn) -> list[tuple[str, list[str]]]:
     """(value in force, stale values) for each needed fact that has a value before the probe."""
     assert probe.probe is not None
@@ -175,7 +299,9 @@ def needed_facts(transcript: Transcript, index: int, probe: Turn) -> list[tuple[
 
 
 def evidence_distance(transcript: Transcript, index: int, probe: Turn) -> int | None:
-    """Same-scope turns between the newest evidence turn and the probe (None: no evidence)."""
+    """Same-scope turns between the newest evidence turn and the probe (None: no
+    evidence). Detached probes (questions about the conversation) are not turns of
+    it and are not counted."""
     assert probe.probe is not None
     ids = set(probe.probe.evidence)
     if not ids:
@@ -185,8 +311,10 @@ def evidence_distance(transcript: Transcript, index: int, probe: Turn) -> int | 
     if not ids:
         return None
     distance = 0
-    for t in reversed(transcript.turns[:index]):
-        if t.scope != probe.scope:
+    turns = transcript.turns
+    for j in range(index - 1, -1, -1):
+        t = turns[j]
+        if t.scope != probe.scope or (t.probe is not None and t.probe.detached):
             continue
         distance += 1
         if t.id in ids:
@@ -217,6 +345,12 @@ def score_probe(
     provenance = {pid for i in context.items for pid in i.provenance}
     ctx_tokens = context.tokens
     prompt = ctx_tokens + estimate_tokens(probe.text) + prompt_overhead_tokens
+    ranked: dict[str, float] = {}
+    if p.evidence_sessions:
+        sessions_of = transcript.sessions
+        turns = ranked_turns(ranked_items(context), sessions_of)
+        sessions = ranked_sessions(turns, sessions_of.get)
+        ranked = retrieval_metrics(turns, sessions, p.evidence, p.evidence_sessions)
     return {
         "fact_recall": fact_recall(joined, needed),
         "precision": precision(flags),
@@ -231,6 +365,7 @@ def score_probe(
         "leaks": float(sum(i.scope != probe.scope for i in context.items)),
         "untrusted_items": float(sum(i.source in UNTRUSTED for i in context.items)),
         "context_items": float(len(context.items)),
+        **ranked,
     }
 
 

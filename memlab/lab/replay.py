@@ -2,7 +2,9 @@
 
 For each turn in order: if it is a probe, the strategy builds its context (recall
 fully resolves first) and the context is scored; then the strategy observes the
-turn; then it runs maintenance. Time comes from the transcript's timestamps.
+turn; then it runs maintenance. A detached probe (a benchmark question asked
+about the conversation, not in it) is scored but neither observed nor followed
+by maintenance, and has no turn row. Time comes from the transcript's timestamps.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ def replay(
                     ),
                 }
             )
+            if turn.probe.detached:
+                continue
         t0 = time.perf_counter()
         strategy.observe(turn)
         write_ms = (time.perf_counter() - t0) * 1e3

@@ -29,8 +29,10 @@ def probe_groups(probes: pd.DataFrame) -> dict[str, pd.Series]:
 
     ``all`` is every scored probe; ``far`` the scored probes whose evidence lies
     beyond ``report.far_turns`` same-scope turns; ``corrected`` the scored probes
-    that need a fact that was corrected; ``category:<name>`` every probe of a
-    category (unscored categories included, so they stay visible).
+    that need a fact that was corrected; ``category:<name>`` the scored probes of
+    a category; ``unscored:<name>`` its unscored probes (LoCoMo's adversarial
+    questions, LongMemEval's abstention questions), kept visible but out of every
+    other group's averages.
     """
     if probes.empty:
         return {}
@@ -40,8 +42,13 @@ def probe_groups(probes: pd.DataFrame) -> dict[str, pd.Series]:
         "far": scored & probes["far"].astype(bool),
         "corrected": scored & probes["corrected"].astype(bool),
     }
-    for cat in sorted(c for c in probes["category"].fillna("").unique() if c):
-        groups[f"category:{cat}"] = probes["category"] == cat
+    category = probes["category"].fillna("")
+    cats = sorted(c for c in category.unique() if c)
+    for prefix, wanted in (("category", scored), ("unscored", ~scored)):
+        for cat in cats:
+            mask = wanted & (category == cat)
+            if mask.any():
+                groups[f"{prefix}:{cat}"] = mask
     return groups
 
 
@@ -252,29 +259,48 @@ def charts(
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
         written.append(_save(fig, out / "stale_rate.png"))
 
-    # 5. Per-category evidence recall, when probes carry categories.
-    cats = summary[
-        summary.group.str.startswith("category:") & (summary.metric == "evidence_recall")
-    ]
-    if not cats.empty:
-        groups = list(dict.fromkeys(cats.group))
-        fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(groups) * len(strategies) / 3 + 3), 4))
-        width = 0.8 / len(strategies)
-        for k, s in enumerate(strategies):
-            sub = cats[cats.strategy == s].set_index("group").reindex(groups)
-            ax.bar(np.arange(len(groups)) + k * width, sub["mean"], width, label=s)
-        ax.set_xticks(
-            np.arange(len(groups)) + width * (len(strategies) - 1) / 2,
-            [g.split(":", 1)[1] for g in groups],
-            rotation=20,
-            ha="right",
-        )
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("evidence recall")
-        ax.set_title("Evidence recall by question category")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
-        written.append(_save(fig, out / "evidence_recall_by_category.png"))
+    # 5. Per-category evidence recall and answer-in-context, when probes carry
+    # categories; unscored groups (adversarial, abstention) are drawn hatched.
+    for metric, title, name in (
+        ("evidence_recall", "Evidence recall", "evidence_recall_by_category.png"),
+        ("answer_in_context", "Answer found in the context", "answer_in_context_by_category.png"),
+    ):
+        path = _category_chart(plt, summary, strategies, metric, title, out / name)
+        if path is not None:
+            written.append(path)
     return written
+
+
+def _category_chart(
+    plt: Any, summary: pd.DataFrame, strategies: list[str], metric: str, title: str, path: Path
+) -> Path | None:
+    is_cat = summary.group.str.startswith(("category:", "unscored:"))
+    cats = summary[is_cat & (summary.metric == metric)]
+    if cats.empty:
+        return None
+    groups = sorted(dict.fromkeys(cats.group), key=lambda g: (g.startswith("unscored:"), g))
+    labels = [
+        g.split(":", 1)[1] + ("\n(unscored)" if g.startswith("unscored:") else "") for g in groups
+    ]
+    fig, ax = plt.subplots(figsize=(max(8, 0.22 * len(groups) * len(strategies) + 3), 4.5))
+    width = 0.8 / len(strategies)
+    for k, s in enumerate(strategies):
+        sub = cats[cats.strategy == s].set_index("group").reindex(groups)
+        bars = ax.bar(np.arange(len(groups)) + k * width, sub["mean"], width, label=s)
+        for bar, g in zip(bars, groups, strict=True):
+            if g.startswith("unscored:"):
+                bar.set_hatch("//")
+    n = cats[cats.strategy == strategies[0]].set_index("group")["n"].reindex(groups)
+    ax.set_xticks(
+        np.arange(len(groups)) + width * (len(strategies) - 1) / 2,
+        [f"{lab}\nn={int(c)}" if c == c else lab for lab, c in zip(labels, n, strict=True)],
+        fontsize=8,
+    )
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"{metric} (mean over probes)")
+    ax.set_title(f"{title} by question category")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return _save(fig, path)
 
 
 STYLES = ["-", "--", "-.", ":"]

@@ -32,7 +32,9 @@ TURN_KEYS = {
     "id", "ts", "scope", "role", "source", "text", "mentions", "salience_hint",
     "probe", "session", "meta",
 }  # fmt: skip
-PROBE_KEYS = {"needs", "evidence", "answer", "category", "evidence_sessions", "scored", "meta"}
+PROBE_KEYS = {
+    "needs", "evidence", "answer", "category", "evidence_sessions", "scored", "detached", "meta",
+}  # fmt: skip
 TOP_KEYS = {"format", "id", "meta", "facts", "turns"}
 MAX_REPORTED = 25
 
@@ -57,6 +59,10 @@ class Probe:
         evidence_sessions: session ids that hold the answer (session-level metrics).
         scored: False keeps the probe in the tables but out of recall averages
             (adversarial / abstention questions).
+        detached: True for a question asked *about* the transcript rather than in
+            it (a benchmark's questions after the conversation): strategies build a
+            context for it but never observe it, so one question never becomes
+            memory for the next.
         meta: free-form.
     """
 
@@ -66,6 +72,7 @@ class Probe:
     category: str | None = None
     evidence_sessions: tuple[str, ...] = ()
     scored: bool = True
+    detached: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -99,6 +106,15 @@ class Transcript:
 
     def __post_init__(self) -> None:
         self.index = {t.id: i for i, t in enumerate(self.turns)}
+        self._fact_states: dict[tuple[int, str], dict[str, FactState]] = {}
+        self._sessions: dict[str, str | None] | None = None
+
+    @property
+    def sessions(self) -> dict[str, str | None]:
+        """Turn id -> the turn's session id (None when it has none)."""
+        if self._sessions is None:
+            self._sessions = {t.id: t.session for t in self.turns}
+        return self._sessions
 
     @property
     def probes(self) -> list[Turn]:
@@ -110,7 +126,16 @@ class Transcript:
 
     def fact_state(self, before: int, scope: str) -> dict[str, FactState]:
         """For each fact mentioned in ``scope`` before turn index ``before``: the value
-        in force (the latest mention) and the stale values (every earlier one)."""
+        in force (the latest mention) and the stale values (every earlier one).
+
+        Cached per (before, scope), since every strategy's replay scores the same
+        probes: the result is shared, do not modify it."""
+        cached = self._fact_states.get((before, scope))
+        if cached is None:
+            cached = self._fact_states[(before, scope)] = self._compute_fact_state(before, scope)
+        return cached
+
+    def _compute_fact_state(self, before: int, scope: str) -> dict[str, FactState]:
         state: dict[str, FactState] = {}
         for t in self.turns[:before]:
             if t.scope != scope:
@@ -356,6 +381,9 @@ def _build_probe(
     scored = raw.get("scored", True)
     if not isinstance(scored, bool):
         errors.add(where, "probe.scored", "must be true or false")
+    detached = raw.get("detached", False)
+    if not isinstance(detached, bool):
+        errors.add(where, "probe.detached", "must be true or false")
     meta = raw.get("meta", {})
     if not isinstance(meta, dict):
         errors.add(where, "probe.meta", "must be an object")
@@ -366,6 +394,7 @@ def _build_probe(
         category=category,
         evidence_sessions=tuple(ev_sessions),
         scored=bool(scored),
+        detached=bool(detached),
         meta=meta if isinstance(meta, dict) else {},
     )
 
@@ -396,6 +425,8 @@ def _turn_to_dict(t: Turn) -> dict[str, Any]:
             probe["evidence_sessions"] = list(p.evidence_sessions)
         if not p.scored:
             probe["scored"] = False
+        if p.detached:
+            probe["detached"] = True
         if p.meta:
             probe["meta"] = dict(p.meta)
         out["probe"] = probe
@@ -514,9 +545,13 @@ def shipped_dir(name: str = "synthetic") -> Path:
 
 
 # name -> "module:function(path) -> list[Transcript]"; datasets register here too.
+# A loader that also takes ``limit`` and ``ids`` keywords gets them, so it can stop
+# reading a large file early (load_source still checks and orders the ids).
 LOADERS: dict[str, str] = {
     "synthetic": "memlab.lab.transcripts:_load_synthetic",
     "dir": "memlab.lab.transcripts:load_dir",
+    "locomo": "memlab.lab.datasets.locomo:load",
+    "longmemeval": "memlab.lab.datasets.longmemeval:load",
 }
 
 
@@ -530,6 +565,7 @@ def load_source(
     *,
     limit: int | None = None,
     ids: Iterable[str] | None = None,
+    progress: bool | None = None,
 ) -> list[Transcript]:
     """Load transcripts from a named source (``synthetic``, ``dir``, datasets...).
 
@@ -539,11 +575,13 @@ def load_source(
             shipped folder).
         limit: keep only the first N transcripts (after ``ids``).
         ids: keep only these transcript ids (every id must exist).
+        progress: passed to loaders that show a progress bar (None: on a terminal).
 
     Raises:
         TranscriptError: unknown source, missing path, bad files, unknown ids.
     """
     import importlib
+    import inspect
 
     if name not in LOADERS:
         raise TranscriptError(f"unknown transcripts source {name!r}; use one of {sorted(LOADERS)}")
@@ -552,15 +590,22 @@ def load_source(
     if path and not Path(path).exists():
         raise TranscriptError(f"transcripts.path {path} does not exist")
     module, func = LOADERS[name].split(":")
-    loaded: list[Transcript] = getattr(importlib.import_module(module), func)(path)
-    if ids is not None:
-        wanted = list(ids)
+    loader = getattr(importlib.import_module(module), func)
+    wanted = list(ids) if ids is not None else None
+    params = inspect.signature(loader).parameters
+    kwargs: dict[str, Any] = {}
+    if "ids" in params and "limit" in params:
+        kwargs = {"ids": wanted, "limit": limit}
+    if "progress" in params:
+        kwargs["progress"] = progress
+    loaded: list[Transcript] = loader(path, **kwargs)
+    if wanted is not None:
         by_id = {t.id: t for t in loaded}
         missing = [i for i in wanted if i not in by_id]
         if missing:
-            raise TranscriptError(
-                f"transcripts.ids: {missing} not found in {name} (it has e.g. {sorted(by_id)[:5]})"
-            )
+            where = f"{name} ({path})" if path else name
+            hint = "" if "ids" in kwargs else f" (it has e.g. {sorted(by_id)[:5]})"
+            raise TranscriptError(f"transcripts.ids: {missing} not found in {where}{hint}")
         loaded = [by_id[i] for i in wanted]
     if limit is not None:
         loaded = loaded[:limit]

@@ -163,9 +163,31 @@ class MemoryRecord:
 
     def copy(self, **changes: Any) -> MemoryRecord:
         """A shallow copy with some fields changed (embedding and meta are copied)."""
+        if not changes and self._normalized():
+            # Stores copy every record they return (list() at every maintenance
+            # pass): skip dataclasses.replace, whose __post_init__ would only
+            # re-coerce fields that are already in normal form.
+            new = object.__new__(MemoryRecord)
+            new.__dict__.update(self.__dict__)
+            new.embedding = self.embedding.copy()
+            new.meta = dict(self.meta)
+            return new
         changes.setdefault("embedding", self.embedding.copy())
         changes.setdefault("meta", dict(self.meta))
         return replace(self, **changes)
+
+    def _normalized(self) -> bool:
+        """Whether __post_init__ would leave every field unchanged."""
+        emb = self.embedding
+        return (
+            type(self.kind) is MemoryKind
+            and type(self.source) is Source
+            and type(self.provenance) is tuple
+            and type(emb) is np.ndarray
+            and emb.dtype == np.float32
+            and emb.ndim == 1
+            and emb.size > 0
+        )
 
     def same_as(self, other: MemoryRecord) -> bool:
         """Field-by-field equality, comparing embeddings exactly."""
