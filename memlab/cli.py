@@ -212,15 +212,23 @@ def run_experiment_from_config(cfg: Any, out: Path) -> dict[str, Any]:
     from memlab.lab.replay import ReplaySettings, run_experiment
     from memlab.lab.report import charts, format_table, summarize, summary_table, write_tables
     from memlab.lab.transcripts import load_source
+    from memlab.memory import MemoEmbedder
 
     started = time.perf_counter()
     run_cfg = validate(cfg)
     t = run_cfg.transcripts
     transcripts = load_source(t.name, t.path, limit=t.limit, ids=t.ids, progress=run_cfg.progress)
-    embedder = _instantiate(cfg.embedder, "embedder")
-    summarizer = _instantiate(cfg.summarizer, "summarizer")
+    embedder, summarizer, cached = model_components(cfg, run_cfg.cache)
+    memo = MemoEmbedder(embedder)
+
+    def before_transcript(transcript: Any) -> None:
+        # One batched embedding call per transcript instead of one per turn; the
+        # memo is dropped between transcripts so memory stays bounded.
+        memo.clear()
+        memo.prefetch([turn.text for turn in transcript.turns])
+
     factories = {
-        name: strategy_factory(cfg, name, out, embedder, summarizer) for name in run_cfg.strategies
+        name: strategy_factory(cfg, name, out, memo, summarizer) for name in run_cfg.strategies
     }
     settings = ReplaySettings(
         budget=run_cfg.budget,
@@ -230,7 +238,19 @@ def run_experiment_from_config(cfg: Any, out: Path) -> dict[str, Any]:
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    probes, turns = run_experiment(transcripts, factories, settings, progress=run_cfg.progress)
+    try:
+        probes, turns = run_experiment(
+            transcripts,
+            factories,
+            settings,
+            progress=run_cfg.progress,
+            before_transcript=before_transcript,
+        )
+    finally:
+        for component in (embedder, summarizer):
+            close = getattr(component, "close", None)
+            if close is not None:
+                close()
     summary = summarize(probes, turns, n_boot=run_cfg.report.bootstrap, seed=run_cfg.seed)
     write_tables(out, probes, turns, summary)
     written = charts(probes, turns, summary, out / "charts") if run_cfg.report.charts else []
@@ -242,11 +262,43 @@ def run_experiment_from_config(cfg: Any, out: Path) -> dict[str, Any]:
             f"{len(factories)} strategies, budget {run_cfg.budget} tokens, {elapsed:.1f} s\n"
         )
         print(format_table(table))
+    for label, component in cached.items():
+        print(f"\n{label} cache: {component.stats}")
     print(
         f"\nresults: {out}/ (summary.csv, probes.csv, turns.csv, config.yaml"
         f"{', charts/*.png' if written else ''})"
     )
     return {"out": str(out), "summary": summary}
+
+
+def model_components(cfg: Any, cache_cfg: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """The configured embedder and summarizer, wrapped in the persistent model cache
+    where caching pays (not for the hash embedder or the extractive summarizer,
+    which are faster than a lookup).
+
+    Returns:
+        (embedder, summarizer, {label: cached component}) for reporting hit rates.
+    """
+    from memlab.memory import (
+        CachedEmbedder,
+        CachedSummarizer,
+        ExtractiveSummarizer,
+        HashEmbedder,
+        ModelCache,
+    )
+
+    embedder = _instantiate(cfg.embedder, "embedder")
+    summarizer = _instantiate(cfg.summarizer, "summarizer")
+    cached: dict[str, Any] = {}
+    wrap_embedder = cache_cfg.embeddings and not isinstance(embedder, HashEmbedder)
+    wrap_summarizer = cache_cfg.summaries and not isinstance(summarizer, ExtractiveSummarizer)
+    if wrap_embedder or wrap_summarizer:
+        cache = ModelCache(cache_cfg.path)
+        if wrap_embedder:
+            embedder = cached["embedding"] = CachedEmbedder(embedder, cache)
+        if wrap_summarizer:
+            summarizer = cached["summary"] = CachedSummarizer(summarizer, cache)
+    return embedder, summarizer, cached
 
 
 def _instantiate(node: Any, group: str, **kwargs: Any) -> Any:

@@ -101,6 +101,15 @@ class TranscriptsConfig:
 
 
 @dataclass
+class CacheConfig:
+    """The persistent model cache (embeddings and LLM summaries) shared by all runs."""
+
+    embeddings: bool = True
+    summaries: bool = True
+    path: str | None = None  # null: $MEMLAB_CACHE_DIR, $XDG_CACHE_HOME/memlab or ~/.cache/memlab
+
+
+@dataclass
 class ReportConfig:
     charts: bool = True
     bootstrap: int = 1000
@@ -118,6 +127,7 @@ class RunConfig:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     transcripts: TranscriptsConfig = field(default_factory=TranscriptsConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     store: Any = None
     embedder: Any = None
     summarizer: Any = None
@@ -153,6 +163,45 @@ class HashEmbedderConf:
 
 
 @dataclass
+class MiniLMEmbedderConf:
+    _target_: str = "memlab.memory.MiniLMEmbedder"
+    model_path: str | None = None  # any local sentence-transformers folder; null: bundled MiniLM
+    batch_size: int = 64
+    device: str = "cpu"
+    threads: int | None = None
+    max_seq_length: int | None = None
+
+
+@dataclass
+class OpenAIEmbedderConf:
+    _target_: str = "memlab.memory.OpenAIEmbedder"
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "text-embedding-3-small"
+    dims: int = 1536
+    api_key_env: str | None = "OPENAI_API_KEY"
+    max_batch: int = 128
+    send_dims: bool = False
+    timeout: float = 30.0
+    max_retries: int = 5
+    backoff: float = 0.5
+    max_delay: float = 60.0
+
+
+@dataclass
+class OpenAISummarizerConf:
+    _target_: str = "memlab.memory.OpenAISummarizer"
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    max_words: int = 120
+    api_key_env: str | None = "OPENAI_API_KEY"
+    max_tokens: int | None = None
+    timeout: float = 60.0
+    max_retries: int = 5
+    backoff: float = 0.5
+    max_delay: float = 60.0
+
+
+@dataclass
 class ExtractiveSummarizerConf:
     _target_: str = "memlab.memory.ExtractiveSummarizer"
     max_words: int = 120
@@ -165,7 +214,10 @@ SCHEMAS: dict[tuple[str | None, str], type] = {
     ("store", "store_jsonl_schema"): JsonlStoreConf,
     ("store", "store_sqlite_schema"): SqliteStoreConf,
     ("embedder", "embedder_hash_schema"): HashEmbedderConf,
+    ("embedder", "embedder_minilm_schema"): MiniLMEmbedderConf,
+    ("embedder", "embedder_openai_schema"): OpenAIEmbedderConf,
     ("summarizer", "summarizer_extractive_schema"): ExtractiveSummarizerConf,
+    ("summarizer", "summarizer_openai_schema"): OpenAISummarizerConf,
 }
 
 

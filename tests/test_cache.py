@@ -331,3 +331,27 @@ def test_put_checks_shapes(tmp_path: Path) -> None:
         cache.put_embeddings("m", 4, [(text_key("a"), np.zeros(5))])
     assert cache.get_embeddings("never-seen", 4, [text_key("a")]) == {}
     assert cache.get_summary("never-seen", texts_key(["a"])) is None
+
+
+def test_memo_embedder_prefetches_in_batches_and_matches() -> None:
+    from memlab.memory import HashEmbedder, MemoEmbedder
+
+    calls: list[int] = []
+
+    class Counting(HashEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(len(texts))
+            return super().embed(texts)
+
+    memo = MemoEmbedder(Counting(64), batch_size=4)
+    texts = [f"text number {i}" for i in range(10)]
+    memo.prefetch(texts + texts[:3])
+    assert calls == [4, 4, 2]  # distinct texts, batch_size at a time
+    out = memo.embed([texts[3], texts[0], texts[3]])
+    assert calls == [4, 4, 2]  # served from the memo
+    assert np.array_equal(out, HashEmbedder(64).embed([texts[3], texts[0], texts[3]]))
+    memo.embed(["something new", texts[1]])
+    assert calls[-1] == 1  # only the unseen text reaches the model
+    memo.clear()
+    memo.embed([texts[0]])
+    assert calls[-1] == 1 and memo.name == HashEmbedder(64).name and memo.dims == 64

@@ -244,3 +244,59 @@ def test_synth_console_errors_have_no_traceback(tmp_path) -> None:  # type: igno
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--n must be a positive integer" in proc.stderr
+
+
+LATENCY = {"recall_ms", "write_ms", "maintain_ms"}
+
+
+def test_run_against_an_openai_compatible_server_matches_in_process(tmp_path: Path) -> None:
+    """embedder=openai + summarizer=openai against a real local HTTP server give the
+    same results as the in-process hash embedder + extractive summarizer."""
+    import os
+
+    from tests.fake_openai import FakeOpenAI
+
+    common = [
+        "transcripts.limit=3",
+        "strategies=[memory,memory_no_summarize]",
+        "progress=false",
+        "report.charts=false",
+    ]
+    local = memlab("run", *common, f"hydra.run.dir={tmp_path / 'local'}", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    with FakeOpenAI(api_key="sk-test-123") as server:
+        url = server.base_url
+        env = {**os.environ, "FAKE_OPENAI_KEY": "sk-test-123"}
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "memlab.cli", "run", *common,
+                "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=hash",
+                "embedder.dims=384", "embedder.api_key_env=FAKE_OPENAI_KEY",
+                "summarizer=openai", f"summarizer.base_url={server.base_url}", "summarizer.model=extractive",
+                "summarizer.api_key_env=FAKE_OPENAI_KEY", f"cache.path={tmp_path / 'cache.sqlite'}",
+                f"hydra.run.dir={tmp_path / 'remote'}",
+            ],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert server.calls("embeddings") and server.calls("chat/completions")
+    assert "embedding cache:" in proc.stdout and "summary cache:" in proc.stdout
+    a = pd.read_csv(tmp_path / "local" / "summary.csv")
+    b = pd.read_csv(tmp_path / "remote" / "summary.csv")
+    a, b = (x[~x.metric.isin(LATENCY)].reset_index(drop=True) for x in (a, b))
+    pd.testing.assert_frame_equal(a, b)
+    assert "sk-test-123" not in (tmp_path / "remote" / "config.yaml").read_text()
+    # A second run is served from the cache: the (stopped) server is not needed any more.
+    again = subprocess.run(
+        [
+            sys.executable, "-m", "memlab.cli", "run", *common, "embedder=openai",
+            f"embedder.base_url={url}", "embedder.model=hash", "embedder.dims=384",
+            "embedder.api_key_env=FAKE_OPENAI_KEY", "embedder.max_retries=0", "summarizer=openai",
+            f"summarizer.base_url={url}", "summarizer.model=extractive",
+            "summarizer.api_key_env=FAKE_OPENAI_KEY", "summarizer.max_retries=0",
+            f"cache.path={tmp_path / 'cache.sqlite'}", f"hydra.run.dir={tmp_path / 'again'}",
+        ],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "0 misses" in again.stdout

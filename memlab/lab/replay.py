@@ -115,26 +115,35 @@ def run_experiment(
     settings: ReplaySettings,
     *,
     progress: bool = True,
+    before_transcript: Callable[[Transcript], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay every transcript through every strategy (a fresh strategy each time).
 
+    Transcripts are the outer loop so that per-transcript work (``before_transcript``,
+    e.g. embedding all of its texts in one batch) is done once for all strategies.
+
     Returns:
-        (probes, turns) DataFrames.
+        (probes, turns) DataFrames, grouped by strategy in the order of ``factories``.
     """
     transcripts = list(transcripts)
-    probe_rows: list[dict[str, Any]] = []
-    turn_rows: list[dict[str, Any]] = []
+    probe_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
+    turn_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     total = len(transcripts) * len(factories)
     with tqdm(total=total, disable=not progress, desc="replay", unit="run", leave=False) as bar:
-        for name, factory in factories.items():
-            for t in transcripts:
+        for t in transcripts:
+            if before_transcript is not None:
+                before_transcript(t)
+            for name, factory in factories.items():
                 bar.set_postfix_str(f"{name} / {t.id}")
                 strategy = factory(t)
                 try:
                     p, tr = replay(t, strategy, settings)
                 finally:
                     strategy.close()
-                probe_rows += p
-                turn_rows += tr
+                probe_rows[name] += p
+                turn_rows[name] += tr
                 bar.update()
-    return pd.DataFrame(probe_rows), pd.DataFrame(turn_rows)
+    return (
+        pd.DataFrame([row for rows in probe_rows.values() for row in rows]),
+        pd.DataFrame([row for rows in turn_rows.values() for row in rows]),
+    )

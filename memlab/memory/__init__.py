@@ -9,6 +9,7 @@ from memlab.memory.cache import (
     CachedEmbedder,
     CachedSummarizer,
     CacheStats,
+    MemoEmbedder,
     ModelCache,
     default_cache_path,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "InMemoryStore",
     "JsonlStore",
     "MaintenanceReport",
+    "MemoEmbedder",
     "MemoryInput",
     "MemoryKind",
     "MemoryLayer",

@@ -569,3 +569,68 @@ __all__ = [
     "text_key",
     "texts_key",
 ]
+
+
+class MemoEmbedder:
+    """An in-process memo in front of any Embedder, filled in batches.
+
+    ``prefetch(texts)`` embeds every text it has not seen in one batched call (in
+    chunks of ``batch_size``); later ``embed`` calls for those texts are dictionary
+    lookups, and only unseen texts reach the wrapped embedder. ``clear`` frees the
+    memo (the lab clears it between transcripts to bound memory).
+
+    Args:
+        inner: the embedder (often a CachedEmbedder, so prefetching also warms the
+            persistent cache).
+        batch_size: texts per call to the wrapped embedder when prefetching.
+    """
+
+    def __init__(self, inner: Embedder, batch_size: int = 256) -> None:
+        if batch_size < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        self.inner = inner
+        self.batch_size = batch_size
+        self._memo: dict[str, np.ndarray] = {}
+        self.calls = 0  # calls that reached the wrapped embedder
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def __repr__(self) -> str:
+        return f"MemoEmbedder({self.inner!r})"
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Embed every text not yet memoized, ``batch_size`` at a time."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        for i in range(0, len(todo), self.batch_size):
+            self._embed_into_memo(todo[i : i + self.batch_size])
+
+    def _embed_into_memo(self, texts: list[str]) -> None:
+        self.calls += 1
+        vectors = check_embeddings(self.inner.embed(texts), len(texts), self.dims, self.name)
+        self._memo.update(zip(texts, vectors, strict=True))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise InputError("embed() takes a list of texts, not a single string")
+        items = list(texts)
+        missing = [t for t in dict.fromkeys(items) if t not in self._memo]
+        if missing:
+            self._embed_into_memo(missing)
+        out = np.empty((len(items), self.dims), dtype=np.float32)
+        for row, text in enumerate(items):
+            out[row] = self._memo[text]
+        return out
+
+    def clear(self) -> None:
+        self._memo.clear()
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
