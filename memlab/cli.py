@@ -321,7 +321,14 @@ def strategy_factory(
     """A function that builds a fresh strategy (and store) for one transcript."""
     from memlab.config import strategy_memory
     from memlab.lab.strategies import MemoryStrategy, SlidingWindow, StuffAll, salience_function
-    from memlab.memory import EvictionPolicy, HalfLives, RankWeights, SummarizePolicy
+    from memlab.memory import (
+        EvictionPolicy,
+        HalfLives,
+        MemoryQuestionRewriter,
+        NeighborPolicy,
+        RankWeights,
+        SummarizePolicy,
+    )
 
     s = cfg.strategies[name]
     if s.kind == "stuff_all":
@@ -356,6 +363,10 @@ def strategy_factory(
         else None
     )
     salience = salience_function(m.salience, m.fixed_salience)
+    n = m.neighbors
+    neighbors = (
+        NeighborPolicy(n.before, n.after, n.top, n.max_tokens) if (n.before or n.after) else None
+    )
 
     def make(transcript: Any) -> MemoryStrategy:
         return MemoryStrategy(
@@ -374,6 +385,10 @@ def strategy_factory(
             remember_tools=m.remember_tools,
             max_hits=m.max_hits,
             min_score_ratio=m.min_score_ratio,
+            fusion=m.fusion,
+            rrf_k=m.rrf_k,
+            rewriter=MemoryQuestionRewriter() if m.rewrite == "memory_question" else None,
+            neighbors=neighbors,
         )
 
     return make

@@ -18,6 +18,9 @@ from omegaconf import DictConfig, OmegaConf
 from memlab.errors import ConfigError
 
 STRATEGY_KINDS = ("memory", "sliding_window", "stuff_all")
+FUSIONS = ("weighted", "rrf")
+REWRITERS = ("none", "memory_question")
+SIGNALS = ("similarity", "recency", "salience", "usage", "lexical", "time")
 SALIENCE_MODES = ("heuristic", "oracle", "fixed")
 
 
@@ -27,6 +30,18 @@ class WeightsConfig:
     recency: float = 0.15
     salience: float = 0.2
     usage: float = 0.05
+    lexical: float = 0.0
+    time: float = 0.0
+
+
+@dataclass
+class NeighborsConfig:
+    """Pack a hit's adjacent records (before/after) for the first ``top`` hits."""
+
+    before: int = 0
+    after: int = 0
+    top: int | None = 5
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -67,6 +82,10 @@ class MemoryConfig:
     half_life: HalfLifeConfig = field(default_factory=HalfLifeConfig)
     summarize: SummarizeConfig = field(default_factory=SummarizeConfig)
     eviction: EvictionConfig = field(default_factory=EvictionConfig)
+    fusion: str = "weighted"  # weighted | rrf
+    rrf_k: float = 60.0
+    neighbors: NeighborsConfig = field(default_factory=NeighborsConfig)
+    rewrite: str = "none"  # none | memory_question
     salience: str = "heuristic"  # heuristic | oracle | fixed
     fixed_salience: float = 0.5
     untrusted_salience_cap: float = 0.3
@@ -240,13 +259,13 @@ def _number(value: Any) -> bool:
 def validate_memory(m: MemoryConfig, where: str = "memory") -> None:
     """Check the values of a memory config; raise ConfigError naming the key."""
     w = m.weights
-    for name in ("similarity", "recency", "salience", "usage"):
+    for name in SIGNALS:
         v = getattr(w, name)
         _check(
             _number(v) and v >= 0, f"{where}.weights.{name}", f"must be a number >= 0, got {v!r}"
         )
     _check(
-        sum(getattr(w, n) for n in ("similarity", "recency", "salience", "usage")) > 0,
+        sum(getattr(w, n) for n in SIGNALS) > 0,
         f"{where}.weights",
         "all weights are 0; give at least one signal a positive weight",
     )
@@ -309,6 +328,21 @@ def validate_memory(m: MemoryConfig, where: str = "memory") -> None:
         f"must be in 0..1, got {m.untrusted_salience_cap}",
     )
     _check(m.pool >= 1, f"{where}.pool", f"must be >= 1, got {m.pool}")
+    _check(
+        m.fusion in FUSIONS, f"{where}.fusion", f"must be one of {list(FUSIONS)}, got {m.fusion!r}"
+    )
+    _check(m.rrf_k > 0, f"{where}.rrf_k", f"must be > 0, got {m.rrf_k}")
+    _check(
+        m.rewrite in REWRITERS,
+        f"{where}.rewrite",
+        f"must be one of {list(REWRITERS)}, got {m.rewrite!r}",
+    )
+    n = m.neighbors
+    _check(n.before >= 0, f"{where}.neighbors.before", f"must be >= 0, got {n.before}")
+    _check(n.after >= 0, f"{where}.neighbors.after", f"must be >= 0, got {n.after}")
+    _check(
+        n.top is None or n.top >= 1, f"{where}.neighbors.top", f"must be >= 1 or null, got {n.top}"
+    )
     _check(
         m.max_hits is None or m.max_hits >= 1,
         f"{where}.max_hits",

@@ -139,6 +139,16 @@ def test_bootstrap_ci() -> None:
     assert bootstrap_ci([0.5, 0.5], 100)[:3] == (0.5, 0.5, 0.5)
 
 
+def test_evidence_recall_at_k() -> None:
+    from memlab.lab.metrics import evidence_recall_at_k
+
+    items = [item(f"x{i}", (f"t{i}",)) for i in range(15)]
+    assert evidence_recall_at_k(items, ["t0", "t12"], 10) == 0.5
+    assert evidence_recall_at_k(items, ["t12"], 10) == 0.0
+    assert evidence_recall_at_k(items, ["t12"], 13) == 1.0
+    assert math.isnan(evidence_recall_at_k(items, [], 10))
+
+
 def test_every_metric_documents_formula_and_empty_value() -> None:
     import memlab.lab.metrics as mod
 
@@ -275,4 +285,6 @@ def test_score_probe_adds_rank_metrics_only_with_evidence_sessions() -> None:
     assert m["turn_recall_all@1"] == 0.0 and m["turn_recall_all@3"] == 1.0
     plain = load(FIXTURES / "handmade.json")
     i = plain.index["t9"]
-    assert not any("@" in k for k in score_probe(plain, i, plain.turns[i], ctx))
+    plain_metrics = score_probe(plain, i, plain.turns[i], ctx)
+    assert not any(k in RANK_METRICS for k in plain_metrics)
+    assert "evidence_recall@10" in plain_metrics  # evidence, but no sessions

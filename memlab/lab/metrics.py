@@ -74,7 +74,10 @@ for _level in RANK_LEVELS:
     for _k in RANK_KS:
         for _kind, _text in _RANK_KINDS.items():
             METRICS[f"{_level}_{_kind}@{_k}"] = MetricInfo(+1, _text.format(unit=_level, k=_k))
-RANK_METRICS = [m for m in METRICS if "@" in m]
+RANK_METRICS = [m for m in METRICS if "@" in m]  # the session/turn measures above
+METRICS["evidence_recall@10"] = MetricInfo(
+    +1, "share of evidence turns in the provenance of the context's first 10 items"
+)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -175,6 +178,17 @@ def evidence_recall(provenance: set[str], evidence: Sequence[str]) -> float:
     if not evidence:
         return math.nan
     return len(set(evidence) & provenance) / len(set(evidence))
+
+
+def evidence_recall_at_k(
+    items: Sequence[ContextItem], evidence: Sequence[str], k: int = 10
+) -> float:
+    """Share of evidence turns covered by the provenance of the first ``k`` ranked
+    items: |evidence ∩ prov(items[:k])| / |evidence|. No evidence: NaN."""
+    if not evidence:
+        return math.nan
+    top = {pid for item in items[:k] for pid in item.provenance}
+    return len(set(evidence) & top) / len(set(evidence))
 
 
 def answer_in_context(context_text: str, answer: str | None) -> float:
@@ -358,6 +372,7 @@ def score_probe(
         "stale_rate": stale_rate(texts, needed),
         "stale_wins": stale_wins(texts, needed),
         "evidence_recall": evidence_recall(provenance, p.evidence),
+        "evidence_recall@10": evidence_recall_at_k(ranked_items(context), p.evidence, 10),
         "answer_in_context": answer_in_context(joined, p.answer),
         "context_tokens": float(ctx_tokens),
         "prompt_tokens": float(prompt),

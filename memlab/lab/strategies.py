@@ -17,7 +17,10 @@ from memlab.lab.transcripts import Turn
 from memlab.memory import (
     EvictionPolicy,
     HalfLives,
+    HybridRanker,
     MemoryLayer,
+    NeighborPolicy,
+    QueryRewriter,
     RankWeights,
     RecallQuery,
     SummarizePolicy,
@@ -202,6 +205,9 @@ class MemoryStrategy:
         remember_agent, remember_tools: also store agent replies / tool output.
         max_hits, min_score_ratio: stop packing after this many hits / below this
             share of the best score (see RecallQuery).
+        fusion, rrf_k: how similarity and lexical combine (see HybridRanker).
+        rewriter: rewrites queries about memory before recall.
+        neighbors: packs hits' adjacent records (see NeighborPolicy).
     """
 
     def __init__(
@@ -222,6 +228,10 @@ class MemoryStrategy:
         remember_tools: bool = True,
         max_hits: int | None = None,
         min_score_ratio: float = 0.0,
+        fusion: str = "weighted",
+        rrf_k: float = 60.0,
+        rewriter: QueryRewriter | None = None,
+        neighbors: NeighborPolicy | None = None,
     ) -> None:
         self.name = name
         self.max_hits = max_hits
@@ -230,14 +240,15 @@ class MemoryStrategy:
         self.layer = MemoryLayer(
             store,
             embedder,
-            weights=weights,
-            half_life=half_life,
+            ranker=HybridRanker(weights, half_life, fusion=fusion, rrf_k=rrf_k),
             clock=lambda: self.now,
             summarizer=summarizer,
             summarize=summarize,
             eviction=eviction,
             untrusted_salience_cap=untrusted_salience_cap,
             pool=pool,
+            rewriter=rewriter,
+            neighbors=neighbors,
         )
         self.salience = salience or salience_function("heuristic")
         self.remember_agent = remember_agent

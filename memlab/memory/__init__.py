@@ -20,15 +20,18 @@ from memlab.memory.layer import (
     MaintenanceReport,
     MemoryInput,
     MemoryLayer,
+    NeighborPolicy,
     RecallResult,
     SummarizePolicy,
 )
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
+from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
 from memlab.memory.salience import estimate_salience
 from memlab.memory.stores import Candidates, InMemoryStore, JsonlStore, MemoryStore, SqliteStore
 from memlab.memory.summarize import ExtractiveSummarizer, Summarizer
 from memlab.memory.summarizers import OpenAISummarizer
+from memlab.memory.timeparse import TimeWindow, parse_time
 from memlab.memory.tokens import estimate_tokens
 
 __all__ = [
@@ -53,12 +56,16 @@ __all__ = [
     "MemoryInput",
     "MemoryKind",
     "MemoryLayer",
+    "MemoryQuestionRewriter",
     "MemoryRecord",
     "MemoryStore",
     "MiniLMEmbedder",
     "ModelCache",
+    "NeighborPolicy",
+    "NoRewrite",
     "OpenAIEmbedder",
     "OpenAISummarizer",
+    "QueryRewriter",
     "RankWeights",
     "RecallQuery",
     "RecallResult",
@@ -66,10 +73,12 @@ __all__ = [
     "SqliteStore",
     "SummarizePolicy",
     "Summarizer",
+    "TimeWindow",
     "TurnResult",
     "default_cache_path",
     "estimate_salience",
     "estimate_tokens",
     "format_memory",
+    "parse_time",
     "run_turn",
 ]

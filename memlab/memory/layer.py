@@ -3,6 +3,7 @@ summarize and evict, over any MemoryStore and Embedder."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections import OrderedDict
@@ -16,7 +17,7 @@ import numpy as np
 from memlab.errors import DimensionMismatch, InputError
 from memlab.memory.embed import Embedder, check_embeddings
 from memlab.memory.evict import EvictionPolicy, EvictionReport
-from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, pack
+from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
 from memlab.memory.records import (
     SOURCE_CODES,
     UNTRUSTED_SOURCES,
@@ -30,8 +31,10 @@ from memlab.memory.records import (
     check_scope,
     new_id,
 )
+from memlab.memory.rewrite import QueryRewriter
 from memlab.memory.stores.base import MemoryStore
 from memlab.memory.summarize import Summarizer
+from memlab.memory.timeparse import TimeWindow, parse_time
 from memlab.memory.tokens import TokenCounter, estimate_tokens
 
 Clock = Callable[[], float]
@@ -84,6 +87,34 @@ class SummarizePolicy:
             raise InputError(f"summarize.min_records must be >= 1, got {self.min_records}")
 
 
+@dataclass(frozen=True)
+class NeighborPolicy:
+    """Pack a hit's neighbouring records (same scope, adjacent in time) right after
+    it when the budget allows: the answer to a question is often in the reply
+    next to the line that matched.
+
+    Args:
+        before: records made just before the hit to try.
+        after: records made just after the hit to try.
+        top: only the first ``top`` hits get neighbours (None: all).
+        max_tokens: skip neighbours longer than this (None: any size), so a long
+            reply next to a short hit does not eat the budget.
+    """
+
+    before: int = 0
+    after: int = 1
+    top: int | None = 5
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.before < 0 or self.after < 0:
+            raise InputError(f"neighbors.before/after must be >= 0, got {self.before}/{self.after}")
+        if self.top is not None and self.top < 1:
+            raise InputError(f"neighbors.top must be >= 1 or None, got {self.top}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise InputError(f"neighbors.max_tokens must be >= 1 or None, got {self.max_tokens}")
+
+
 @dataclass
 class RecallResult:
     """Ranked hits packed into the query's token budget."""
@@ -92,6 +123,8 @@ class RecallResult:
     hits: list[Hit]
     now: float
     considered: int  # active candidate records that were scored
+    search_text: str = ""  # the query text after rewriting
+    window: TimeWindow | None = None  # the period the query names, if any
 
     @property
     def tokens(self) -> int:
@@ -133,6 +166,9 @@ class MemoryLayer:
         token_counter: estimates the tokens of a text.
         ranker: replaces the hybrid ranker (weights/half_life are then ignored).
         pool: candidate pool size passed to approximate stores.
+        rewriter: turns "what did I tell you about X?" into "X" before recall
+            (None: the query is used as is).
+        neighbors: pack hits' neighbouring records too (None: off).
     """
 
     def __init__(
@@ -150,6 +186,8 @@ class MemoryLayer:
         token_counter: TokenCounter = estimate_tokens,
         ranker: HybridRanker | None = None,
         pool: int = 200,
+        rewriter: QueryRewriter | None = None,
+        neighbors: NeighborPolicy | None = None,
     ) -> None:
         if not 0.0 <= untrusted_salience_cap <= 1.0:
             raise InputError(
@@ -165,6 +203,8 @@ class MemoryLayer:
         self.untrusted_salience_cap = untrusted_salience_cap
         self.count_tokens = token_counter
         self.pool = pool
+        self.rewriter = rewriter
+        self.neighbors = neighbors
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         dims = store.dims
         if dims is not None and dims != embedder.dims:
@@ -292,21 +332,43 @@ class MemoryLayer:
     def recall(self, query: RecallQuery, *, touch: bool = True) -> RecallResult:
         """Rank the scope's active records and pack the best into the token budget.
 
-        Only records of ``query.scope`` are ever considered. Returned records are
-        touched (access count and last access) unless ``touch=False``.
+        The query text is rewritten first (if a rewriter is set); a period it names
+        ("last week") feeds the time signal when ``weights.time`` > 0; the lexical
+        signal is computed when ``weights.lexical`` > 0. Only records of
+        ``query.scope`` are ever considered. Returned records are touched (access
+        count and last access) unless ``touch=False``.
         """
         now = float(query.now) if query.now is not None else self.clock()
-        qvec = self.embed_query(query.text)
+        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
+        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
+        qvec = self.embed_query(text)
         cands = self.store.candidates(
-            query.scope, qvec, kinds=query.kinds, include_archived=False, pool=self.pool
+            query.scope,
+            qvec,
+            kinds=query.kinds,
+            include_archived=False,
+            pool=self.pool,
+            text=text if self.ranker.uses_lexical else None,
         )
         if len(cands) == 0:
-            return RecallResult(query, [], now, 0)
-        scored = self.ranker.score(cands, qvec, now)
-        scores = scored.scores
+            return RecallResult(query, [], now, 0, text, window)
+        mask = cands.mask
         if not query.include_untrusted:
             untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
-            scores = np.where(untrusted, -np.inf, scores)
+            mask = mask & ~untrusted
+            cands = dataclasses.replace(cands, mask=mask)
+        scored = self.ranker.score(cands, qvec, now, window=window)
+        scores = scored.scores
+        neighbor_rows: dict[int, int] = {}
+        expand = None
+        policy = self.neighbors
+        if policy is not None and (policy.before or policy.after):
+            near = mask
+            if policy.max_tokens is not None:
+                near = mask & (cands.tokens <= policy.max_tokens)
+            expand = lambda row: adjacent_rows(  # noqa: E731
+                row, cands.created_at, near, before=policy.before, after=policy.after
+            )
         rows = pack(
             scores,
             cands.tokens,
@@ -315,12 +377,15 @@ class MemoryLayer:
             tiebreak=cands.created_at,
             max_hits=query.max_hits,
             min_score=_threshold(scores, query),
+            expand=expand,
+            expand_top=policy.top if policy is not None else None,
+            neighbor_of=neighbor_rows,
         )
         ids = [cands.ids[r] for r in rows]
         records = {r.id: r for r in self.store.get_many(ids)}
-        weights = self.ranker.weights.as_dict()
-        hits = []
-        for rank, row in enumerate(rows):
+        weights = scored.weights
+        hits: list[Hit] = []
+        for row in rows:
             record = records.get(cands.ids[row])
             if record is None or record.scope != query.scope:  # vanished meanwhile
                 continue
@@ -328,40 +393,76 @@ class MemoryLayer:
             contributions = {
                 name: weights.get(name, 0.0) * value for name, value in components.items()
             }
-            hits.append(Hit(record, float(scores[row]), rank + 1, components, contributions))
+            anchor = neighbor_rows.get(row)
+            hits.append(
+                Hit(
+                    record,
+                    float(scores[row]),
+                    len(hits) + 1,
+                    components,
+                    contributions,
+                    neighbor_of=cands.ids[anchor] if anchor is not None else None,
+                )
+            )
         if touch and hits:
             self.store.touch([h.record.id for h in hits], now)
-        return RecallResult(query, hits, now, cands.n_active)
+        return RecallResult(query, hits, now, cands.n_active, text, window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.
 
-        Given a query, recalls without touching anything.
+        Columns show the signals this recall used (sim, lex, rec or time, sal, use);
+        'why' names the largest weighted term, or the hit a neighbour was packed
+        next to. Given a query, recalls without touching anything.
         """
         if isinstance(result, RecallQuery):
             result = self.recall(result, touch=False)
         q = result.query
+        signals = [("similarity", "sim"), ("lexical", "lex"), ("recency", "rec"), ("time", "time"),
+                   ("salience", "sal"), ("usage", "use")]  # fmt: skip
+        shown = [
+            (name, label)
+            for name, label in signals
+            if any(name in h.components for h in result.hits)
+            or name in ("similarity", "recency", "salience", "usage")
+        ]
+        rank_of = {h.record.id: h.rank for h in result.hits}
         lines = [
             f"recall scope={q.scope!r} budget={q.token_budget} tokens "
             f"considered={result.considered} chosen={len(result.hits)} used={result.tokens} tokens",
             f"query: {q.text!r}",
-            f"{'#':>2} {'score':>6} {'sim':>6} {'rec':>6} {'sal':>6} {'use':>6} {'tok':>4} "
-            f"{'kind':<10} {'source':<6} {'why':<10} content",
         ]
+        if result.search_text and result.search_text != q.text:
+            lines.append(f"rewritten to: {result.search_text!r}")
+        if result.window is not None:
+            lines.append(
+                f"time: {result.window.expression!r} -> {iso(result.window.start)} .. "
+                f"{iso(result.window.end)} (replaces recency for this query)"
+            )
+        header = f"{'#':>2} {'score':>6} " + " ".join(f"{label:>6}" for _, label in shown)
+        lines.append(header + f" {'tok':>4} {'kind':<10} {'source':<6} {'why':<10} content")
         for h in result.hits:
-            why = max(h.contributions, key=lambda k: h.contributions[k])
+            if h.neighbor_of is not None:
+                why = f"next to #{rank_of.get(h.neighbor_of, '?')}"
+            else:
+                why = max(h.contributions, key=lambda k: h.contributions[k])
             text = h.record.content.replace("\n", " ")
             if len(text) > width:
                 text = text[: width - 1] + "…"
+            values = " ".join(f"{h.components.get(name, 0.0):6.3f}" for name, _ in shown)
             lines.append(
-                f"{h.rank:>2} {h.score:6.3f} {h.similarity:6.3f} {h.recency:6.3f} "
-                f"{h.salience:6.3f} {h.usage:6.3f} {h.record.tokens:>4} "
+                f"{h.rank:>2} {h.score:6.3f} {values} {h.record.tokens:>4} "
                 f"{h.record.kind.value:<10} {h.record.source.value:<6} {why:<10} {text}"
             )
         w = self.ranker.weights.as_dict()
         lines.append(
             "weights: "
-            + ", ".join(f"{k}={v:g}" for k, v in w.items())
+            + ", ".join(
+                f"{k}={v:g}"
+                for k, v in w.items()
+                if v or k in ("similarity", "recency", "salience", "usage")
+            )
+            + (f" (fusion {self.ranker.fusion})" if self.ranker.fusion != "weighted" else "")
             + " (score = sum of weight x signal; 'why' is the largest term)"
         )
         return "\n".join(lines)

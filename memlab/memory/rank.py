@@ -1,11 +1,22 @@
 """Vectorized hybrid ranking and budget packing.
 
-score = w_sim * similarity + w_rec * recency + w_sal * salience + w_use * usage
+score = w_sim * similarity + w_lex * lexical + w_rec * recency + w_time * time
+        + w_sal * salience + w_use * usage
 
 - similarity: cosine similarity of query and record, clamped at 0.
+- lexical: the record's BM25 for the query over the scope, divided by the best
+  BM25 in the scope (so the best lexical match scores 1); 0 without a match.
 - recency: ``exp(-ln 2 * age / half_life[kind])``, age = now - created_at (>= 0).
+- time: only when the query names a period ("last week", "in May 2023"): 1 for
+  records made inside it, halving per window-width outside (see
+  memlab.memory.timeparse). The recency term is then switched off for that
+  query, since "newer is better" is the wrong prior for a question about a period.
 - salience: the record's salience clamped to [0, 1].
 - usage: ``min(1, log10(access_count + 1) / 2)`` (100 recalls saturate it).
+
+With ``fusion="rrf"`` similarity and lexical enter by reciprocal rank instead:
+each becomes ``(k + 1) / (k + rank)`` (1 for the top record, 0 for records with
+no lexical match), so neither signal's scale can drown the other.
 
 Every signal is in [0, 1], so each weight reads as that signal's share.
 """
@@ -13,6 +24,7 @@ Every signal is in [0, 1], so each weight reads as that signal's share.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -20,20 +32,28 @@ import numpy as np
 from memlab.errors import InputError
 from memlab.memory.records import KIND_CODES, MemoryKind
 from memlab.memory.stores.base import Candidates
+from memlab.memory.timeparse import TimeWindow, time_signal
 
 LN2 = math.log(2.0)
 HOUR = 3600.0
-SIGNALS = ("similarity", "recency", "salience", "usage")
+SIGNALS = ("similarity", "lexical", "recency", "time", "salience", "usage")
+FUSIONS = ("weighted", "rrf")
 
 
 @dataclass(frozen=True)
 class RankWeights:
-    """Non-negative weights of the hybrid score; at least one must be positive."""
+    """Non-negative weights of the hybrid score; at least one must be positive.
+
+    ``lexical`` and ``time`` default to 0, which keeps the four-signal score of
+    the original design.
+    """
 
     similarity: float = 0.6
     recency: float = 0.15
     salience: float = 0.2
     usage: float = 0.05
+    lexical: float = 0.0
+    time: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -74,45 +94,123 @@ class HalfLives:
 
 @dataclass
 class Scored:
-    """Scores of every candidate row and each signal's raw values."""
+    """Scores of every candidate row, each signal's raw values, and the weights
+    that applied to this query (recency's is 0 when a time window replaced it)."""
 
-    scores: np.ndarray  # float32/64, -inf where masked
+    scores: np.ndarray  # float64, -inf where masked
     components: dict[str, np.ndarray]
+    weights: dict[str, float]
 
 
 class HybridRanker:
-    """Scores candidates with the weighted sum of the four signals, in numpy."""
+    """Scores candidates with the weighted sum of the signals, in numpy.
 
-    def __init__(self, weights: RankWeights | None = None, half_life: HalfLives | None = None):
+    Args:
+        weights: the signal weights.
+        half_life: recency half-life per kind.
+        fusion: ``"weighted"`` (signals as they are) or ``"rrf"`` (similarity and
+            lexical by reciprocal rank).
+        rrf_k: the reciprocal-rank constant (60 as in the RRF paper).
+    """
+
+    def __init__(
+        self,
+        weights: RankWeights | None = None,
+        half_life: HalfLives | None = None,
+        *,
+        fusion: str = "weighted",
+        rrf_k: float = 60.0,
+    ):
+        if fusion not in FUSIONS:
+            raise InputError(f"fusion must be one of {list(FUSIONS)}, got {fusion!r}")
+        if not rrf_k > 0:
+            raise InputError(f"rrf_k must be > 0, got {rrf_k!r}")
         self.weights = weights or RankWeights()
         self.half_life = half_life or HalfLives()
+        self.fusion = fusion
+        self.rrf_k = float(rrf_k)
         self._hl = self.half_life.seconds_by_code()
 
-    def score(self, cands: Candidates, query: np.ndarray, now: float) -> Scored:
-        """Score every row of ``cands`` against a unit query vector at time ``now``."""
-        w = self.weights
+    @property
+    def uses_lexical(self) -> bool:
+        return self.weights.lexical > 0
+
+    def score(
+        self,
+        cands: Candidates,
+        query: np.ndarray,
+        now: float,
+        *,
+        window: TimeWindow | None = None,
+    ) -> Scored:
+        """Score every row of ``cands`` against a unit query vector at time ``now``.
+
+        ``cands.lexical`` (raw BM25) feeds the lexical signal; ``window`` (a period
+        the query names) feeds the time signal.
+        """
+        w = self.weights.as_dict()
+        mask = cands.mask
         sim = cands.embeddings @ query.astype(np.float32, copy=False)
         np.maximum(sim, 0.0, out=sim)
+        components: dict[str, np.ndarray] = {"similarity": sim}
+        if cands.lexical is not None:
+            lex = np.where(mask, cands.lexical, 0.0)
+            best = float(lex.max()) if lex.size else 0.0
+            components["lexical"] = lex / best if best > 0 else np.zeros_like(lex)
         age = np.maximum(now - cands.created_at, 0.0)
-        recency = np.exp(-LN2 * age / self._hl[cands.kind])
-        salience = np.clip(cands.salience, 0.0, 1.0)
-        usage = np.minimum(1.0, np.log10(cands.access_count + 1.0) / 2.0)
-        scores = (
-            w.similarity * sim.astype(np.float64)
-            + w.recency * recency
-            + w.salience * salience
-            + w.usage * usage
-        )
-        scores[~cands.mask] = -np.inf
-        return Scored(
-            scores=scores,
-            components={
-                "similarity": sim,
-                "recency": recency,
-                "salience": salience,
-                "usage": usage,
-            },
-        )
+        components["recency"] = np.exp(-LN2 * age / self._hl[cands.kind])
+        if window is not None and w["time"] > 0:
+            components["time"] = time_signal(cands.created_at, window)
+            w["recency"] = 0.0
+        else:
+            w["time"] = 0.0
+        components["salience"] = np.clip(cands.salience, 0.0, 1.0)
+        components["usage"] = np.minimum(1.0, np.log10(cands.access_count + 1.0) / 2.0)
+        if self.fusion == "rrf":
+            for name in ("similarity", "lexical"):
+                if name in components:
+                    components[name] = self._reciprocal_rank(components[name], mask)
+        scores = np.zeros(len(cands), dtype=np.float64)
+        for name, values in components.items():
+            if w.get(name, 0.0):
+                scores += w[name] * values
+        scores[~mask] = -np.inf
+        return Scored(scores=scores, components=components, weights=w)
+
+    def _reciprocal_rank(self, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """(k + 1) / (k + rank) among unmasked rows with a positive value, else 0."""
+        out = np.zeros(len(values), dtype=np.float64)
+        live = np.flatnonzero(mask & (values > 0))
+        if live.size:
+            order = live[np.argsort(-values[live], kind="stable")]
+            out[order] = (self.rrf_k + 1.0) / (self.rrf_k + np.arange(1, live.size + 1))
+        return out
+
+
+def ranked(
+    scores: np.ndarray,
+    tokens: np.ndarray,
+    budget: int,
+    *,
+    ids: list[str] | None = None,
+    tiebreak: np.ndarray | None = None,
+    min_score: float = -np.inf,
+) -> Iterator[int]:
+    """Rows that could fit the budget, best first (ties: larger ``tiebreak``, then id).
+
+    Only a head of the ranking is sorted at a time: a budget of a few hundred
+    tokens is almost always filled from it, and a full argsort of 100k rows would
+    dominate recall.
+    """
+    rows = np.flatnonzero(np.isfinite(scores) & (scores >= min_score) & (tokens <= budget))
+    head = 256
+    while rows.size:
+        batch = rows[np.argpartition(-scores[rows], head - 1)[:head]] if rows.size > head else rows
+        yield from (int(r) for r in _order(batch, scores, ids, tiebreak))
+        if batch.size == rows.size:
+            return
+        rows = np.setdiff1d(rows, batch, assume_unique=True)
+        head *= 4
 
 
 def pack(
@@ -124,6 +222,9 @@ def pack(
     tiebreak: np.ndarray | None = None,
     max_hits: int | None = None,
     min_score: float = -np.inf,
+    expand: Callable[[int], Sequence[int]] | None = None,
+    expand_top: int | None = None,
+    neighbor_of: dict[int, int] | None = None,
 ) -> list[int]:
     """Choose rows by descending score until the token budget is full.
 
@@ -131,38 +232,64 @@ def pack(
     and smaller rows further down are still tried. Ties are broken by
     ``tiebreak`` (larger first, e.g. created_at) and then by id.
 
+    With ``expand``, right after each of the first ``expand_top`` chosen rows its
+    ``expand(row)`` rows (e.g. the turns next to it) are tried too, under the same
+    budget and skip rule; ``neighbor_of`` (if given) receives neighbour -> anchor.
+
     Returns:
-        The chosen row indices in rank order; their tokens sum to at most ``budget``.
+        The chosen row indices in context order; their tokens sum to at most
+        ``budget``, and no row appears twice.
     """
-    valid = np.isfinite(scores) & (scores >= min_score) & (tokens <= budget)
-    rows = np.flatnonzero(valid)
-    if rows.size == 0:
+    fits = tokens <= budget
+    if not fits.any():
         return []
-    limit = max_hits if max_hits is not None else len(rows)
+    smallest = int(tokens[fits].min())
+    limit = max_hits if max_hits is not None else len(scores)
     chosen: list[int] = []
+    taken: set[int] = set()
     remaining = budget
-    smallest = int(tokens[rows].min())
-    # Sort only a head of the ranking; a budget of a few hundred tokens is almost
-    # always filled from it, and a full argsort of 100k rows would dominate recall.
-    head = 256
-    while True:
-        if rows.size > head:
-            part = np.argpartition(-scores[rows], head - 1)[:head]
-            batch = rows[part]
-        else:
-            batch = rows
-        batch = _order(batch, scores, ids, tiebreak)
-        for r in batch:
-            t = int(tokens[r])
-            if t <= remaining:
-                chosen.append(int(r))
-                remaining -= t
+    anchors = 0
+    for row in ranked(scores, tokens, budget, ids=ids, tiebreak=tiebreak, min_score=min_score):
+        if row in taken or int(tokens[row]) > remaining:
+            continue
+        chosen.append(row)
+        taken.add(row)
+        remaining -= int(tokens[row])
+        if expand is not None and (expand_top is None or anchors < expand_top):
+            anchors += 1
+            for nb in expand(row):
                 if len(chosen) >= limit or remaining < smallest:
-                    return chosen
-        if batch.size == rows.size:
-            return chosen
-        rows = np.setdiff1d(rows, batch, assume_unique=True)
-        head *= 4
+                    break
+                if nb not in taken and int(tokens[nb]) <= remaining:
+                    chosen.append(nb)
+                    taken.add(nb)
+                    remaining -= int(tokens[nb])
+                    if neighbor_of is not None:
+                        neighbor_of[nb] = row
+        if len(chosen) >= limit or remaining < smallest:
+            break
+    return chosen
+
+
+def adjacent_rows(
+    row: int, created_at: np.ndarray, mask: np.ndarray, *, before: int = 0, after: int = 1
+) -> list[int]:
+    """The ``after`` rows made just after ``row`` and the ``before`` rows just
+    before it, among unmasked rows (time order; ties by row order), nearest first."""
+    t = created_at[row]
+    idx = np.arange(len(created_at))
+    out: list[int] = []
+    later = np.flatnonzero(mask & ((created_at > t) | ((created_at == t) & (idx > row))))
+    for _ in range(min(after, later.size)):
+        j = int(np.argmin(created_at[later]))
+        out.append(int(later[j]))
+        later = np.delete(later, j)
+    earlier = np.flatnonzero(mask & ((created_at < t) | ((created_at == t) & (idx < row))))
+    for _ in range(min(before, earlier.size)):
+        j = earlier.size - 1 - int(np.argmax(created_at[earlier][::-1]))
+        out.append(int(earlier[j]))
+        earlier = np.delete(earlier, j)
+    return out
 
 
 def _order(

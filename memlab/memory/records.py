@@ -257,8 +257,10 @@ class Hit:
     """A recalled record with its score breakdown.
 
     ``components`` holds each signal's raw value in [0, 1] (``similarity``,
-    ``recency``, ``salience``, ``usage``, and any extra signals a ranker adds);
-    ``contributions`` holds weight x value, which sum to ``score``.
+    ``lexical``, ``recency``, ``time``, ``salience``, ``usage``: whichever the
+    ranker computed); ``contributions`` holds weight x value, which sum to
+    ``score``. ``neighbor_of`` is the id of the hit this one was packed next to
+    (neighbour packing), else None.
     """
 
     record: MemoryRecord
@@ -266,6 +268,15 @@ class Hit:
     rank: int
     components: Mapping[str, float]
     contributions: Mapping[str, float]
+    neighbor_of: str | None = None
+
+    @property
+    def lexical(self) -> float:
+        return self.components.get("lexical", 0.0)
+
+    @property
+    def time(self) -> float:
+        return self.components.get("time", 0.0)
 
     @property
     def similarity(self) -> float:

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError
+from memlab.memory.lexical import LexicalIndex
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
@@ -37,6 +38,7 @@ class Candidates:
     kind: np.ndarray  # int8 codes, see KIND_CODES
     source: np.ndarray  # int8 codes, see SOURCE_CODES
     mask: np.ndarray  # bool
+    lexical: np.ndarray | None = None  # raw BM25 of each row for the query text, if asked
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -134,13 +136,15 @@ class MemoryStore(Protocol):
         kinds: Iterable[MemoryKind | str] | None = None,
         include_archived: bool = False,
         pool: int | None = None,
+        text: str | None = None,
     ) -> Candidates:
         """Columns of the scope's records a ranker should score.
 
         Exact stores return every record of the scope (``query`` and ``pool`` are
         hints they may ignore); approximate stores return a pool of at least the
         nearest ``pool`` neighbours of ``query`` plus the most salient and most
-        recent records.
+        recent records. With ``text``, ``Candidates.lexical`` holds each row's BM25
+        score for it over the scope's active records (see memlab.memory.lexical).
         """
         ...
 
@@ -198,6 +202,8 @@ class ScopeIndex:
         self.row: dict[str, int] = {}
         self.n = 0
         self.dead = 0
+        self.contents: list[str] = []
+        self.lexical = LexicalIndex()
         self._alloc(16)
 
     def _alloc(self, cap: int) -> None:
@@ -232,6 +238,7 @@ class ScopeIndex:
             i = self.n
             self.n += 1
             self.ids.append(r.id)
+            self.contents.append("")
             self.row[r.id] = i
         self.emb[i] = r.embedding
         self.created[i] = r.created_at
@@ -243,12 +250,19 @@ class ScopeIndex:
         self.source[i] = SOURCE_CODES[r.source]
         self.archived[i] = r.archived_at is not None
         self.alive[i] = True
+        active = r.archived_at is None
+        if self.contents[i] != r.content:  # upserts that keep the text skip re-indexing
+            self.contents[i] = r.content
+            self.lexical.set_text(i, r.content, active)
+        else:
+            self.lexical.set_active(i, active)
 
     def remove(self, record_id: str) -> None:
         i = self.row.pop(record_id, None)
         if i is None:
             return
         self.alive[i] = False
+        self.lexical.set_active(i, False)
         self.dead += 1
         if self.dead > 64 and self.dead * 4 > self.n:
             self._compact()
@@ -257,6 +271,7 @@ class ScopeIndex:
         i = self.row.get(record_id)
         if i is not None:
             self.archived[i] = archived
+            self.lexical.set_active(i, not archived)
 
     def touch(self, record_id: str, at: float) -> None:
         i = self.row.get(record_id)
@@ -274,11 +289,15 @@ class ScopeIndex:
             arr[: len(keep)] = arr[keep]
             arr[len(keep) : self.n] = 0
         self.ids = [self.ids[i] for i in keep]
+        self.contents = [self.contents[i] for i in keep]
+        self.lexical.renumber(keep)
         self.row = {rid: j for j, rid in enumerate(self.ids)}
         self.n = len(keep)
         self.dead = 0
 
-    def view(self, kinds: frozenset[MemoryKind] | None, include_archived: bool) -> Candidates:
+    def view(
+        self, kinds: frozenset[MemoryKind] | None, include_archived: bool, text: str | None = None
+    ) -> Candidates:
         n = self.n
         mask = self.alive[:n].copy()
         if not include_archived:
@@ -297,6 +316,7 @@ class ScopeIndex:
             kind=self.kind[:n],
             source=self.source[:n],
             mask=mask,
+            lexical=self.lexical.scores(text, n) if text is not None else None,
         )
 
 
@@ -425,10 +445,11 @@ class IndexedStore:
         kinds: Iterable[MemoryKind | str] | None = None,
         include_archived: bool = False,
         pool: int | None = None,
+        text: str | None = None,
     ) -> Candidates:
         check_scope(scope)
         self._sync()
         idx = self._index.get(scope)
         if idx is None:
             return Candidates.empty(self._dims or 0)
-        return idx.view(kind_filter(kinds), include_archived)
+        return idx.view(kind_filter(kinds), include_archived, text)

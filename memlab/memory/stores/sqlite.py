@@ -340,6 +340,7 @@ class SqliteStore:
         kinds: Iterable[MemoryKind | str] | None = None,
         include_archived: bool = False,
         pool: int | None = None,
+        text: str | None = None,
     ) -> Candidates:
         check_scope(scope)
         with self._mutex:
@@ -349,7 +350,7 @@ class SqliteStore:
                 idx = self._load_scope(scope)
             if idx is None:
                 return Candidates.empty(self._dims or 0)
-            return idx.view(kind_filter(kinds), include_archived)
+            return idx.view(kind_filter(kinds), include_archived, text)
 
     def _load_scope(self, scope: str) -> ScopeIndex | None:
         if self._dims is None:

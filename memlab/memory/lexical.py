@@ -1,0 +1,181 @@
+"""A lexical signal: BM25 over each scope's records, kept incrementally.
+
+Why not ``bm25s`` or another library: they build an index over a fixed corpus in
+one batch, while a memory store changes on every turn (records are written,
+archived, evicted, upserted). Rebuilding per write would cost O(corpus) each
+time. This small inverted index adds or removes one record in O(its terms) and
+scores a query with numpy over the postings of the query's terms only.
+
+Scoring is Okapi BM25 (k1 = 1.2, b = 0.75) with the Lucene idf
+``ln(1 + (N - df + 0.5) / (df + 0.5))``, where N, df and the average length count
+only the active (live, not archived) records of the scope.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import numpy as np
+
+from memlab.memory.embed import STOPWORDS
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "s", "ly")
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper ("running" -> "runn", "runs" -> "run").
+
+    Crude on purpose: it only has to map a word and its inflections to the same
+    key, and it is deterministic and dependency-free.
+    """
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of a text: lower-cased words, stopwords dropped, lightly stemmed."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def _grow(arr: np.ndarray, size: int) -> np.ndarray:
+    """A copy of ``arr`` zero-padded (or cut) to ``size``."""
+    out = np.zeros(size, dtype=arr.dtype)
+    n = min(size, len(arr))
+    out[:n] = arr[:n]
+    return out
+
+
+class _Postings:
+    """Growable parallel arrays of (row, term frequency) for one term."""
+
+    __slots__ = ("n", "rows", "tfs")
+
+    def __init__(self) -> None:
+        self.rows = np.zeros(4, dtype=np.int64)
+        self.tfs = np.zeros(4, dtype=np.float32)
+        self.n = 0
+
+    def add(self, row: int, tf: int) -> None:
+        if self.n == len(self.rows):
+            self.rows = np.resize(self.rows, 2 * self.n)
+            self.tfs = np.resize(self.tfs, 2 * self.n)
+        self.rows[self.n] = row
+        self.tfs[self.n] = tf
+        self.n += 1
+
+
+class LexicalIndex:
+    """BM25 over rows of a scope, aligned with the rows of a ScopeIndex.
+
+    Rows are added with their text and switched on and off (``set_active``) as
+    records are archived, deleted or come back; ``renumber`` follows a
+    compaction of the owning index. Postings of inactive rows stay until the
+    next renumber, and are ignored when scoring.
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self.postings: dict[str, _Postings] = {}
+        self.row_terms: list[Counter[str] | None] = []
+        self.df: Counter[str] = Counter()
+        self.active = np.zeros(16, dtype=bool)
+        self.length = np.zeros(16, dtype=np.float32)
+        self.n_active = 0
+        self.total_length = 0.0
+
+    def _ensure(self, row: int) -> None:
+        while len(self.row_terms) <= row:
+            self.row_terms.append(None)
+        if row >= len(self.length):
+            size = max(2 * len(self.length), row + 1)
+            self.length = _grow(self.length, size)
+            self.active = _grow(self.active, size)
+
+    def set_text(self, row: int, text: str, active: bool) -> None:
+        """(Re)index a row's text; an existing row's old postings are dropped."""
+        self._ensure(row)
+        if self.row_terms[row] is not None:
+            self.set_active(row, False)
+            self._drop_postings(row)
+        counts = Counter(terms(text))
+        self.row_terms[row] = counts
+        self.length[row] = sum(counts.values())
+        for term, tf in counts.items():
+            postings = self.postings.get(term)
+            if postings is None:
+                postings = self.postings[term] = _Postings()
+            postings.add(row, tf)
+        self.set_active(row, active)
+
+    def _drop_postings(self, row: int) -> None:
+        counts = self.row_terms[row]
+        assert counts is not None
+        for term in counts:
+            p = self.postings[term]
+            keep = p.rows[: p.n] != row
+            n = int(keep.sum())
+            p.rows[:n] = p.rows[: p.n][keep]
+            p.tfs[:n] = p.tfs[: p.n][keep]
+            p.n = n
+
+    def set_active(self, row: int, active: bool) -> None:
+        """Count a row in (or out of) N, df and the average length."""
+        if row >= len(self.row_terms) or self.row_terms[row] is None or self.active[row] == active:
+            return
+        counts = self.row_terms[row]
+        assert counts is not None
+        sign = 1 if active else -1
+        self.active[row] = active
+        self.n_active += sign
+        self.total_length += sign * float(self.length[row])
+        for term in counts:
+            self.df[term] += sign
+            if self.df[term] <= 0:
+                del self.df[term]
+
+    def renumber(self, keep: np.ndarray) -> None:
+        """Follow a compaction: old row ``keep[i]`` becomes row ``i``; others vanish."""
+        new_of_old = np.full(len(self.row_terms), -1, dtype=np.int64)
+        new_of_old[keep] = np.arange(len(keep))
+        self.row_terms = [self.row_terms[i] for i in keep]
+        size = max(16, len(keep))
+        self.active = _grow(self.active[keep], size)
+        self.length = _grow(self.length[keep], size)
+        for term in list(self.postings):
+            p = self.postings[term]
+            mapped = new_of_old[p.rows[: p.n]]
+            ok = mapped >= 0
+            n = int(ok.sum())
+            if n == 0:
+                del self.postings[term]
+                continue
+            p.rows[:n] = mapped[ok]
+            p.tfs[:n] = p.tfs[: p.n][ok]
+            p.n = n
+
+    def scores(self, query: str, n_rows: int) -> np.ndarray:
+        """BM25 of every row for a query (0 for inactive rows and no match)."""
+        out = np.zeros(n_rows, dtype=np.float64)
+        if self.n_active == 0:
+            return out
+        avg = self.total_length / self.n_active if self.total_length > 0 else 1.0
+        active = self.active
+        for term in set(terms(query)):
+            p = self.postings.get(term)
+            df = self.df.get(term, 0)
+            if p is None or df <= 0:
+                continue
+            idf = math.log(1.0 + (self.n_active - df + 0.5) / (df + 0.5))
+            rows = p.rows[: p.n]
+            ok = (rows < n_rows) & active[np.minimum(rows, len(active) - 1)]
+            rows = rows[ok]
+            tf = p.tfs[: p.n][ok].astype(np.float64)
+            norm = self.k1 * (1.0 - self.b + self.b * self.length[rows] / avg)
+            out[rows] += idf * tf * (self.k1 + 1.0) / (tf + norm)
+        return out
