@@ -261,3 +261,107 @@ def test_no_summarizer_means_no_folding() -> None:
     for i in range(20):
         layer.remember("a", f"fact {i} is important")
     assert layer.maintain("a").summaries == []
+
+
+def test_neighbour_packing_adds_the_reply_next_to_a_hit(store: MemoryStore) -> None:
+    from memlab.memory import NeighborPolicy
+
+    clock = Clock(0.0)
+    layer = MemoryLayer(
+        store, HashEmbedder(64), clock=clock, weights=RankWeights(1, 0, 0, 0),
+        neighbors=NeighborPolicy(after=1, top=1),
+    )  # fmt: skip
+    for i, text in enumerate([
+        "Which database do you run for the ledger service?",
+        "Postgres 15 on a single primary.",
+        "Unrelated chatter about lunch plans and the weather.",
+    ]):  # fmt: skip
+        clock.t = 60.0 * i
+        layer.remember("alice", text)
+    res = layer.recall(
+        RecallQuery("alice", "which database for the ledger service", token_budget=30)
+    )
+    contents = [h.record.content for h in res.hits]
+    assert contents[:2] == [
+        "Which database do you run for the ledger service?",
+        "Postgres 15 on a single primary.",
+    ]
+    assert res.hits[1].neighbor_of == res.hits[0].record.id and res.tokens <= 30
+    assert "next to #1" in layer.explain(res)
+    tight = layer.recall(
+        RecallQuery("alice", "which database for the ledger service", token_budget=14), touch=False
+    )
+    assert [h.record.content for h in tight.hits] == [
+        "Which database do you run for the ledger service?"
+    ]
+
+
+def test_a_question_naming_a_time_prefers_that_time(store: MemoryStore) -> None:
+    from datetime import UTC, datetime
+
+    def ts(*a: int) -> float:
+        return datetime(*a, tzinfo=UTC).timestamp()
+
+    clock = Clock(ts(2023, 5, 8, 12))
+    layer = MemoryLayer(
+        store,
+        HashEmbedder(64),
+        clock=clock,
+        weights=RankWeights(similarity=0.5, recency=0.3, salience=0, usage=0, time=0.3),
+    )
+    layer.remember("alice", "We hiked the ridge trail with the kids.")
+    clock.t = ts(2023, 9, 2, 12)
+    layer.remember("alice", "We hiked the coastal trail with the dog.")
+    clock.t = ts(2023, 10, 20, 12)
+    plain = layer.recall(RecallQuery("alice", "Where did we hike?"), touch=False)
+    assert plain.hits[0].record.content.startswith("We hiked the coastal")  # newer wins
+    named = layer.recall(RecallQuery("alice", "Where did we hike in May 2023?"), touch=False)
+    assert named.window is not None and named.window.expression == "may 2023"
+    assert named.hits[0].record.content.startswith("We hiked the ridge")
+    assert named.hits[0].components["time"] == 1.0 and named.hits[0].contributions["recency"] == 0.0
+    assert "time: 'may 2023'" in layer.explain(named)
+
+
+def test_rewriting_a_memory_question_helps_recall(store: MemoryStore) -> None:
+    from memlab.memory import MemoryQuestionRewriter
+
+    clock = Clock()
+    plain = MemoryLayer(store, HashEmbedder(64), clock=clock, weights=RankWeights(1, 0, 0, 0))
+    rewriting = MemoryLayer(
+        store,
+        HashEmbedder(64),
+        clock=clock,
+        weights=RankWeights(1, 0, 0, 0),
+        rewriter=MemoryQuestionRewriter(),
+    )
+    plain.remember("alice", "Invoices go to accounts@parchment.example.")
+    plain.remember("alice", "Tell me what you told the team about the outage.")
+    q = RecallQuery("alice", "What did I tell you about invoices?", token_budget=12)
+    assert plain.recall(q, touch=False).hits[0].record.content.startswith("Tell me")
+    res = rewriting.recall(q, touch=False)
+    assert res.search_text == "invoices" and res.hits[0].record.content.startswith("Invoices")
+
+
+def test_lexical_signal_through_the_layer(store: MemoryStore) -> None:
+    layer = MemoryLayer(
+        store,
+        HashEmbedder(64),
+        clock=Clock(),
+        weights=RankWeights(similarity=0, recency=0, salience=0, usage=0, lexical=1),
+    )
+    layer.remember_many(
+        [
+            MemoryInput("alice", t)
+            for t in [
+                "the ledger runs on postgres",
+                "lunch was great",
+                "postgres postgres upgrade planned",
+            ]
+        ]
+    )
+    res = layer.recall(RecallQuery("alice", "postgres"), touch=False)
+    assert [h.record.content for h in res.hits][:2] == [
+        "postgres postgres upgrade planned",
+        "the ledger runs on postgres",
+    ]
+    assert res.hits[0].lexical == 1.0 and "lex" in layer.explain(res)

@@ -312,7 +312,9 @@ def test_memlab_run_on_locomo_end_to_end(tmp_path: Path) -> None:
     assert "category:adversarial" not in groups  # unscored: kept out of category averages
     er = summary[(summary.metric == "evidence_recall") & (summary.group == "all")]
     assert er.set_index("strategy").loc["stuff_all", "mean"] == 1.0
-    assert not summary.metric.str.startswith(("session_", "turn_")).any()  # no evidence sessions, no session/turn rank metrics
+    assert not summary.metric.str.startswith(
+        ("session_", "turn_")
+    ).any()  # no evidence sessions, no session/turn rank metrics
     probes = pd.read_csv(out / "probes.csv")
     assert len(probes) == 3 * 8 and set(probes.transcript) == {"conv-a"}
     charts = {p.name for p in (out / "charts").glob("*.png")}

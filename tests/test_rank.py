@@ -114,3 +114,65 @@ def test_pack_property(items: list[tuple[float, int]], budget: int, max_hits: in
             expected.append(i)
             left -= int(tokens[i])
     assert chosen == expected
+
+
+def test_adjacent_rows_in_time_order_with_masks_and_ties() -> None:
+    from memlab.memory.rank import adjacent_rows
+
+    created = np.array([30.0, 10.0, 20.0, 20.0, 40.0])
+    mask = np.array([True, True, True, True, True])
+    assert adjacent_rows(1, created, mask, after=2) == [2, 3]  # ties broken by row order
+    assert adjacent_rows(2, created, mask, before=1, after=1) == [3, 1]
+    assert adjacent_rows(4, created, mask, after=1) == []
+    mask[0] = False
+    assert adjacent_rows(3, created, mask, after=1) == [4]  # masked rows are not neighbours
+
+
+def test_pack_with_neighbors_respects_budget_and_never_duplicates() -> None:
+    scores = np.array([0.9, 0.1, 0.8, 0.05, 0.7])
+    tokens = np.array([10, 10, 10, 50, 10])
+    nxt = {0: [1], 2: [3], 4: [0]}
+    anchors: dict[int, int] = {}
+    chosen = pack(
+        scores, tokens, 45, expand=lambda r: nxt.get(r, []), expand_top=5, neighbor_of=anchors
+    )
+    # 0 then its neighbour 1; 2 (its neighbour 3 is too big: skipped); 4 (its neighbour 0 is taken).
+    assert chosen == [0, 1, 2, 4]
+    assert anchors == {1: 0}
+    assert sum(tokens[chosen]) <= 45
+    only_first = pack(scores, tokens, 100, expand=lambda r: nxt.get(r, []), expand_top=1)
+    assert only_first == [0, 1, 2, 4, 3]  # 3 comes in by its own score, not as a neighbour
+
+
+def test_lexical_and_rrf_signals() -> None:
+    q = vec(5)
+    recs = [make_record(content=f"r{i}", embedding=vec(i), created_at=1.0) for i in range(4)]
+    cands = Candidates.from_records(recs, len(q))
+    cands.lexical = np.array([0.0, 2.0, 4.0, 1.0])
+    weighted = HybridRanker(
+        RankWeights(similarity=0, recency=0, salience=0, usage=0, lexical=1)
+    ).score(cands, q, 1.0)
+    np.testing.assert_allclose(weighted.components["lexical"], [0.0, 0.5, 1.0, 0.25])
+    np.testing.assert_allclose(weighted.scores, [0.0, 0.5, 1.0, 0.25])
+    rrf = HybridRanker(
+        RankWeights(similarity=0, recency=0, salience=0, usage=0, lexical=1), fusion="rrf", rrf_k=60
+    )
+    out = rrf.score(cands, q, 1.0)
+    np.testing.assert_allclose(out.components["lexical"], [0.0, 61 / 62, 1.0, 61 / 63])
+    with pytest.raises(InputError, match="fusion"):
+        HybridRanker(fusion="magic")
+
+
+def test_time_window_replaces_recency() -> None:
+    from memlab.memory.timeparse import TimeWindow
+
+    q = vec(1)
+    old = make_record(content="old", embedding=q, created_at=100.0)
+    new = make_record(content="new", embedding=q, created_at=10_000_000.0)
+    cands = Candidates.from_records([old, new], len(q))
+    ranker = HybridRanker(RankWeights(similarity=0, recency=1, salience=0, usage=0, time=1))
+    plain = ranker.score(cands, q, 10_000_000.0)
+    assert plain.scores[1] > plain.scores[0] and plain.weights["time"] == 0.0
+    windowed = ranker.score(cands, q, 10_000_000.0, window=TimeWindow(0.0, 1000.0, "long ago"))
+    assert windowed.weights["recency"] == 0.0
+    assert windowed.components["time"][0] == 1.0 and windowed.scores[0] > windowed.scores[1]

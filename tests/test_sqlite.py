@@ -84,3 +84,16 @@ def test_two_processes_writing_lose_nothing(tmp_path: Path) -> None:
         assert proc.exitcode == 0
     s = SqliteStore(p)
     assert s.count("w0") == 150 and s.count("w1") == 150
+
+
+def test_lexical_signal_sees_other_connections_writes(tmp_path: Path) -> None:
+    a = SqliteStore(tmp_path / "m.db")
+    b = SqliteStore(tmp_path / "m.db")
+    a.put(make_record(content="we deploy on gke"))
+    first = b.candidates("alice", vec(0), text="gke")
+    assert first.lexical is not None and first.lexical.max() > 0
+    a.put(make_record(content="gke gke gke everywhere"))
+    second = b.candidates("alice", vec(0), text="gke")
+    assert second.n_active == 2 and second.lexical is not None
+    best = second.ids[int(np.argmax(second.lexical))]
+    assert b.get(best).content == "gke gke gke everywhere"  # type: ignore[union-attr]

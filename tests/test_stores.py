@@ -280,3 +280,41 @@ def test_closed_store_raises(backend: StoreBackend, tmp_path: Path) -> None:
     s.close()
     with pytest.raises(StoreError):
         s.list("alice")
+
+
+def _lexical_matches_reference(store: MemoryStore, scope: str, query: str) -> None:
+    from tests.test_lexical import reference_bm25
+
+    cands = store.candidates(scope, vec(0), text=query)
+    assert cands.lexical is not None
+    active = {r.id: r.content for r in store.list(scope)}
+    ref = reference_bm25(dict(enumerate(active.values())), query)
+    by_id = dict(zip(active, ref.values(), strict=True))
+    for row in np.flatnonzero(cands.mask):
+        assert cands.lexical[row] == pytest.approx(by_id[cands.ids[row]], rel=1e-6, abs=1e-9)
+
+
+def test_lexical_index_follows_writes_archives_and_deletes(store: MemoryStore) -> None:
+    words = ["deploy", "region", "billing", "pager", "coffee", "gke", "eks", "nomad"]
+    rs = [
+        make_record(
+            content=" ".join(words[(i * 3 + j) % len(words)] for j in range(1 + i % 4)),
+            created_at=i,
+        )
+        for i in range(120)
+    ]
+    store.put_many(rs)
+    store.put(
+        make_record("bob", content="deploy deploy gke gke gke")
+    )  # another scope's stats never count
+    query = "where do we deploy on gke"
+    _lexical_matches_reference(store, "alice", query)
+    store.mark_archived([r.id for r in rs[:10]], at=500.0)
+    _lexical_matches_reference(store, "alice", query)
+    store.put(rs[20].copy(content="completely different billing words"))
+    _lexical_matches_reference(store, "alice", query)
+    store.delete([r.id for r in rs[30:110]])  # enough to force a compaction of the column cache
+    _lexical_matches_reference(store, "alice", query)
+    store.put(make_record(content="deploy gke nomad", created_at=999))
+    _lexical_matches_reference(store, "alice", query)
+    assert store.candidates("alice", vec(0)).lexical is None  # only computed when asked
