@@ -49,7 +49,7 @@ def sweep(args: argparse.Namespace) -> None:
     if not runs:
         sys.exit("give at least one --locomo or --longmemeval file")
     for dataset, file in runs:
-        name = f"{dataset}-{Path(file).stem}-{args.embedder}"
+        name = f"{dataset}-{Path(file).stem}-{args.embedder}{args.tag}"
         out = Path(args.out) / name
         cmd = [
             sys.executable,
@@ -66,6 +66,8 @@ def sweep(args: argparse.Namespace) -> None:
             f"report.bootstrap={args.bootstrap}",
             f"hydra.sweep.dir={out}",
         ]
+        if args.strategies:
+            cmd.append(f"strategies=[{args.strategies}]")
         started = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
@@ -130,14 +132,14 @@ def speed(args: argparse.Namespace) -> None:
 
 
 # -- tables ---------------------------------------------------------------------------
-def collect(dirs: list[Path]) -> pd.DataFrame:
+def collect(dirs: list[Path], metrics: list[str] = TABLE_METRICS) -> pd.DataFrame:
     """Every job's summary.csv with its dataset, file, budget and embedder."""
     frames = []
     for d in dirs:
         for job in job_dirs(d):
             o = job_overrides(job)
             s = pd.read_csv(job / "summary.csv")
-            s = s[s.metric.isin(TABLE_METRICS)]
+            s = s[s.metric.isin(metrics)]
             s.insert(0, "dataset", o.get("transcripts", "?"))
             s.insert(1, "file", Path(o.get("transcripts.path", "?")).name)
             s.insert(2, "embedder", o.get("embedder", "hash"))
@@ -268,6 +270,16 @@ def tables(data: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
+def replace_block(readme: Path, begin: str, end: str, text: str) -> None:
+    """Replace the text between two marker lines of a README."""
+    doc = readme.read_text()
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    if not pattern.search(doc):
+        sys.exit(f"{readme} has no {begin} ... {end} block to replace")
+    readme.write_text(pattern.sub(lambda _: f"{begin}\n{text}\n{end}", doc))
+    print(f"updated {readme}")
+
+
 def table(args: argparse.Namespace) -> None:
     data = collect([Path(d) for d in args.dirs])
     if args.csv:
@@ -275,13 +287,7 @@ def table(args: argparse.Namespace) -> None:
         data.to_csv(args.csv, index=False)
     text = tables(data)
     if args.readme:
-        readme = Path(args.readme)
-        doc = readme.read_text()
-        pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
-        if not pattern.search(doc):
-            sys.exit(f"{readme} has no {BEGIN} ... {END} block to replace")
-        readme.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}\n{END}", doc))
-        print(f"updated {readme}")
+        replace_block(Path(args.readme), BEGIN, END, text)
     else:
         print(text)
 
@@ -296,6 +302,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--embedder", default="hash")
     s.add_argument("--bootstrap", type=int, default=200)
     s.add_argument("--out", default="results/multirun/datasets")
+    s.add_argument("--strategies", default="", help="comma-separated presets (default: config's)")
+    s.add_argument("--tag", default="", help="suffix for the output folder name")
     sp = sub.add_parser("speed", help="time replays of a LoCoMo file, extrapolate to all of it")
     sp.add_argument("--locomo", required=True, help="a LoCoMo JSON file")
     sp.add_argument("--strategies", default="memory")
@@ -306,7 +314,15 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("dirs", nargs="+", help="multirun folders written by sweep")
     t.add_argument("--csv", default=None, help="also write the tidy numbers here")
     t.add_argument("--readme", default=None, help="replace the tables block of this file")
+    r = sub.add_parser("retrieval", help="the retrieval-quality tables (README, issue 8)")
+    r.add_argument("dirs", nargs="+", help="multirun folders written by sweep")
+    r.add_argument("--readme", default=None, help="replace the retrieval block of this file")
     ns = parser.parse_args(argv)
+    if ns.command == "retrieval":
+        from benchmarks.retrieval import retrieval
+
+        retrieval(ns)
+        return
     {"sweep": sweep, "speed": speed, "table": table}[ns.command](ns)
 
 
