@@ -139,27 +139,17 @@ def first_of_sweeps(overrides: list[str]) -> list[str]:
     return sweep_variants(overrides)[0]
 
 
-def _sweep_values(o: Any) -> tuple[list[str], bool]:
-    """The values of a sweep override as override text, and whether it is an
-    interval (whose bounds are checked but which has no first value)."""
-    from hydra.core.override_parser.types import IntervalSweep
-
-    value = o.value()
-    if isinstance(value, IntervalSweep):
-        return [str(value.start), str(value.end)], True
-    return list(o.sweep_string_iterator()), False
-
-
 def sweep_variants(overrides: list[str], params: dict[str, str] | None = None) -> list[list[str]]:
     """Override lists that together check every value of every sweep.
 
     The first list takes each sweep's first value; each further list changes one
     swept key to another of its values. ``params`` (``hydra.sweeper.params``,
     e.g. from an experiment preset) count as sweeps unless the command line
-    sets the same key. Intervals (``interval(a, b)``) are checked at both bounds
-    and left out of the first list.
+    sets the same key. Intervals (``interval(a, b)``, an Optuna search range)
+    have no values to list: they are left to the trials.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import IntervalSweep
 
     parser = OverridesParser.create()
     parsed = parser.parse_overrides(overrides)
@@ -167,32 +157,46 @@ def sweep_variants(overrides: list[str], params: dict[str, str] | None = None) -
     extra = [f"{k}={v}" for k, v in (params or {}).items() if str(k).lstrip("+~") not in given]
     parsed += parser.parse_overrides(extra)
     base: list[str] = []
-    sweeps: list[tuple[str, list[str], bool]] = []
+    sweeps: list[tuple[str, list[str]]] = []
     for o in parsed:
         if o.is_sweep_override():
-            values, interval = _sweep_values(o)
-            key = o.get_key_element()
-            sweeps.append((key, values, interval))
-            if not interval and values:
+            if isinstance(o.value(), IntervalSweep):
+                continue
+            key, values = o.get_key_element(), list(o.sweep_string_iterator())
+            sweeps.append((key, values))
+            if values:
                 base.append(f"{key}={values[0]}")
         else:
             base.append(o.input_line or f"{o.get_key_element()}={o.get_value_element_as_str()}")
     variants = [base]
-    for key, values, interval in sweeps:
+    for key, values in sweeps:
         others = [b for b in base if not b.startswith(f"{key}=")]
-        for v in values if interval else values[1:]:
-            variants.append([*others, f"{key}={v}"])
+        variants += [[*others, f"{key}={v}"] for v in values[1:]]
     return variants
 
 
 def _compose(overrides: list[str], config_name: str, with_hydra: bool = False) -> Any:
+    return _compose_all([overrides], config_name, with_hydra)[0]
+
+
+def _compose_all(
+    variants: list[list[str]], config_name: str, with_hydra: bool = False
+) -> list[Any]:
+    """Compose one config per override list (one Hydra initialization for all).
+
+    Raises:
+        ConfigError: a composition error as one line; MissingExtraError for a
+            launcher whose extra is not installed.
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-            return compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
+            return [
+                compose(config_name, overrides=v, return_hydra_config=with_hydra) for v in variants
+            ]
     except MemlabError:
         raise
     except Exception as exc:  # Hydra/OmegaConf composition errors
@@ -233,7 +237,13 @@ def plan_run(overrides: list[str], config_name: str = "config") -> Plan:
     args = [o for o in overrides if not o.startswith("-")]
     hydra_args = [o for o in args if o.startswith(("hydra.", "hydra/"))]
     task = [o for o in args if o not in hydra_args]
-    first = first_of_sweeps(task)
+    try:
+        first = first_of_sweeps(task)
+    except Exception as exc:  # the override grammar's parse errors
+        raise ConfigError(
+            f"cannot parse the overrides: {_one_line(exc).split('; See https')[0]} "
+            "(quote values with special characters: key='value')"
+        ) from None
     full = _compose([*first, *hydra_args], config_name, with_hydra=True)
     h = full.hydra
     multirun = bool({"-m", "--multirun"} & set(flags)) or str(h.mode).endswith("MULTIRUN")
@@ -244,12 +254,11 @@ def plan_run(overrides: list[str], config_name: str = "config") -> Plan:
     if multirun and h.sweeper.get("params"):
         params = {str(k): str(v) for k, v in h.sweeper.params.items()}
     variants = sweep_variants(task, params) if multirun else [task]
-    cfg = None
-    for v in variants:
-        composed = _compose(v, config_name)
+    configs = _compose_all([[*v, *hydra_args] for v in variants], config_name)
+    for composed in configs:
         validate(composed)
         check_store_path(composed.store)
-        cfg = cfg if cfg is not None else composed
+    cfg = configs[0]
     sweep_dir = Path(str(h.sweep.dir)) if multirun else None
     given = any(a.startswith("hydra.sweep.dir=") for a in hydra_args)
     if multirun and sweep_dir is not None and sweep_dir.is_dir():

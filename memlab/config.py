@@ -279,7 +279,7 @@ def _register_tune_sampler(cs: ConfigStore) -> None:
         return
 
     @dataclass
-    class WarmTPESamplerConfig(TPESamplerConfig):  # type: ignore[misc]
+    class WarmTPESamplerConfig(TPESamplerConfig):
         _target_: str = "memlab.lab.tune.warm_tpe"
         warm_start: dict[str, Any] = field(default_factory=dict)
 

@@ -203,11 +203,11 @@ ARROW = {1: "↑", -1: "↓", 0: "·"}
 
 
 def _fmt(v: float) -> str:
-    if isinstance(v, float) and math.isnan(v):
+    if math.isnan(v):
         return "-"
-    if abs(v) >= 100:
-        return f"{v:,.1f}"
-    return f"{v:.4f}"
+    if v == 0 or abs(v) >= 100:
+        return f"{v:,.1f}" if v else "0"
+    return f"{v:.4f}" if abs(v) >= 0.01 else f"{v:.3g}"
 
 
 def moved_table(result: GateResult) -> pd.DataFrame:

@@ -199,7 +199,7 @@ def warm_tpe(warm_start: Mapping[str, Any] | None = None, **tpe_kwargs: Any) -> 
     optuna = require("optuna", feature="memlab tune", extra="tune")
     warm = dict(warm_start or {})
 
-    class WarmStartTPESampler(optuna.samplers.TPESampler):  # type: ignore[misc, name-defined]
+    class WarmStartTPESampler(optuna.samplers.TPESampler):  # type: ignore[name-defined]
         def sample_independent(
             self, study: Any, trial: Any, param_name: str, param_distribution: Any
         ) -> Any:
