@@ -915,6 +915,12 @@ def finish_tune(
     assert isinstance(best, dict)
     values = best_overrides(best["best_params"])
     task = [o for o in overrides if not o.startswith(("-", "hydra.", "hydra/"))]
+    # Search ranges given on the command line (budget='int(interval(200,800))') are
+    # the sweep itself, not a setting of the default config.
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(task)
+    task = [t for t, o in zip(task, parsed, strict=True) if not o.is_sweep_override()]
     base = _compose(task, "tune")
     tc = base.tune
     tuned = _compose(task + [f"{k}={v}" for k, v in values.items()], "tune")
@@ -965,6 +971,8 @@ def finish_tune(
                     "prompt_tokens": tokens["mean"],
                 }
             )
+            if tc.max_prompt_tokens is not None:
+                rows[-1]["feasible"] = bool(tokens["mean"] <= tc.max_prompt_tokens)
     table = gain_table(rows, tc.metric)
     table.to_csv(sweep_dir / "tune_report.csv", index=False)
     shown = table.set_index("set")

@@ -158,9 +158,10 @@ def preset_yaml(values: Mapping[str, Any], groups: Collection[str] = (), header:
 def gain_table(rows: Sequence[Mapping[str, Any]], metric: str) -> pd.DataFrame:
     """Default vs tuned per set: one row per set with both scores and the gain.
 
-    ``rows`` hold ``set``, ``config`` (default | tuned), ``value``, ``ci_low``,
-    ``ci_high``, ``prompt_tokens``. Gain is tuned - default (absolute) and
-    relative to default (NaN when default is 0).
+    ``rows`` hold ``set``, ``config`` (default | tuned), ``transcripts``,
+    ``value``, ``ci_low``, ``ci_high``, ``prompt_tokens`` and optionally
+    ``feasible`` (within the prompt-token constraint). Gain is tuned - default
+    (absolute) and relative to default (NaN when default is 0).
     """
     df = pd.DataFrame(rows)
     out = []
@@ -182,6 +183,9 @@ def gain_table(rows: Sequence[Mapping[str, Any]], metric: str) -> pd.DataFrame:
                 "tuned_prompt_tokens": t["prompt_tokens"],
             }
         )
+        if "feasible" in df:
+            out[-1]["default_feasible"] = bool(d["feasible"])
+            out[-1]["tuned_feasible"] = bool(t["feasible"])
     return pd.DataFrame(out)
 
 
