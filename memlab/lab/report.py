@@ -579,8 +579,11 @@ def pareto_chart(points: pd.DataFrame, keys: Sequence[str], metric: str, out: Pa
             linewidth=1,
             label="Pareto front",
         )
+        several = points["strategy"].nunique() > 1
         for _, row in front.iterrows():
             label = f"{row['job']}: " + ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys)
+            if several:
+                label += f" ({row['strategy']})"
             ax.annotate(
                 label.rstrip(": "),
                 (row["prompt_tokens"], row[metric]),
@@ -590,7 +593,7 @@ def pareto_chart(points: pd.DataFrame, keys: Sequence[str], metric: str, out: Pa
             )
     ax.set_xlabel("prompt tokens (mean per probe)")
     ax.set_ylabel(f"{metric} (mean over probes)")
-    ax.set_title(f"{metric} vs prompt tokens across jobs (front labelled job: values)")
+    ax.set_title(f"{metric} vs prompt tokens across jobs (front: job: swept values)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
     return _save(fig, out / f"pareto_{metric}_vs_prompt_tokens.png")
 
