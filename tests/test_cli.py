@@ -498,3 +498,31 @@ def test_slurm_launcher_config(tmp_path: Path) -> None:
         launcher.timeout_min == 60 and launcher.cpus_per_task == 2 and launcher.gpus_per_node == 0
     )
     assert launcher.submitit_folder == f"{tmp_path}/.submitit/%j"
+
+
+@pytest.mark.slow
+def test_parallel_jobs_share_the_embedding_cache(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Two jobs in two worker processes fill one model cache; a later run is served
+    from it entirely."""
+    cache = tmp_path / "cache.sqlite"
+    common = [
+        "embedder=minilm",
+        f"cache.path={cache}",
+        "transcripts=dir",
+        f"transcripts.path={gen}",
+        "transcripts.limit=1",
+        "strategies=[memory]",
+        "progress=false",
+        "report.charts=false",
+    ]
+    sweep = tmp_path / "sweep"
+    first = memlab(
+        "run", "-m", *common, "budget=40,80", "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.count("embedding cache:") == 2 and cache.exists()
+    assert not list(sweep.glob("*/*.sqlite"))  # the cache is not a per-job file
+    run_experiment_from_config(plan_run([*common, "budget=60"]).cfg, tmp_path / "again")
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "embedding cache:" in ln]
+    assert len(lines) == 1 and " 0 misses" in lines[0], lines

@@ -5,7 +5,8 @@ with its baseline's, so that a run on other transcripts or another config is
 reported as a mismatch instead of being compared metric by metric.
 
 The config part leaves out keys that do not change what is measured
-(``VOLATILE_KEYS``: progress bars, charts, the bootstrap's size and seed) and
+(``VOLATILE_KEYS``: progress bars, charts, the bootstrap's size and seed, the
+model cache, whose answers are bit-identical to the model's) and
 the ``transcripts`` node, whose content is captured by the transcript hashes
 (the same files loaded from another path are the same experiment).
 """
@@ -32,6 +33,7 @@ VOLATILE_KEYS = (
     "report.bootstrap",
     "transcripts",
     "tune",
+    "cache",
 )
 
 
