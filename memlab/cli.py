@@ -913,7 +913,6 @@ def finish_tune(
         raise MemlabError(f"the tuning sweep wrote no {results}; see the trials in {sweep_dir}")
     best = OmegaConf.to_container(OmegaConf.load(results))
     assert isinstance(best, dict)
-    values = best_overrides(best["best_params"])
     task = [o for o in overrides if not o.startswith(("-", "hydra.", "hydra/"))]
     # Search ranges given on the command line (budget='int(interval(200,800))') are
     # the sweep itself, not a setting of the default config.
@@ -923,6 +922,8 @@ def finish_tune(
     task = [t for t, o in zip(task, parsed, strict=True) if not o.is_sweep_override()]
     base = _compose(task, "tune")
     tc = base.tune
+    weights = OmegaConf.to_container(base.memory.weights)
+    values = best_overrides(best["best_params"], weights)  # type: ignore[arg-type]
     tuned = _compose(task + [f"{k}={v}" for k, v in values.items()], "tune")
     groups = {k for k in values if (conf_dir() / k).is_dir()}
     conf = (sweep_dir / "conf").resolve()

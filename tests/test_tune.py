@@ -61,19 +61,22 @@ def test_best_overrides_normalizes_weights_and_preset_nests_keys() -> None:
         "memory.weights.similarity": 0.9,
         "memory.weights.recency": 0.3,
         "memory.weights.salience": 0.6,
-        "memory.weights.usage": 0.0,
         "memory.half_life.episodic": 123.456789,
         "budget": 640,
         "eviction": "aggressive",
     }
-    values = best_overrides(params)
-    assert values["memory.weights.similarity"] == 0.5 and values["memory.weights.usage"] == 0.0
+    # usage is not tuned: it keeps its config value and is rescaled with the rest.
+    config_weights = {"similarity": 0.6, "recency": 0.15, "salience": 0.2, "usage": 0.2}
+    values = best_overrides(params, config_weights)
+    assert values["memory.weights.similarity"] == 0.45 and values["memory.weights.usage"] == 0.1
+    assert sum(v for k, v in values.items() if k.startswith("memory.weights.")) == pytest.approx(1.0)
     assert values["memory.half_life.episodic"] == 123.5 and values["budget"] == 640
+    assert best_overrides(params)["memory.weights.similarity"] == 0.9  # no config: as tuned
     text = preset_yaml(values, groups={"eviction"}, header="tuned\nby a test")
     assert text.startswith("# @package _global_\n# tuned\n# by a test\n")
     data = yaml.safe_load(text)
     assert data["defaults"] == [{"override /eviction": "aggressive"}]
-    assert data["memory"]["weights"]["recency"] == pytest.approx(1 / 6, abs=1e-4)
+    assert data["memory"]["weights"]["recency"] == 0.15
     assert data["budget"] == 640
 
 

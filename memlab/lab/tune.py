@@ -17,7 +17,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 
-WEIGHT_KEYS = tuple(f"memory.weights.{k}" for k in ("similarity", "recency", "salience", "usage"))
+WEIGHTS = "memory.weights."
 
 
 def split_ids(
@@ -106,24 +106,33 @@ def _round(v: float, digits: int = 4) -> float:
     return float(round(v, max(0, digits - 1 - math.floor(math.log10(abs(v))))))
 
 
-def best_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+def best_overrides(
+    params: Mapping[str, Any], weights: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     """The best trial's parameters as the values a preset writes.
 
-    When all four ranking weights were tuned they are rescaled to sum to 1
-    (scores are a weighted sum, so scaling all weights never changes a ranking);
-    numbers are rounded to 4 significant digits. The written preset is what is
-    evaluated, so the reported scores are the preset's own.
+    Numbers are rounded to 4 significant digits (integers stay integers). When
+    ranking weights were tuned and ``weights`` (the config's own weights, by
+    signal name) is given, the whole weight vector, tuned and fixed weights
+    alike, is rescaled to sum to 1 and written: scaling every weight by one
+    factor never changes a ranking. The written preset is what is evaluated, so
+    the reported scores are the preset's own.
     """
     out: dict[str, Any] = {}
     for k, v in params.items():
-        out[k] = _round(float(v)) if isinstance(v, int | float) and not isinstance(v, bool) else v
-        if isinstance(v, int) and not isinstance(v, bool):
+        if isinstance(v, float):
+            out[k] = _round(v)
+        else:
             out[k] = v
-    if all(k in out for k in WEIGHT_KEYS):
-        total = sum(float(params[k]) for k in WEIGHT_KEYS)
+    if weights is not None and any(k.startswith(WEIGHTS) for k in params):
+        full = {f"{WEIGHTS}{name}": float(w) for name, w in weights.items()}
+        full.update({k: float(v) for k, v in params.items() if k.startswith(WEIGHTS)})
+        total = sum(full.values())
         if total > 0:
-            for k in WEIGHT_KEYS:
-                out[k] = round(float(params[k]) / total, 4)
+            for k in list(out):
+                if k.startswith(WEIGHTS):
+                    del out[k]
+            out.update({k: round(v / total, 4) for k, v in full.items()})
     return out
 
 
