@@ -69,7 +69,9 @@ def test_best_overrides_normalizes_weights_and_preset_nests_keys() -> None:
     config_weights = {"similarity": 0.6, "recency": 0.15, "salience": 0.2, "usage": 0.2}
     values = best_overrides(params, config_weights)
     assert values["memory.weights.similarity"] == 0.45 and values["memory.weights.usage"] == 0.1
-    assert sum(v for k, v in values.items() if k.startswith("memory.weights.")) == pytest.approx(1.0)
+    assert sum(v for k, v in values.items() if k.startswith("memory.weights.")) == pytest.approx(
+        1.0
+    )
     assert values["memory.half_life.episodic"] == 123.5 and values["budget"] == 640
     assert best_overrides(params)["memory.weights.similarity"] == 0.9  # no config: as tuned
     text = preset_yaml(values, groups={"eviction"}, header="tuned\nby a test")
