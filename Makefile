@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench lint demo clean
+.PHONY: install run test bench lint demo clean baseline gate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,23 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The CI gate's baseline: the default experiment on the shipped transcripts. Regenerate it
+# (and commit results/baseline) when a change to the transcripts or the default config,
+# or a deliberate change of behaviour, makes `make gate` report a different experiment.
+BASELINE ?= results/baseline
+baseline: $(STAMP)
+	rm -rf $(BASELINE).new
+	$(BIN)/memlab run hydra.run.dir=$(BASELINE).new progress=false
+	rm -rf $(BASELINE).new/.hydra $(BASELINE).new/*.parquet $(BASELINE).new/memlab.log
+	rm -rf $(BASELINE).new/probes.csv $(BASELINE).new/turns.csv
+	rm -rf $(BASELINE) && mv $(BASELINE).new $(BASELINE)
+
+# The default experiment, gated against the baseline (exit 1: a metric regressed).
+gate: $(STAMP)
+	rm -rf results/runs/gate
+	$(BIN)/memlab run hydra.run.dir=results/runs/gate progress=false report.charts=false
+	$(BIN)/memlab gate --baseline $(BASELINE)/summary.csv results/runs/gate
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory

@@ -136,6 +136,28 @@ class ReportConfig:
 
 
 @dataclass
+class TuneConfig:
+    """``memlab tune``: what to maximize, under which constraint, on which transcripts.
+
+    The search space, trial count and sampler seed live in ``hydra.sweeper``
+    (conf/tune.yaml sets ``n_trials`` and ``seed`` from here).
+    """
+
+    metric: str = "fact_recall"
+    strategy: str = "memory"
+    group: str = "all"
+    max_prompt_tokens: float | None = None
+    penalty: float = 1.0
+    n_trials: int = 30
+    seed: int = 0
+    holdout_fraction: float = 0.3
+    split_seed: int = 0
+    tuning_ids: list[str] | None = None
+    holdout_ids: list[str] | None = None
+    preset: str = "tuned"
+
+
+@dataclass
 class RunConfig:
     budget: int = 400
     seed: int = 0
@@ -150,6 +172,7 @@ class RunConfig:
     store: Any = None
     embedder: Any = None
     summarizer: Any = None
+    tune: TuneConfig | None = None
 
 
 # -- plug-in schemas: one per YAML in conf/store, conf/embedder, conf/summarizer ----
@@ -245,6 +268,22 @@ def register() -> None:
     cs = ConfigStore.instance()
     for (group, name), node in SCHEMAS.items():
         cs.store(group=group, name=name, node=node)
+    _register_tune_sampler(cs)
+
+
+def _register_tune_sampler(cs: ConfigStore) -> None:
+    """``hydra/sweeper/sampler=warm_tpe`` (memlab tune), when the ``tune`` extra is installed."""
+    try:
+        from hydra_plugins.hydra_optuna_sweeper.config import TPESamplerConfig
+    except ImportError:
+        return
+
+    @dataclass
+    class WarmTPESamplerConfig(TPESamplerConfig):
+        _target_: str = "memlab.lab.tune.warm_tpe"
+        warm_start: dict[str, Any] = field(default_factory=dict)
+
+    cs.store(group="hydra/sweeper/sampler", name="warm_tpe", node=WarmTPESamplerConfig)
 
 
 def _check(ok: bool, key: str, problem: str) -> None:
@@ -412,7 +451,43 @@ def validate(cfg: DictConfig) -> RunConfig:
     )
     _check(run.report.bootstrap >= 0, "report.bootstrap", "must be >= 0")
     _check(run.report.far_turns >= 1, "report.far_turns", "must be >= 1")
+    if run.tune is not None:
+        validate_tune(run.tune, run)
     return run
+
+
+def validate_tune(tune: TuneConfig, run: RunConfig) -> None:
+    """Check the ``tune`` node against the run config; raise ConfigError naming the key."""
+    from memlab.lab.metrics import METRICS
+
+    choices = sorted(m for m, info in METRICS.items() if info.direction != 0)
+    _check(
+        tune.metric in METRICS and METRICS[tune.metric].direction != 0,
+        "tune.metric",
+        f"must be a metric with a direction, one of {choices}; got {tune.metric!r}",
+    )
+    _check(
+        tune.strategy in run.strategies,
+        "tune.strategy",
+        f"must be one of the selected strategies {sorted(run.strategies)}; got {tune.strategy!r}",
+    )
+    _check(
+        tune.max_prompt_tokens is None or tune.max_prompt_tokens > 0,
+        "tune.max_prompt_tokens",
+        f"must be > 0 or null, got {tune.max_prompt_tokens}",
+    )
+    _check(tune.penalty >= 0, "tune.penalty", f"must be >= 0, got {tune.penalty}")
+    _check(tune.n_trials >= 1, "tune.n_trials", f"must be >= 1, got {tune.n_trials}")
+    _check(
+        0 < tune.holdout_fraction < 1,
+        "tune.holdout_fraction",
+        f"must be in (0, 1), got {tune.holdout_fraction}",
+    )
+    _check(
+        bool(tune.preset) and all(c.isalnum() or c in "-_" for c in tune.preset),
+        "tune.preset",
+        f"must be a file name of letters, digits, - and _; got {tune.preset!r}",
+    )
 
 
 def _first_line(exc: Exception) -> str:

@@ -239,6 +239,26 @@ def test_parallel_processes_share_it_safely(tmp_path: Path) -> None:
     cache.check()
 
 
+@pytest.mark.slow
+def test_processes_creating_one_cache_at_once(tmp_path: Path) -> None:
+    """Sweep jobs that start together all open a fresh cache file; none may see the
+    half-created file as a foreign database (the header is read in one snapshot)."""
+    code = (
+        "import sys\nfrom memlab.memory.cache import ModelCache\nModelCache(sys.argv[1]).info()\n"
+    )
+    for round_ in range(4):
+        path = tmp_path / f"fresh-{round_}.sqlite"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(path)], stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(8)
+        ]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+
+
 def _child_embeds(emb: CachedEmbedder, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     emb.embed(["from the child"])
     queue.put((emb.hits, emb.misses))

@@ -300,3 +300,229 @@ def test_run_against_an_openai_compatible_server_matches_in_process(tmp_path: Pa
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "0 misses" in again.stdout
+
+
+# -- sweeps: parallel jobs, presets, launchers ------------------------------------------
+import yaml  # noqa: E402
+
+from memlab.cli import _compose, plan_run, run_experiment_from_config  # noqa: E402
+from memlab.errors import ConfigError  # noqa: E402
+from tests.transcript_gen import write_transcripts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_transcripts(tmp_path_factory.mktemp("gen") / "t", range(3), turns=50)
+
+
+def test_four_job_joblib_multirun_and_report(tmp_path: Path, gen: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = memlab(
+        "run",
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "transcripts=dir",
+        f"transcripts.path={gen}",
+        "budget=40,80",
+        "memory.half_life.episodic=12,72",
+        "strategies=[memory,sliding_window]",
+        "progress=false",
+        "report.charts=false",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    hydra_cfg = yaml.safe_load((sweep / "0" / ".hydra" / "hydra.yaml").read_text())["hydra"]
+    assert hydra_cfg["launcher"]["_target_"].endswith("JoblibLauncher")
+    assert hydra_cfg["launcher"]["n_jobs"] == 2
+    for job in "0123":
+        assert (sweep / job / "fingerprint.json").exists()
+    # The multirun ends with the sweep report: one tidy table over all jobs.
+    assert "4 jobs, swept budget, memory.half_life.episodic" in proc.stdout
+    table = pd.read_csv(sweep / "multirun_summary.csv")
+    assert list(table.columns[:3]) == ["job", "budget", "memory.half_life.episodic"]
+    assert set(zip(table.budget, table["memory.half_life.episodic"], strict=True)) == {
+        (40, 12), (40, 72), (80, 12), (80, 72)
+    }  # fmt: skip
+    assert not (sweep / "charts").exists()  # report.charts=false
+    tokens = table[
+        (table.metric == "context_tokens") & (table.group == "all") & (table.strategy == "memory")
+    ]
+    assert (
+        tokens[tokens.budget == 40]["mean"].max() <= 40 < tokens[tokens.budget == 80]["mean"].max()
+    )
+    rep = memlab(
+        "report",
+        str(sweep),
+        "--heatmap",
+        "budget,memory.half_life.episodic",
+        "--metric",
+        "precision",
+        cwd=tmp_path,
+    )
+    assert rep.returncode == 0, rep.stderr
+    names = {p.name for p in (sweep / "charts").glob("*.png")}
+    assert "pareto_fact_recall_vs_prompt_tokens.png" in names
+    assert "heatmap_precision_budget_x_memory.half_life.episodic_memory.png" in names
+    assert "Pareto front (fact_recall vs prompt_tokens)" in rep.stdout
+
+
+def test_file_stores_in_parallel_jobs(tmp_path: Path, gen: Path) -> None:
+    """+experiment=stores runs memory, jsonl and sqlite stores in parallel processes:
+    each job writes its own files and all three measure the same recall."""
+    sweep = tmp_path / "sweep"
+    proc = memlab(
+        "run",
+        "-m",
+        "+experiment=stores",
+        "hydra.launcher.n_jobs=2",
+        "transcripts=dir",
+        f"transcripts.path={gen}",
+        "budget=60",
+        "progress=false",
+        "report.charts=false",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(p.name for p in (sweep / "1" / "stores" / "memory").glob("*.jsonl")) == [
+        "gen-000.jsonl", "gen-001.jsonl", "gen-002.jsonl"
+    ]  # fmt: skip
+    assert len(list((sweep / "2" / "stores" / "memory").glob("*.db"))) == 3
+    table = pd.read_csv(sweep / "multirun_summary.csv")
+    recall = table[(table.metric == "fact_recall") & (table.group == "all")].set_index("store")[
+        "mean"
+    ]
+    assert recall["memory"] == recall["jsonl"] == recall["sqlite"]
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+)
+def test_experiment_presets_compose_and_validate(name: str, gen: Path) -> None:
+    plan = plan_run(["-m", f"+experiment={name}", "transcripts=dir", f"transcripts.path={gen}"])
+    assert plan.multirun and plan.jobs_checked >= 3
+    assert plan.sweep_dir is not None and plan.sweep_dir.name.endswith(name)
+    text = (ROOT / "conf" / "experiment" / f"{name}.yaml").read_text()
+    assert text.startswith("# @package _global_") and f"memlab run -m +experiment={name}" in text
+
+
+def test_bad_sweep_value_fails_before_any_job(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    sweep = tmp_path / "sweep"
+    args = ["run", "-m", "transcripts=dir", f"transcripts.path={gen}", f"hydra.sweep.dir={sweep}"]
+    assert main([*args, "budget=100,-5"]) == 2
+    assert "config key 'budget': must be a positive integer, got -5" in capsys.readouterr().err
+    assert main([*args, "eviction=none,nosuch"]) == 2
+    assert "config group 'eviction' has no option 'nosuch'" in capsys.readouterr().err
+    assert main(["run", "transcripts=dir", f"transcripts.path={gen}", "budget=1,2"]) == 2
+    assert "budget=1,2 is a sweep; add -m" in capsys.readouterr().err
+    assert not sweep.exists()
+
+
+def test_failed_job_is_named_and_the_others_finish(tmp_path: Path, gen: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = memlab(
+        "run",
+        "-m",
+        "transcripts=dir",
+        f"transcripts.path={gen}",
+        "transcripts.ids=[gen-000],[nope]",
+        "strategies=[sliding_window]",
+        "progress=false",
+        "report.charts=false",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("memlab: error: job 1 (") and "['nope'] not found" in last
+    assert "Traceback" not in proc.stderr and (sweep / "0" / "summary.csv").exists()
+    assert main(["report", str(sweep), "--no-charts"]) == 0
+
+
+def test_sweep_folder_is_never_reused(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "sweep" / "0" / ".hydra").mkdir(parents=True)
+    args = ["run", "-m", "transcripts=dir", f"transcripts.path={gen}", "budget=10,20"]
+    assert main([*args, f"hydra.sweep.dir={tmp_path / 'sweep'}"]) == 2
+    assert "already holds a multirun" in capsys.readouterr().err
+
+
+def test_store_paths_are_fresh_per_replay(tmp_path: Path, gen: Path) -> None:
+    with pytest.raises(ConfigError, match=r"lacks \{run_dir\}"):
+        plan_run(["store=sqlite", f"store.path='{tmp_path}/{{strategy}}/{{transcript}}.db'"])
+    with pytest.raises(ConfigError, match="cannot parse the overrides"):
+        plan_run(["store=sqlite", "store.path={run_dir}/x.db"])
+    args = ["store=jsonl", "strategies=[memory]", "transcripts=dir", f"transcripts.path={gen}"]
+    cfg = plan_run([*args, "progress=false", "report.charts=false"]).cfg
+    run_experiment_from_config(cfg, tmp_path / "run", quiet=True)
+    with pytest.raises(ConfigError, match="already exists; a replay needs a fresh store"):
+        run_experiment_from_config(cfg, tmp_path / "run", quiet=True)
+
+
+def test_submitit_local_launcher_runs_a_sweep(tmp_path: Path, gen: Path) -> None:
+    """The cluster launcher's local variant: each job is a separate submitit process."""
+    sweep = tmp_path / "sweep"
+    proc = memlab(
+        "run",
+        "-m",
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=10",
+        "hydra.launcher.cpus_per_task=1",
+        "transcripts=dir",
+        f"transcripts.path={gen}",
+        "budget=40,80",
+        "strategies=[memory]",
+        "progress=false",
+        "report.charts=false",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (sweep / ".submitit").is_dir()
+    table = pd.read_csv(sweep / "multirun_summary.csv")
+    assert set(table.budget) == {40, 80}
+
+
+def test_slurm_launcher_config(tmp_path: Path) -> None:
+    cfg = _compose(
+        ["hydra/launcher=slurm", "hydra.launcher.partition=cpu", f"hydra.sweep.dir={tmp_path}"],
+        "config",
+        with_hydra=True,
+    )
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher") and launcher.partition == "cpu"
+    assert (
+        launcher.timeout_min == 60 and launcher.cpus_per_task == 2 and launcher.gpus_per_node == 0
+    )
+    assert launcher.submitit_folder == f"{tmp_path}/.submitit/%j"
+
+
+@pytest.mark.slow
+def test_parallel_jobs_share_the_embedding_cache(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Two jobs in two worker processes fill one model cache; a later run is served
+    from it entirely."""
+    cache = tmp_path / "cache.sqlite"
+    common = [
+        "embedder=minilm",
+        f"cache.path={cache}",
+        "transcripts=dir",
+        f"transcripts.path={gen}",
+        "transcripts.limit=1",
+        "strategies=[memory]",
+        "progress=false",
+        "report.charts=false",
+    ]
+    sweep = tmp_path / "sweep"
+    first = memlab(
+        "run", "-m", *common, "budget=40,80", "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.count("embedding cache:") == 2 and cache.exists()
+    assert not list(sweep.glob("*/*.sqlite"))  # the cache is not a per-job file
+    run_experiment_from_config(plan_run([*common, "budget=60"]).cfg, tmp_path / "again")
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "embedding cache:" in ln]
+    assert len(lines) == 1 and " 0 misses" in lines[0], lines

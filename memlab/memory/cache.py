@@ -216,16 +216,25 @@ class ModelCache:
             raise
 
     def _header(self, db: sqlite3.Connection) -> tuple[int, int]:
-        app_id = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if app_id != APPLICATION_ID:
+        # The three reads must see one snapshot: between separate reads another
+        # process may create the cache (tables + application_id in one commit), and
+        # "no application_id but tables" would then look like a foreign database.
+        own = not db.in_transaction
+        if own:
+            db.execute("BEGIN")
+        try:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if app_id != 0 or tables:
-                raise CacheCorrupted(
-                    self.path,
-                    "it is an SQLite database but not a memlab cache "
-                    f"(application_id {app_id:#x}, {tables} schema objects)",
-                )
+        finally:
+            if own:
+                db.execute("COMMIT")
+        if app_id != APPLICATION_ID and (app_id != 0 or tables):
+            raise CacheCorrupted(
+                self.path,
+                "it is an SQLite database but not a memlab cache "
+                f"(application_id {app_id:#x}, {tables} schema objects)",
+            )
         return app_id, version
 
     @contextmanager

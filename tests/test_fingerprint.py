@@ -1,0 +1,89 @@
+"""fingerprint.json: transcript content hashes and the experiment config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memlab.errors import MemlabError
+from memlab.lab import fingerprint as fpm
+from memlab.lab.transcripts import Transcript, load
+from tests.conftest import FIXTURES
+
+CONFIG = {
+    "budget": 800,
+    "seed": 0,
+    "progress": True,
+    "memory": {"weights": {"similarity": 0.6, "recency": 0.15}},
+    "report": {"charts": True, "bootstrap": 1000, "far_turns": 10},
+    "transcripts": {"name": "dir", "path": "/somewhere"},
+    "strategies": {"memory": {"kind": "memory", "memory": {}}},
+    "tune": None,
+}
+
+
+def handmade() -> Transcript:
+    return load(FIXTURES / "handmade.json")
+
+
+def test_hash_ignores_formatting_and_location(tmp_path: Path) -> None:
+    t = handmade()
+    data = json.loads((FIXTURES / "handmade.json").read_text())
+    moved = tmp_path / "elsewhere.json"
+    moved.write_text(json.dumps(data, indent=4, sort_keys=True))
+    assert fpm.transcript_hash(load(moved)) == fpm.transcript_hash(t)
+    data["turns"][0]["text"] = "We deploy everything on EKS."
+    moved.write_text(json.dumps(data))
+    assert fpm.transcript_hash(load(moved)) != fpm.transcript_hash(t)
+
+
+def test_volatile_keys_are_left_out() -> None:
+    exp = fpm.experiment_config(CONFIG)
+    assert exp["budget"] == 800 and exp["memory.weights.similarity"] == 0.6
+    assert exp["report.far_turns"] == 10 and exp["strategies.memory.kind"] == "memory"
+    for volatile in ("seed", "progress", "report.charts", "report.bootstrap", "transcripts.path"):
+        assert volatile not in exp
+    # An empty mapping is a leaf, so a strategy without overrides still shows.
+    assert exp["strategies.memory.memory"] == {}
+
+
+def test_same_experiment_has_no_differences(tmp_path: Path) -> None:
+    t = handmade()
+    a = fpm.fingerprint([t], CONFIG)
+    b = fpm.fingerprint([t], {**CONFIG, "seed": 7, "progress": False})
+    assert a["config_sha256"] == b["config_sha256"]
+    fpm.write(tmp_path, a)
+    assert fpm.differences(fpm.load(tmp_path), b) == []
+
+
+def test_differences_name_transcripts_and_keys() -> None:
+    t = handmade()
+    base = fpm.fingerprint([t], CONFIG)
+    changed_cfg = {**CONFIG, "budget": 400, "memory": {"weights": {"similarity": 0.0}}}
+    run = fpm.fingerprint([], changed_cfg)
+    diffs = fpm.differences(base, run)
+    assert "transcripts missing from the run: handmade-01" in diffs
+    assert "config key budget: 800 in the baseline, 400 in the run" in diffs
+    assert any(
+        d.startswith("config key memory.weights.recency: 0.15 in the baseline, absent")
+        for d in diffs
+    )
+    allowed = fpm.differences(base, run, allow=["memory.weights", "budget"])
+    assert allowed == ["transcripts missing from the run: handmade-01"]
+    other = dict(base, transcripts={"handmade-01": "0" * 64, "extra": "1" * 64})
+    diffs = fpm.differences(base, other)
+    assert "transcripts whose content changed: handmade-01" in diffs
+    assert "transcripts not in the baseline: extra" in diffs
+
+
+def test_missing_or_bad_fingerprint_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(MemlabError, match="has no fingerprint.json"):
+        fpm.load(tmp_path, "baseline")
+    (tmp_path / "fingerprint.json").write_text("{not json")
+    with pytest.raises(MemlabError, match="unreadable"):
+        fpm.load(tmp_path)
+    (tmp_path / "fingerprint.json").write_text('{"format": "other"}')
+    with pytest.raises(MemlabError, match="not a memlab.fingerprint/1 file"):
+        fpm.load(tmp_path)
