@@ -58,6 +58,13 @@ def summarize(
     """Long-form summary: one row per strategy, group and metric, with the mean,
     a seeded bootstrap 95% interval and n (the probes, turns or transcripts scored)."""
     rows: list[dict[str, Any]] = []
+
+    def add(strategy: str, group: str, metric: str, values: pd.Series, keep_empty: bool) -> None:
+        mean, lo, hi, n = bootstrap_ci(values.to_numpy(dtype=float), n_boot, seed)
+        if n or keep_empty:
+            rows.append(dict(strategy=strategy, group=group, metric=metric, mean=mean,
+                             ci_low=lo, ci_high=hi, n=n))  # fmt: skip
+
     strategies = list(
         dict.fromkeys(list(probes.get("strategy", [])) + list(turns.get("strategy", [])))
     )
@@ -66,45 +73,17 @@ def summarize(
         mine = probes[probes["strategy"] == s] if not probes.empty else probes
         for gname, mask in groups.items():
             sub = mine[mask.loc[mine.index]]
-            if sub.empty:
-                continue
             for m in PROBE_METRICS:
-                if m in sub:
-                    mean, lo, hi, n = bootstrap_ci(sub[m].to_numpy(dtype=float), n_boot, seed)
-                    if n:
-                        rows.append(
-                            dict(
-                                strategy=s,
-                                group=gname,
-                                metric=m,
-                                mean=mean,
-                                ci_low=lo,
-                                ci_high=hi,
-                                n=n,
-                            )
-                        )
+                if not sub.empty and m in sub:
+                    add(s, gname, m, sub[m], keep_empty=False)
         tmine = turns[turns["strategy"] == s] if not turns.empty else turns
         if tmine.empty:
             continue
         for m in TURN_METRICS:
-            mean, lo, hi, n = bootstrap_ci(tmine[m].to_numpy(dtype=float), n_boot, seed)
-            rows.append(
-                dict(strategy=s, group="all", metric=m, mean=mean, ci_low=lo, ci_high=hi, n=n)
-            )
+            add(s, "all", m, tmine[m], keep_empty=True)
         final = tmine.sort_values("turn_index").groupby("transcript").tail(1)
         for m in FINAL_METRICS:
-            mean, lo, hi, n = bootstrap_ci(final[m].to_numpy(dtype=float), n_boot, seed)
-            rows.append(
-                dict(
-                    strategy=s,
-                    group="all",
-                    metric=f"final_{m}",
-                    mean=mean,
-                    ci_low=lo,
-                    ci_high=hi,
-                    n=n,
-                )
-            )
+            add(s, "all", f"final_{m}", final[m], keep_empty=True)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
