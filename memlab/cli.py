@@ -27,6 +27,8 @@ commands:
                     compare a run with a baseline; exit 1 when a metric regressed
   demo              a short tour of the memory layer (two users, recall under a budget)
   synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
+  bench store       compare the store backends (memory, jsonl, sqlite, pgvector) on one
+                    seeded workload -> results/bench/store.csv, store.png (--help)
 
 `memlab run --help` lists the config groups; README documents every key.
 """
@@ -66,6 +68,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if command == "synth":
             return synth(rest)
+        if command == "bench":
+            if rest[:1] != ["store"]:
+                print(
+                    f"memlab: 'bench' needs a target: memlab bench store\n\n{USAGE}",
+                    file=sys.stderr,
+                )
+                return 2
+            from memlab.benchstore import main as bench_store
+
+            return bench_store(rest[1:])
         print(f"memlab: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     except MemlabError as exc:

@@ -19,6 +19,7 @@ parents traversable by other users.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -185,10 +186,9 @@ class EmbeddedPostgres:
                     "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
                 ).fetchone()
                 if not exists:
-                    try:
+                    # Another process may create it at the same moment.
+                    with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
-                    except psycopg.errors.DuplicateDatabase:
-                        pass  # another process created it meanwhile
         except psycopg.Error as exc:
             raise StoreError(
                 f"the embedded PostgreSQL server in {self.data_dir} is running but database "

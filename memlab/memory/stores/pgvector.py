@@ -144,7 +144,9 @@ _RECORD_COLS = (
     "id, scope, kind, content, embedding, salience, tokens, created_at, "
     "last_accessed_at, access_count, archived_at, source, provenance, meta"
 )
-_CAND_COLS = "id, embedding, created_at, last_accessed_at, salience, access_count, tokens, kind, source"
+_CAND_COLS = (
+    "id, embedding, created_at, last_accessed_at, salience, access_count, tokens, kind, source"
+)
 _KIND_CODE = {k.value: c for k, c in KIND_CODES.items()}
 _SOURCE_CODE = {s.value: c for s, c in SOURCE_CODES.items()}
 
@@ -163,7 +165,9 @@ def describe_dsn(dsn: str) -> str:
         return "the given DSN (unparsable)"
     host = str(d.get("host") or "localhost")
     where = host if host.startswith("/") else f"{host}:{d.get('port') or 5432}"
-    return f"{where}, database {d.get('dbname') or d.get('user') or '?'}, user {d.get('user') or '?'}"
+    return (
+        f"{where}, database {d.get('dbname') or d.get('user') or '?'}, user {d.get('user') or '?'}"
+    )
 
 
 class PgVectorStore:
@@ -416,7 +420,9 @@ class PgVectorStore:
                 f"server: pass no DSN and unset {ENV_DSN}"
             )
         try:
-            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(EXTENSION)))
+            conn.execute(
+                sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(EXTENSION))
+            )
         except pg.errors.InsufficientPrivilege:
             db = conn.info.dbname
             raise StoreUnavailable(
@@ -510,7 +516,9 @@ class PgVectorStore:
                 )
             )
             current = int(
-                conn.execute(self._q("SELECT coalesce(max(version), 0) FROM {migrations}")).fetchone()[0]
+                conn.execute(
+                    self._q("SELECT coalesce(max(version), 0) FROM {migrations}")
+                ).fetchone()[0]
             )
             if current > SCHEMA_VERSION:
                 raise StoreError(
@@ -545,7 +553,9 @@ class PgVectorStore:
             )
             if not row[0]:
                 return 0
-            return int(self._db().execute(self._q("SELECT max(version) FROM {migrations}")).fetchone()[0])
+            return int(
+                self._db().execute(self._q("SELECT max(version) FROM {migrations}")).fetchone()[0]
+            )
 
     def _ready(self) -> bool:
         """Whether the table exists (another process may have created it since open).
@@ -579,7 +589,9 @@ class PgVectorStore:
             if self._dims is None:
                 self._migrate(dims)
             try:
-                batches = [_columns(records[i : i + _BATCH]) for i in range(0, len(records), _BATCH)]
+                batches = [
+                    _columns(records[i : i + _BATCH]) for i in range(0, len(records), _BATCH)
+                ]
             except UnicodeEncodeError as exc:
                 raise InputError(
                     f"PgVectorStore.put: a record holds text that is not valid unicode ({exc})"
@@ -725,7 +737,9 @@ class PgVectorStore:
             if not self._ready():
                 return 0
             return int(
-                self._db().execute(self._q(f"SELECT count(*) FROM {{table}}{where}"), params).fetchone()[0]
+                self._db()
+                .execute(self._q(f"SELECT count(*) FROM {{table}}{where}"), params)
+                .fetchone()[0]
             )
 
     def scopes(self) -> builtins.list[str]:
@@ -766,7 +780,9 @@ class PgVectorStore:
                 qvec = np.asarray(query, dtype=np.float32).reshape(-1)
                 if qvec.shape[0] != self._dims:
                     raise DimensionMismatch(
-                        self._dims, int(qvec.shape[0]), f"PgVectorStore({self.qualified_name}) query"
+                        self._dims,
+                        int(qvec.shape[0]),
+                        f"PgVectorStore({self.qualified_name}) query",
                     )
                 if not np.all(np.isfinite(qvec)) or not np.any(qvec):
                     qvec = None  # cosine distance to a zero vector is undefined
@@ -788,7 +804,9 @@ class PgVectorStore:
                     rows = cur.execute(stmt, {**params, **extra}).fetchall()
         return _candidates(rows, self._dims)
 
-    def _pool_sql(self, where: str, qvec: np.ndarray | None, pool: int) -> tuple[Any, dict[str, Any]]:
+    def _pool_sql(
+        self, where: str, qvec: np.ndarray | None, pool: int
+    ) -> tuple[Any, dict[str, Any]]:
         parts = []
         extra: dict[str, Any] = {}
         if qvec is not None:

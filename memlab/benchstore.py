@@ -1,0 +1,622 @@
+"""`memlab bench store`: the same seeded workload over every store backend.
+
+For each size N (default 1k, 10k, 100k) one scope holds N records and other
+scopes hold N/2 more; every backend (memory, jsonl, sqlite, pgvector) gets the
+identical records and queries, and each (backend, N) cell runs in a fresh child
+process so its peak memory is its own. Measured:
+
+- write throughput: batched (``put_many`` of ``batch`` records, while loading the
+  scope) and single (``put`` one at a time, into the loaded store);
+- recall latency p50/p95 of ``MemoryLayer.recall`` (hash embedder, 384 dims,
+  800-token budget, touches what it returns, like an agent);
+- parity with the exact ranking (InMemoryStore, computed once per size): for
+  every query the top-k ranked ids (``touch=False``, ``max_hits=k``). Exact
+  backends must match exactly; pgvector reports recall@k for each candidate-pool
+  size, with and without the salient+recent additions, and the latency at each;
+- store size on disk (``size_bytes``) and peak RSS of the cell's process above
+  its baseline after the workload was loaded into memory (for pgvector: the
+  client; the server's backend RSS is reported separately).
+
+Cells run with one BLAS thread (see ``run``). Writes ``store.csv`` (one row per measurement), ``store_pool.csv`` (pgvector pool
+sweep) and ``store.png`` under the output folder, and prints a summary table.
+Timings depend on the machine and on what else runs on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import ConfigError, MemlabError
+
+BACKENDS = ("memory", "jsonl", "sqlite", "pgvector")
+START = 1_780_000_000.0
+DIMS = 384
+SCOPE = "alice:support"
+OTHER_SCOPES = ("bob:support", "carol:sales", "dave:ops")
+TOPK = 10
+
+_SUBJECTS = ["we", "our team", "the client", "my manager", "the on-call engineer", "billing"]
+_VERBS = ["deploys to", "prefers", "moved to", "asked about", "switched to", "runs", "pays for"]
+_ASK = ["where does", "what about", "remind me about", "which", "how do we handle", "any news on"]
+_CONS = "bcdfghjklmnprstvwz"
+_VOWELS = "aeiou"
+VOCAB_SIZE = 6000
+TOPIC_SIZE = 200  # records per topic, at every N
+TOPIC_WORDS = 12
+
+
+def _vocabulary(rng: np.random.Generator) -> list[str]:
+    """Pronounceable pseudo-words (CV syllables + a consonant): unrelated words
+    share few character trigrams, as in real text."""
+    seen: dict[str, None] = {}
+    while len(seen) < VOCAB_SIZE:
+        k = int(rng.integers(2, 4))
+        w = "".join(_CONS[rng.integers(len(_CONS))] + _VOWELS[rng.integers(5)] for _ in range(k))
+        seen[w + _CONS[rng.integers(len(_CONS))]] = None
+    return list(seen)
+
+
+class Corpus:
+    """Seeded support-chat lines about topics.
+
+    Each line is a subject, a verb, 3 of its topic's 12 words and 4 words drawn
+    from a Zipf(1.05) distribution over a 6,000-word vocabulary. There is one
+    topic per ``TOPIC_SIZE`` records, so a query (2 words of one topic) has a few
+    hundred related records at every N, and unrelated lines have low cosine
+    similarity under the hash embedder.
+    """
+
+    def __init__(self, n_topics: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.vocab = _vocabulary(rng)
+        zipf = 1.0 / np.arange(1, VOCAB_SIZE + 1) ** 1.05
+        self.p = zipf / zipf.sum()
+        self.topics = np.stack(
+            [rng.choice(VOCAB_SIZE, TOPIC_WORDS, replace=False) for _ in range(n_topics)]
+        )
+
+    def lines(self, n: int, seed: int) -> list[str]:
+        rng = np.random.default_rng(seed)
+        t = rng.integers(len(self.topics), size=n)
+        pick = np.argsort(rng.random((n, TOPIC_WORDS)), axis=1)[:, :3]
+        topical = self.topics[t[:, None], pick]
+        common = rng.choice(VOCAB_SIZE, size=(n, 4), p=self.p)
+        words = np.concatenate([topical, common], axis=1)
+        words = np.take_along_axis(words, np.argsort(rng.random(words.shape), axis=1), axis=1)
+        s = rng.integers(len(_SUBJECTS), size=n)
+        v = rng.integers(len(_VERBS), size=n)
+        vocab = self.vocab
+        return [
+            f"{_SUBJECTS[s[i]]} {_VERBS[v[i]]} " + " ".join(vocab[j] for j in words[i])
+            for i in range(n)
+        ]
+
+    def queries(self, n: int, seed: int) -> list[str]:
+        rng = np.random.default_rng(seed)
+        out = []
+        for _ in range(n):
+            t = self.topics[rng.integers(len(self.topics))]
+            a, b = rng.choice(t, 2, replace=False)
+            out.append(f"{_ASK[rng.integers(len(_ASK))]} {self.vocab[a]} {self.vocab[b]}?")
+        return out
+
+
+_OBJECTS = [
+    f"{a}-{b}"
+    for a in ["gke", "eks", "aks", "nomad", "heroku", "fly", "render", "k3s"]
+    for b in ["europe", "us-east", "asia", "canary", "prod", "staging", "edge", "lab"]
+]
+_TOKENS = [f"token{i}" for i in range(4000)]
+
+
+def flat_lines(n: int, seed: int) -> list[str]:
+    """``make bench``'s vocabulary: template lines + 6 of 4,000 "tokenNNN" words.
+
+    Every "tokenNNN" shares the trigrams of "token", so any two lines are ~0.5
+    similar under the hash embedder: the similarity signal is nearly flat and
+    salience decides the hybrid top-k (a hard case for any candidate pool).
+    """
+    rng = np.random.default_rng(seed)
+    s = rng.integers(len(_SUBJECTS), size=n)
+    v = rng.integers(len(_VERBS), size=n)
+    o = rng.integers(len(_OBJECTS), size=n)
+    w = rng.integers(len(_TOKENS), size=(n, 6))
+    return [
+        f"{_SUBJECTS[s[i]]} {_VERBS[v[i]]} {_OBJECTS[o[i]]} " + " ".join(_TOKENS[j] for j in w[i])
+        for i in range(n)
+    ]
+
+
+@dataclass
+class Workload:
+    """The seeded records and queries of one size (identical for every backend)."""
+
+    n: int
+    records: list[Any]  # the measured scope's N records
+    others: list[Any]  # other scopes' records
+    extra: list[Any]  # fresh records for the single-put measurement
+    queries: list[str]
+    now: float
+
+
+def make_workload(
+    n: int, *, seed: int = 0, queries: int = 50, single: int = 1000, corpus: str = "topics"
+) -> Workload:
+    """N records in ``SCOPE``, N/2 (at least 100) across three other scopes, a
+    sample of fresh records for single puts, and query texts from the same
+    vocabulary. Records are one minute apart, interleaved across scopes; kinds
+    are 80% episodic, 15% semantic, 5% procedural; salience is uniform.
+
+    Args:
+        corpus: ``"topics"`` (``Corpus``) or ``"flat"`` (``flat_lines``).
+    """
+    from memlab.memory import HashEmbedder, MemoryKind, MemoryRecord
+    from memlab.memory.tokens import estimate_tokens
+
+    emb = HashEmbedder(DIMS)
+    n_other = max(100, n // 2)
+    n_extra = min(single, n)
+    total = n + n_other + n_extra
+    if corpus == "topics":
+        gen = Corpus(max(5, (n + n_other) // TOPIC_SIZE), seed)
+        texts = gen.lines(total, seed)
+        qtexts = gen.queries(queries, seed + 7919)
+    elif corpus == "flat":
+        texts = flat_lines(total, seed)
+        qtexts = flat_lines(queries, seed + 7919)
+    else:
+        raise ConfigError(f"bench corpus must be 'topics' or 'flat', got {corpus!r}")
+    vecs = np.concatenate([emb.embed(texts[i : i + 4096]) for i in range(0, total, 4096)])
+    rng = np.random.default_rng(seed + 1)
+    sal = rng.uniform(0.0, 1.0, total)
+    kinds = rng.choice(["episodic", "semantic", "procedural"], size=total, p=[0.8, 0.15, 0.05])
+    order = rng.permutation(n + n_other)  # interleave scopes in time
+
+    def rec(i: int, scope: str, t: float) -> Any:
+        return MemoryRecord(
+            id=f"r{seed}-{i:07d}",
+            content=texts[i],
+            embedding=vecs[i],
+            kind=MemoryKind(str(kinds[i])),
+            scope=scope,
+            salience=float(sal[i]),
+            tokens=estimate_tokens(texts[i]),
+            created_at=t,
+            last_accessed_at=t,
+        )
+
+    times = START + 60.0 * order
+    records = [rec(i, SCOPE, float(times[i])) for i in range(n)]
+    others = [
+        rec(i, OTHER_SCOPES[i % len(OTHER_SCOPES)], float(times[i])) for i in range(n, n + n_other)
+    ]
+    end = START + 60.0 * (n + n_other)
+    extra = [rec(i, SCOPE, end + 60.0 * k) for k, i in enumerate(range(n + n_other, total))]
+    return Workload(n, records, others, extra, qtexts, end + 3600.0)
+
+
+# -- one (backend, N) cell, run in a fresh child process ------------------------------
+@dataclass
+class Settings:
+    """What one bench run measures (see ``main`` for the command-line options)."""
+
+    sizes: list[int]
+    backends: list[str]
+    queries: int = 50
+    pools: list[int] | None = None  # pgvector pool sweep
+    pool: int = 200  # the pool of the latency row (MemoryLayer's default)
+    extras: int = 50  # pgvector salient and recent additions
+    single: int = 1000  # single puts measured
+    batch: int = 500  # records per put_many
+    seed: int = 0
+    corpus: str = "topics"
+    topk: int = TOPK
+    out: Path = Path("results/bench")
+    dsn: str | None = None
+    data_dir: str | None = None
+
+
+def _rss() -> int:
+    """Resident set size of this process now, in bytes (Linux), else the peak."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return _peak_rss()
+
+
+def _peak_rss() -> int:
+    """Peak RSS of this process's address space, in bytes.
+
+    Linux's VmHWM starts afresh at exec; ru_maxrss does not (a spawned child
+    would report its parent's size at fork), so it is only the fallback.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def _percentiles(times: Sequence[float]) -> tuple[float, float]:
+    return float(np.percentile(times, 50) * 1e3), float(np.percentile(times, 95) * 1e3)
+
+
+def _open(backend: str, n: int, tmp: Path, dsn: str | None, schema: str) -> Any:
+    from memlab.memory import InMemoryStore, JsonlStore, SqliteStore
+
+    if backend == "memory":
+        return InMemoryStore()
+    if backend == "jsonl":
+        return JsonlStore(tmp / f"bench-{n}.jsonl")
+    if backend == "sqlite":
+        return SqliteStore(tmp / f"bench-{n}.db")
+    from memlab.memory.stores.pgvector import PgVectorStore
+
+    return PgVectorStore(dsn, dims=DIMS, schema=schema, table=f"bench_{n}")
+
+
+def _ranked(layer: Any, queries: Sequence[str], k: int) -> tuple[list[list[str]], list[float]]:
+    from memlab.memory import RecallQuery
+
+    out, times = [], []
+    for q in queries:
+        t = time.perf_counter()
+        res = layer.recall(RecallQuery(SCOPE, q, token_budget=1_000_000, max_hits=k), touch=False)
+        times.append(time.perf_counter() - t)
+        out.append([h.record.id for h in res])
+    return out, times
+
+
+def run_cell(
+    backend: str, workload_path: str, ref: list[list[str]], s: Settings, schema: str, tmp: str
+) -> dict[str, Any]:
+    """Load one backend with one workload and measure it (runs in a child process)."""
+    import pickle
+
+    from tqdm import tqdm
+
+    from memlab.memory import HashEmbedder, MemoryLayer, RecallQuery
+
+    with open(workload_path, "rb") as f:
+        w: Workload = pickle.load(f)
+    emb = HashEmbedder(DIMS)
+    base = _rss()
+    store = _open(backend, w.n, Path(tmp), s.dsn, schema)
+    row: dict[str, Any] = {"backend": backend, "records": w.n}
+    pool_rows: list[dict[str, Any]] = []
+    try:
+        label = f"{backend} {w.n:,}"
+        with tqdm(total=len(w.others) + w.n, desc=f"{label}: load", unit="rec", leave=False) as bar:
+            for i in range(0, len(w.others), s.batch):
+                store.put_many(w.others[i : i + s.batch])
+                bar.update(len(w.others[i : i + s.batch]))
+            t = time.perf_counter()
+            for i in range(0, w.n, s.batch):
+                store.put_many(w.records[i : i + s.batch])
+                bar.update(len(w.records[i : i + s.batch]))
+            row["write_batched_per_s"] = w.n / (time.perf_counter() - t)
+        if backend == "pgvector":
+            store.analyze()  # what autovacuum does soon after a bulk load
+        layer = MemoryLayer(store, emb, clock=lambda: w.now, pool=s.pool)
+        for q in w.queries:  # warm caches and the query-embedding cache
+            layer.recall(RecallQuery(SCOPE, q), touch=False)
+        got, _ = _ranked(layer, w.queries, s.topk)
+        row["parity_identical"] = float(np.mean([a == b for a, b in zip(got, ref, strict=True)]))
+        row["recall_at_k"] = float(
+            np.mean([len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(got, ref, strict=True)])
+        )
+        if backend == "pgvector":
+            for pool in s.pools or []:
+                for extras in (s.extras, 0):
+                    store.salient = store.recent = extras
+                    layer.pool = pool
+                    _ranked(layer, w.queries[:5], s.topk)  # warm
+                    got, times = _ranked(layer, w.queries, s.topk)
+                    p50, p95 = _percentiles(times)
+                    pool_rows.append(
+                        {
+                            "records": w.n,
+                            "pool": pool,
+                            "extras": extras,
+                            "recall_at_k": float(
+                                np.mean(
+                                    [
+                                        len(set(a) & set(b)) / max(1, len(b))
+                                        for a, b in zip(got, ref, strict=True)
+                                    ]
+                                )
+                            ),
+                            "p50_ms": p50,
+                            "p95_ms": p95,
+                        }
+                    )
+            store.salient = store.recent = s.extras
+            layer.pool = s.pool
+        times = []
+        for q in tqdm(w.queries * 2, desc=f"{label}: recall", leave=False):
+            t = time.perf_counter()
+            layer.recall(RecallQuery(SCOPE, q))  # an agent's recall: 800 tokens, touches
+            times.append(time.perf_counter() - t)
+        row["recall_p50_ms"], row["recall_p95_ms"] = _percentiles(times)
+        t = time.perf_counter()
+        for r in tqdm(w.extra, desc=f"{label}: single puts", leave=False):
+            store.put(r)
+        row["write_single_per_s"] = len(w.extra) / (time.perf_counter() - t)
+        row["size_mb"] = store.size_bytes() / 1e6
+        row["peak_rss_mb"] = max(0, _peak_rss() - base) / 1e6
+        row["server_rss_mb"] = _server_rss(store) if backend == "pgvector" else float("nan")
+    finally:
+        store.close()
+    row["pool_rows"] = pool_rows
+    return row
+
+
+def _server_rss(store: Any) -> float:
+    """RSS of the PostgreSQL backend serving the store's connection (local servers)."""
+    try:
+        import psutil
+
+        pid = store._db().info.backend_pid
+        return float(psutil.Process(pid).memory_info().rss / 1e6)
+    except Exception:
+        return float("nan")
+
+
+# -- the driver ------------------------------------------------------------------------
+def reference(w: Workload, k: int) -> list[list[str]]:
+    """The exact top-k ids of every query (InMemoryStore, touch=False)."""
+    from memlab.memory import HashEmbedder, InMemoryStore, MemoryLayer
+
+    store = InMemoryStore()
+    store.put_many(w.others)
+    store.put_many(w.records)
+    return _ranked(MemoryLayer(store, HashEmbedder(DIMS), clock=lambda: w.now), w.queries, k)[0]
+
+
+def _pg_target(s: Settings) -> tuple[str, Callable[[], None]]:
+    """The DSN to benchmark against and a cleanup that drops the bench schema."""
+    from memlab.errors import require
+
+    psycopg = require("psycopg", feature="the pgvector benchmark", extra="pg")
+    dsn = s.dsn or os.environ.get("MEMLAB_PG_DSN") or None
+    if dsn is None:
+        from memlab.memory.stores.pgserver import embedded_dsn
+
+        dsn = embedded_dsn(s.data_dir)
+    schema = f"memlab_bench_{os.getpid()}"
+
+    def drop() -> None:
+        from psycopg import sql
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+    return dsn, drop
+
+
+def run(s: Settings) -> tuple[Any, Any]:
+    """Run every (size, backend) cell; return (summary table, pool sweep table)."""
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    import pandas as pd
+    from tqdm import tqdm
+
+    for b in s.backends:
+        if b not in BACKENDS:
+            raise ConfigError(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
+    cleanup: Callable[[], None] = lambda: None  # noqa: E731
+    schema = f"memlab_bench_{os.getpid()}"
+    if "pgvector" in s.backends:
+        s.dsn, cleanup = _pg_target(s)
+    rows, pool_rows = [], []
+    # One BLAS thread in the cells: on a small, busy machine OpenBLAS's threaded
+    # matrix-vector product spins for cores that are taken and gets ~40x slower,
+    # which would measure the machine's load rather than the store.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    ctx = mp.get_context("spawn")
+    try:
+        with tempfile.TemporaryDirectory(prefix="memlab-bench-") as tmp:
+            cells = tqdm(total=len(s.sizes) * len(s.backends), desc="bench store", unit="cell")
+            for n in s.sizes:
+                cells.set_postfix_str(f"workload {n:,}")
+                w = make_workload(
+                    n, seed=s.seed, queries=s.queries, single=s.single, corpus=s.corpus
+                )
+                ref = reference(w, s.topk)
+                path = os.path.join(tmp, f"workload-{n}.pkl")
+                with open(path, "wb") as f:
+                    pickle.dump(w, f, protocol=pickle.HIGHEST_PROTOCOL)
+                del w
+                for backend in s.backends:
+                    cells.set_postfix_str(f"{backend} {n:,}")
+                    # A fresh process per cell: its peak memory is its own.
+                    with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+                        row = ex.submit(run_cell, backend, path, ref, s, schema, tmp).result()
+                    pool_rows += row.pop("pool_rows")
+                    rows.append(row)
+                    cells.update()
+                os.unlink(path)
+            cells.close()
+    finally:
+        if "pgvector" in s.backends:
+            cleanup()
+    return pd.DataFrame(rows), pd.DataFrame(pool_rows)
+
+
+def chart(table: Any, pools: Any, path: Path) -> None:
+    """Four panels: recall latency, write throughput, pgvector pool trade-off, size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(2, 2, figsize=(12, 9))
+    for backend, g in table.groupby("backend", sort=False):
+        g = g.sort_values("records")
+        ax[0, 0].plot(g.records, g.recall_p50_ms, "o-", label=f"{backend} p50")
+        ax[0, 0].plot(g.records, g.recall_p95_ms, "x:", color=ax[0, 0].lines[-1].get_color())
+        ax[0, 1].plot(g.records, g.write_batched_per_s, "o-", label=f"{backend} batched")
+        ax[0, 1].plot(g.records, g.write_single_per_s, "x:", color=ax[0, 1].lines[-1].get_color())
+        ax[1, 1].plot(g.records, g.size_mb.clip(lower=1e-3), "o-", label=backend)
+    ax[0, 0].set(title="recall latency (p50 solid, p95 dotted)", ylabel="ms")
+    ax[0, 1].set(title="writes (batched solid, single dotted)", ylabel="records / s")
+    ax[1, 1].set(title="store size on disk (memory: none)", ylabel="MB")
+    for a in (ax[0, 0], ax[0, 1], ax[1, 1]):
+        a.set(xscale="log", yscale="log", xlabel="records in the recalled scope")
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=8)
+    a = ax[1, 0]
+    if len(pools):
+        for (n, extras), g in pools.groupby(["records", "extras"]):
+            g = g.sort_values("pool")
+            a.plot(
+                g["pool"],
+                g.recall_at_k,
+                "o-" if extras else "x--",
+                label=f"{n:,} records, {'+' if extras else 'no '}salient/recent",
+            )
+        a.axhline(0.95, color="grey", lw=0.8, ls=":")
+        a.set(xscale="log", ylim=(0, 1.02))
+        a.legend(fontsize=8)
+    a.set(
+        title="pgvector: recall@10 against exact vs candidate pool",
+        xlabel="pool (nearest neighbours fetched)",
+        ylabel="recall@10",
+    )
+    a.grid(True, which="both", alpha=0.3)
+    fig.suptitle("memlab bench store (hash embedder, 384 dims; shared machine)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--{name} takes comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"--{name} needs positive integers, got {text!r}")
+    return values
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``memlab bench store [options]``; returns the exit code."""
+    ap = argparse.ArgumentParser(
+        prog="memlab bench store",
+        description="Compare the store backends on one seeded workload (see memlab.benchstore).",
+    )
+    ap.add_argument("--sizes", default="1000,10000,100000", help="records in the scope")
+    ap.add_argument("--backends", default=",".join(BACKENDS))
+    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--pools", default="50,100,200,400", help="pgvector pool sweep")
+    ap.add_argument("--pool", type=int, default=200, help="pool of the latency measurement")
+    ap.add_argument("--extras", type=int, default=50, help="pgvector salient/recent additions")
+    ap.add_argument("--single", type=int, default=1000, help="single puts to time")
+    ap.add_argument("--batch", type=int, default=500, help="records per put_many")
+    ap.add_argument("--corpus", choices=["topics", "flat"], default="topics")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="results/bench")
+    ap.add_argument(
+        "--dsn", default=None, help="PostgreSQL DSN (default: $MEMLAB_PG_DSN, else embedded)"
+    )
+    ap.add_argument("--data-dir", default=None, help="embedded server data directory")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    s = Settings(
+        sizes=_ints(args.sizes, "sizes"),
+        backends=[b.strip() for b in args.backends.split(",") if b.strip()],
+        queries=args.queries,
+        pools=_ints(args.pools, "pools"),
+        pool=args.pool,
+        extras=args.extras,
+        single=args.single,
+        batch=args.batch,
+        seed=args.seed,
+        corpus=args.corpus,
+        out=Path(args.out),
+        dsn=args.dsn,
+        data_dir=args.data_dir,
+    )
+    table, pools = run(s)
+    s.out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(s.out / "store.csv", index=False)
+    pools.to_csv(s.out / "store_pool.csv", index=False)
+    chart(table, pools, s.out / "store.png")
+    print(summary(table, pools, s))
+    print(f"\nwritten: {s.out / 'store.csv'}, {s.out / 'store_pool.csv'}, {s.out / 'store.png'}")
+    return 0
+
+
+def summary(table: Any, pools: Any, s: Settings) -> str:
+    """The printed report: the table, the pool trade-off and the targets."""
+    import pandas as pd
+
+    cols = {
+        "backend": "backend",
+        "records": "records",
+        "write_single_per_s": "single/s",
+        "write_batched_per_s": "batched/s",
+        "recall_p50_ms": "p50 ms",
+        "recall_p95_ms": "p95 ms",
+        "parity_identical": "identical",
+        "recall_at_k": f"recall@{s.topk}",
+        "size_mb": "size MB",
+        "peak_rss_mb": "peak MB",
+        "server_rss_mb": "server MB",
+    }
+    lines = [
+        f"memlab bench store: {s.corpus} corpus, hash embedder ({DIMS} dims), "
+        f"{s.queries} queries, pgvector pool {s.pool} + {s.extras} salient + {s.extras} recent",
+    ]
+    with pd.option_context("display.width", 200, "display.float_format", "{:,.2f}".format):
+        lines.append(table[list(cols)].rename(columns=cols).to_string(index=False))
+        if len(pools):
+            lines.append(f"\npgvector recall@{s.topk} against exact, and recall p50 ms, by pool:")
+            piv = pools.pivot_table(
+                index=["records", "extras"], columns="pool", values=["recall_at_k", "p50_ms"]
+            )
+            lines.append(piv.to_string())
+    pg = table[table.backend == "pgvector"]
+    if len(pg) and pg.records.max() >= 100_000:
+        r = pg[pg.records == pg.records.max()].iloc[0]
+        ok = r.recall_p50_ms < 10 and r.recall_at_k >= 0.95
+        lines.append(
+            f"\ntarget (pgvector @ {int(r.records):,}: p50 < 10 ms and recall@10 >= 0.95): "
+            f"p50 {r.recall_p50_ms:.1f} ms, recall@10 {r.recall_at_k:.3f} -> "
+            f"{'MET' if ok else 'MISSED'}"
+        )
+    exact = table[table.backend != "pgvector"]
+    if len(exact):
+        lines.append(
+            f"exact backends with identical ranked ids on every query: "
+            f"{', '.join(sorted(set(exact[exact.parity_identical == 1.0].backend))) or 'none'}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except MemlabError as exc:
+        print(f"memlab: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
