@@ -88,6 +88,10 @@ class Corpus:
         )
 
     def lines(self, n: int, seed: int) -> list[str]:
+        return self.draw(n, seed)[0]
+
+    def draw(self, n: int, seed: int) -> tuple[list[str], np.ndarray]:
+        """n lines and the topic index of each."""
         rng = np.random.default_rng(seed)
         t = rng.integers(len(self.topics), size=n)
         pick = np.argsort(rng.random((n, TOPIC_WORDS)), axis=1)[:, :3]
@@ -98,10 +102,11 @@ class Corpus:
         s = rng.integers(len(_SUBJECTS), size=n)
         v = rng.integers(len(_VERBS), size=n)
         vocab = self.vocab
-        return [
+        lines = [
             f"{_SUBJECTS[s[i]]} {_VERBS[v[i]]} " + " ".join(vocab[j] for j in words[i])
             for i in range(n)
         ]
+        return lines, t
 
     def queries(self, n: int, seed: int) -> list[str]:
         rng = np.random.default_rng(seed)
@@ -226,6 +231,8 @@ class Settings:
     out: Path = Path("results/bench")
     dsn: str | None = None
     data_dir: str | None = None
+    hnsw_m: int = 16
+    ef_construction: int = 64
 
 
 def _rss() -> int:
@@ -258,7 +265,7 @@ def _percentiles(times: Sequence[float]) -> tuple[float, float]:
     return float(np.percentile(times, 50) * 1e3), float(np.percentile(times, 95) * 1e3)
 
 
-def _open(backend: str, n: int, tmp: Path, dsn: str | None, schema: str) -> Any:
+def _open(backend: str, n: int, tmp: Path, s: Settings, schema: str) -> Any:
     from memlab.memory import InMemoryStore, JsonlStore, SqliteStore
 
     if backend == "memory":
@@ -269,7 +276,16 @@ def _open(backend: str, n: int, tmp: Path, dsn: str | None, schema: str) -> Any:
         return SqliteStore(tmp / f"bench-{n}.db")
     from memlab.memory.stores.pgvector import PgVectorStore
 
-    return PgVectorStore(dsn, dims=DIMS, schema=schema, table=f"bench_{n}")
+    return PgVectorStore(
+        s.dsn,
+        dims=DIMS,
+        schema=schema,
+        table=f"bench_{n}",
+        salient=s.extras,
+        recent=s.extras,
+        hnsw_m=s.hnsw_m,
+        hnsw_ef_construction=s.ef_construction,
+    )
 
 
 def _ranked(layer: Any, queries: Sequence[str], k: int) -> tuple[list[list[str]], list[float]]:
@@ -298,7 +314,7 @@ def run_cell(
         w: Workload = pickle.load(f)
     emb = HashEmbedder(DIMS)
     base = _rss()
-    store = _open(backend, w.n, Path(tmp), s.dsn, schema)
+    store = _open(backend, w.n, Path(tmp), s, schema)
     row: dict[str, Any] = {"backend": backend, "records": w.n}
     pool_rows: list[dict[str, Any]] = []
     try:
@@ -541,6 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dsn", default=None, help="PostgreSQL DSN (default: $MEMLAB_PG_DSN, else embedded)"
     )
     ap.add_argument("--data-dir", default=None, help="embedded server data directory")
+    ap.add_argument("--hnsw-m", type=int, default=16, help="pgvector HNSW m")
+    ap.add_argument("--ef-construction", type=int, default=64, help="pgvector HNSW ef_construction")
     args = ap.parse_args(list(argv) if argv is not None else None)
     s = Settings(
         sizes=_ints(args.sizes, "sizes"),
@@ -556,6 +574,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out=Path(args.out),
         dsn=args.dsn,
         data_dir=args.data_dir,
+        hnsw_m=args.hnsw_m,
+        ef_construction=args.ef_construction,
     )
     table, pools = run(s)
     s.out.mkdir(parents=True, exist_ok=True)
@@ -586,7 +606,8 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
     }
     lines = [
         f"memlab bench store: {s.corpus} corpus, hash embedder ({DIMS} dims), "
-        f"{s.queries} queries, pgvector pool {s.pool} + {s.extras} salient + {s.extras} recent",
+        f"{s.queries} queries; pgvector: pool {s.pool} + {s.extras} salient + {s.extras} "
+        f"recent, HNSW m={s.hnsw_m} ef_construction={s.ef_construction}",
     ]
     with pd.option_context("display.width", 200, "display.float_format", "{:,.2f}".format):
         lines.append(table[list(cols)].rename(columns=cols).to_string(index=False))
