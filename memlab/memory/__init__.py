@@ -28,7 +28,14 @@ from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
 from memlab.memory.salience import estimate_salience
-from memlab.memory.stores import Candidates, InMemoryStore, JsonlStore, MemoryStore, SqliteStore
+from memlab.memory.stores import (
+    Candidates,
+    InMemoryStore,
+    JsonlStore,
+    MemoryStore,
+    PgVectorStore,
+    SqliteStore,
+)
 from memlab.memory.summarize import ExtractiveSummarizer, Summarizer
 from memlab.memory.summarizers import OpenAISummarizer
 from memlab.memory.timeparse import TimeWindow, parse_time
@@ -65,6 +72,7 @@ __all__ = [
     "NoRewrite",
     "OpenAIEmbedder",
     "OpenAISummarizer",
+    "PgVectorStore",
     "QueryRewriter",
     "RankWeights",
     "RecallQuery",

@@ -3,6 +3,14 @@
 from memlab.memory.stores.base import Candidates, MemoryStore
 from memlab.memory.stores.jsonl import JsonlStore
 from memlab.memory.stores.memory import InMemoryStore
+from memlab.memory.stores.pgvector import PgVectorStore  # psycopg is imported on use
 from memlab.memory.stores.sqlite import SqliteStore
 
-__all__ = ["Candidates", "InMemoryStore", "JsonlStore", "MemoryStore", "SqliteStore"]
+__all__ = [
+    "Candidates",
+    "InMemoryStore",
+    "JsonlStore",
+    "MemoryStore",
+    "PgVectorStore",
+    "SqliteStore",
+]
