@@ -220,7 +220,6 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
         EmbeddedPostgres(tmp_path / "pg")
 
 
-
 def test_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(StoreUnavailable) as err:
         PgVectorStore("postgresql://memlab:s3cret@127.0.0.1:1/memlab", connect_timeout=3)
