@@ -199,11 +199,18 @@ def test_dims_are_checked_on_open(dsn: str, schema: str) -> None:
     s.close()
 
 
+def test_names_are_quoted_identifiers(dsn: str, tmp_path: Path) -> None:
+    s = PgVectorStore(dsn, schema=pg_schema(tmp_path).upper(), table="MemoryStrategy-support-0001")
+    s.put(make_record())
+    assert s.count() == 1 and s.schema_version == SCHEMA_VERSION
+    s.close()
+
+
 def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
     with pytest.raises(ConfigError, match="table name"):
         PgVectorStore(dsn, table='x"; DROP TABLE y; --')
     with pytest.raises(ConfigError, match="schema name"):
-        PgVectorStore(dsn, schema="Public")
+        PgVectorStore(dsn, schema="my schema")
     with pytest.raises(ConfigError, match="pool"):
         PgVectorStore(dsn, pool=0)
     with pytest.raises(ConfigError, match="ef_search"):

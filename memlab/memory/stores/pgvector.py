@@ -68,7 +68,9 @@ FEATURE = "the pgvector store"
 ENV_DSN = "MEMLAB_PG_DSN"
 EXTENSION = "vector"
 MIN_PGVECTOR = (0, 8, 0)  # iterative index scans
-_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
+# Names are always quoted (psycopg.sql.Identifier); this only keeps them readable
+# and short enough for the derived index names (PostgreSQL's limit is 63 bytes).
+_IDENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,39}$")
 _BATCH = 5000  # rows per INSERT statement; larger batches are pipelined in one transaction
 
 # -- lossless text: PostgreSQL text cannot hold NUL -----------------------------------
@@ -230,13 +232,13 @@ class PgVectorStore:
         self._sql = sql
         if not isinstance(table, str) or not _IDENT.match(table):
             raise ConfigError(
-                f"pgvector table name {table!r} is invalid; use 1-40 lowercase letters, "
-                "digits and underscores, starting with a letter or underscore"
+                f"pgvector table name {table!r} is invalid; use 1-40 letters, digits, '_' "
+                "or '-', not starting with '-'"
             )
         if schema is not None and (not isinstance(schema, str) or not _IDENT.match(schema)):
             raise ConfigError(
-                f"pgvector schema name {schema!r} is invalid; use 1-40 lowercase letters, "
-                "digits and underscores, starting with a letter or underscore"
+                f"pgvector schema name {schema!r} is invalid; use 1-40 letters, digits, '_' "
+                "or '-', not starting with '-'"
             )
         for name, value, low in [
             ("pool", pool, 1),
