@@ -486,35 +486,49 @@ def chart(table: Any, pools: Any, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(2, 2, figsize=(12, 9))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    color = {b: colors[i] for i, b in enumerate(BACKENDS)}
     for backend, g in table.groupby("backend", sort=False):
         g = g.sort_values("records")
-        ax[0, 0].plot(g.records, g.recall_p50_ms, "o-", label=f"{backend} p50")
-        ax[0, 0].plot(g.records, g.recall_p95_ms, "x:", color=ax[0, 0].lines[-1].get_color())
-        ax[0, 1].plot(g.records, g.write_batched_per_s, "o-", label=f"{backend} batched")
-        ax[0, 1].plot(g.records, g.write_single_per_s, "x:", color=ax[0, 1].lines[-1].get_color())
-        ax[1, 1].plot(g.records, g.size_mb.clip(lower=1e-3), "o-", label=backend)
+        c = color.get(str(backend), "black")
+        ax[0, 0].plot(g.records, g.recall_p50_ms, "o-", color=c, label=f"{backend} p50")
+        ax[0, 0].plot(g.records, g.recall_p95_ms, "x:", color=c)
+        ax[0, 1].plot(g.records, g.write_batched_per_s, "o-", color=c, label=f"{backend} batched")
+        ax[0, 1].plot(g.records, g.write_single_per_s, "x:", color=c)
+        on_disk = g[g.size_mb > 0]
+        if len(on_disk):
+            ax[1, 1].plot(on_disk.records, on_disk.size_mb, "o-", color=c, label=backend)
     ax[0, 0].set(title="recall latency (p50 solid, p95 dotted)", ylabel="ms")
     ax[0, 1].set(title="writes (batched solid, single dotted)", ylabel="records / s")
-    ax[1, 1].set(title="store size on disk (memory: none)", ylabel="MB")
+    ax[1, 1].set(title="store size on disk (InMemoryStore: none)", ylabel="MB")
     for a in (ax[0, 0], ax[0, 1], ax[1, 1]):
         a.set(xscale="log", yscale="log", xlabel="records in the recalled scope")
         a.grid(True, which="both", alpha=0.3)
         a.legend(fontsize=8)
     a = ax[1, 0]
     if len(pools):
-        for (n, extras), g in pools.groupby(["records", "extras"]):
-            g = g.sort_values("pool")
-            a.plot(
-                g["pool"],
-                g.recall_at_k,
-                "o-" if extras else "x--",
-                label=f"{n:,} records, {'+' if extras else 'no '}salient/recent",
-            )
+        for i, (n, by_n) in enumerate(pools.groupby("records")):
+            nc = colors[(i + len(BACKENDS)) % len(colors)]
+            for extras, g in by_n.groupby("extras"):
+                g = g.sort_values("pool")
+                a.plot(
+                    g["pool"],
+                    g.recall_at_k,
+                    "o-" if extras else "x--",
+                    color=nc,
+                    label=f"{n:,} records{', + salient/recent' if extras else ''}",
+                )
+                if extras:
+                    for x, y, ms in zip(g["pool"], g.recall_at_k, g.p50_ms, strict=True):
+                        a.annotate(
+                            f"{ms:.0f} ms", (x, y), textcoords="offset points", xytext=(4, -10),
+                            fontsize=7, color=nc,
+                        )  # fmt: skip
         a.axhline(0.95, color="grey", lw=0.8, ls=":")
-        a.set(xscale="log", ylim=(0, 1.02))
+        a.set(xscale="log", ylim=(0, 1.05))
         a.legend(fontsize=8)
     a.set(
-        title="pgvector: recall@10 against exact vs candidate pool",
+        title="pgvector: recall@10 against exact vs candidate pool (labels: p50)",
         xlabel="pool (nearest neighbours fetched)",
         ylabel="recall@10",
     )
