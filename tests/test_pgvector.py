@@ -124,6 +124,44 @@ def test_big_put_many_is_pipelined_and_atomic(dsn: str, schema: str) -> None:
     s.close()
 
 
+def test_touch_is_a_hot_update_that_leaves_the_hnsw_index_alone(dsn: str, schema: str) -> None:
+    """Recall touches what it returns; with 384-dim rows that must not re-insert
+    them into the HNSW graph (which costs more than the recall)."""
+    s = PgVectorStore(dsn, schema=schema, dims=384)
+    rs = [make_record(content=f"f{i}", embedding=vec(i, 384), dims=384) for i in range(300)]
+    s.put_many(rs)
+    conn = s._db()
+
+    def index_size() -> int:
+        return int(
+            conn.execute(
+                "SELECT pg_relation_size(%s::regclass)",
+                (f'"{schema}".memlab_records_embedding_hnsw',),
+            ).fetchone()[0]
+        )
+
+    before = index_size()
+    rng = np.random.default_rng(0)
+    for call in range(90):  # like recalls: 10 hits each, popular records recur
+        hits = rng.choice(300, size=10, replace=False, p=_zipf(300))
+        s.touch([rs[i].id for i in hits], at=float(call))
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    with admin(dsn) as other:
+        updates, hot = other.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+            "WHERE schemaname = %s AND relname = 'memlab_records'",
+            (schema,),
+        ).fetchone()
+    assert updates == 900 and hot >= 0.9 * updates, f"only {hot} of {updates} HOT"
+    assert index_size() <= before * 1.05
+    s.close()
+
+
+def _zipf(n: int) -> np.ndarray:
+    p = 1.0 / np.arange(1, n + 1)
+    return p / p.sum()
+
+
 # -- schema -------------------------------------------------------------------------
 def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
     s = PgVectorStore(dsn, schema=schema, table="mem", dims=DIMS)
