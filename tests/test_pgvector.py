@@ -209,6 +209,24 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
         assert sorted(v for (v,) in versions) == list(range(1, SCHEMA_VERSION + 1))
 
 
+def test_read_only_user_can_open_an_up_to_date_store(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema, dims=DIMS)
+    s.put(make_record())
+    s.close()
+    with admin(dsn) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'memlab_ro'").fetchone():
+            conn.execute("DROP OWNED BY memlab_ro")
+            conn.execute("DROP ROLE memlab_ro")
+        conn.execute("CREATE ROLE memlab_ro LOGIN")
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO memlab_ro')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO memlab_ro')
+    ro = PgVectorStore(with_params(dsn, user="memlab_ro"), schema=schema)
+    assert ro.count("alice") == 1 and ro.dims == DIMS
+    with pytest.raises(StoreError, match="permission denied.*grant"):
+        ro.put(make_record())
+    ro.close()
+
+
 def test_newer_schema_is_refused(dsn: str, schema: str) -> None:
     PgVectorStore(dsn, schema=schema, dims=DIMS).close()
     with admin(dsn) as conn:

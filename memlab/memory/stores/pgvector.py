@@ -184,8 +184,8 @@ class PgVectorStore:
         dims: embedding dimensions. Checked against an existing table (a mismatch
             raises ``DimensionMismatch`` naming both); None: taken from the table,
             or from the first write, which then creates the table.
-        table: table name (lowercase identifier); indexes and the migrations
-            table are named after it.
+        table: table name, 1-40 of ``[A-Za-z0-9_-]`` (always quoted); indexes and
+            the migrations table are named after it.
         schema: PostgreSQL schema (created if absent). None: the connection's
             ``current_schema()``.
         pool: nearest neighbours fetched per recall when the caller passes no
@@ -287,6 +287,15 @@ class PgVectorStore:
 
         self._conn: Any = None
         self._connect()
+        try:
+            self._open(schema, dims)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, schema: str | None, dims: int | None) -> None:
+        sql = self._sql
+        table = self.table
         self.schema = schema or self._current_schema()
         self._names = {
             "table": sql.Identifier(self.schema, table),
@@ -295,8 +304,8 @@ class PgVectorStore:
             "hnsw_idx": sql.Identifier(f"{table}_embedding_hnsw"),
             "salient_idx": sql.Identifier(f"{table}_salient"),
             "recent_idx": sql.Identifier(f"{table}_recent"),
-            "m": sql.Literal(hnsw_m),
-            "efc": sql.Literal(hnsw_ef_construction),
+            "m": sql.Literal(self.hnsw_m),
+            "efc": sql.Literal(self.hnsw_ef_construction),
         }
         self._dims: int | None = None
         with self._guard("open"):
@@ -459,6 +468,13 @@ class PgVectorStore:
                 ) from None
             except pg.DataError as exc:
                 raise InputError(f"pgvector store {self.qualified_name}: {what}: {exc}") from None
+            except pg.errors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"pgvector store {self.qualified_name}: {what}: {_first_line(exc)}; grant "
+                    f"the database user the privileges it needs on schema {self.schema} "
+                    "(USAGE, CREATE for the first use) and on the table (SELECT, INSERT, "
+                    "UPDATE, DELETE)"
+                ) from None
             except pg.Error as exc:
                 raise StoreError(
                     f"pgvector store {self.qualified_name}: {what} failed: {exc}"
@@ -505,6 +521,9 @@ class PgVectorStore:
         """
         sql = self._sql
         conn = self._db()
+        if self._version() == SCHEMA_VERSION and self._table_dims() == dims:
+            self._dims = dims  # up to date: no lock, no DDL (a read-only user may open it)
+            return
         with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
@@ -545,22 +564,23 @@ class PgVectorStore:
                 )
         self._dims = dims
 
+    def _version(self) -> int:
+        """The applied schema version (0 when the migrations table is absent)."""
+        conn = self._db()
+        exists = conn.execute(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            (self.schema, f"{self.table}_migrations"),
+        ).fetchone()
+        if not exists:
+            return 0
+        row = conn.execute(self._q("SELECT coalesce(max(version), 0) FROM {migrations}"))
+        return int(row.fetchone()[0])
+
     @property
     def schema_version(self) -> int:
         with self._guard("read the schema version"):
-            row = (
-                self._db()
-                .execute(
-                    "SELECT to_regclass(%s) IS NOT NULL",
-                    (f'"{self.schema}"."{self.table}_migrations"',),
-                )
-                .fetchone()
-            )
-            if not row[0]:
-                return 0
-            return int(
-                self._db().execute(self._q("SELECT max(version) FROM {migrations}")).fetchone()[0]
-            )
+            return self._version()
 
     def _ready(self) -> bool:
         """Whether the table exists (another process may have created it since open).
