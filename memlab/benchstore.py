@@ -574,6 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--hnsw-m", type=int, default=16, help="pgvector HNSW m")
     ap.add_argument("--ef-construction", type=int, default=64, help="pgvector HNSW ef_construction")
     args = ap.parse_args(list(argv) if argv is not None else None)
+    for name, low in [("queries", 1), ("pool", 1), ("extras", 0), ("single", 1), ("batch", 1)]:
+        if getattr(args, name) < low:
+            raise ConfigError(f"--{name} must be >= {low}, got {getattr(args, name)}")
     s = Settings(
         sizes=_ints(args.sizes, "sizes"),
         backends=[b.strip() for b in args.backends.split(",") if b.strip()],

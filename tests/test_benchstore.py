@@ -96,3 +96,5 @@ def test_bench_command_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--sizes takes comma-separated integers" in capsys.readouterr().err
     assert cli(["bench", "store", "--sizes", "10", "--backends", "redis"]) == 2
     assert "unknown backend 'redis'" in capsys.readouterr().err
+    assert cli(["bench", "store", "--queries", "0"]) == 2
+    assert "--queries must be >= 1" in capsys.readouterr().err
