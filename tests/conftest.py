@@ -79,7 +79,16 @@ class _PgTestServer:
             self.tmp = None
 
 
+# pytest imports this file as ``conftest`` while test modules import it as
+# ``tests.conftest``: two module objects. Tests must reach the server through the
+# ``pg_server`` fixture (which comes from pytest's copy, the one the session hook
+# stops), never by importing PG_SERVER, or a second server would start.
 PG_SERVER = _PgTestServer()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> _PgTestServer:
+    return PG_SERVER
 
 
 def pg_schema(d: Path) -> str:

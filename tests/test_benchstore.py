@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,12 +49,10 @@ def test_topic_corpus_separates_related_from_unrelated_lines() -> None:
 
 
 def test_bench_store_runs_small_and_writes_table_and_chart(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pg_server: Any
 ) -> None:
-    from tests.conftest import PG_SERVER
-
     pytest.importorskip("psycopg")
-    dsn = PG_SERVER.dsn()
+    dsn = pg_server.dsn()
     out = tmp_path / "bench"
     code = cli(
         [

@@ -44,14 +44,14 @@ from memlab.memory.stores.pgvector import (
     escape_text,
     unescape_text,
 )
-from tests.conftest import PG_SERVER, make_record, pg_schema, vec
+from tests.conftest import make_record, pg_schema, vec
 
 DIMS = 16
 
 
 @pytest.fixture
-def dsn() -> str:
-    return PG_SERVER.dsn()
+def dsn(pg_server: Any) -> str:
+    return str(pg_server.dsn())
 
 
 @pytest.fixture
@@ -303,9 +303,9 @@ def test_unknown_role_and_database(dsn: str) -> None:
         PgVectorStore(with_params(dsn, dbname="no_such_db"))
 
 
-def test_wrong_password_is_a_clear_error(dsn: str) -> None:
+def test_wrong_password_is_a_clear_error(dsn: str, pg_server: Any) -> None:
     """A real password check: this role must authenticate with scram in pg_hba."""
-    handle = PG_SERVER.handle
+    handle = pg_server.handle
     hba = Path(handle.data_dir) / "pg_hba.conf"
     with admin(dsn) as conn:
         conn.execute("DROP ROLE IF EXISTS memlab_pw")
