@@ -54,6 +54,8 @@ from memlab.errors import (
     StoreUnavailable,
     require,
 )
+from memlab.memory.lexical import LexicalIndex
+from memlab.memory.lexical import terms as lexical_terms
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
@@ -114,7 +116,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 archived_at double precision,
                 source text NOT NULL CHECK (source IN ('user', 'agent', 'tool', 'web')),
                 provenance json NOT NULL,
-                meta json NOT NULL
+                meta json NOT NULL,
+                terms text[] NOT NULL,
+                n_terms integer NOT NULL
             ) WITH (fillfactor = 70)
             """,
             # fillfactor 70 leaves ~2.4 kB free per page, room for one more version
@@ -123,6 +127,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             # re-inserts the row into the HNSW graph. At 90, 2/3 of the touches
             # were not HOT and recall + touch took 11 ms instead of 4 ms at 1k
             # records. Larger vectors are TOASTed and leave small rows anyway.
+            # terms/n_terms: memlab.memory.lexical.terms(content), for BM25.
             "CREATE INDEX IF NOT EXISTS {scope_idx} ON {table} (scope, archived_at)",
         ],
     ),
@@ -150,8 +155,11 @@ _RECORD_COLS = (
     "last_accessed_at, access_count, archived_at, source, provenance, meta"
 )
 _CAND_COLS = (
-    "id, embedding, created_at, last_accessed_at, salience, access_count, tokens, kind, source"
+    "id, embedding, created_at, last_accessed_at, salience, access_count, tokens, kind, "
+    "source, archived_at"
 )
+_ARCHIVED_AT_COL = 9
+_BM25 = LexicalIndex()  # its k1 and b, so both BM25 implementations agree
 _KIND_CODE = {k.value: c for k, c in KIND_CODES.items()}
 _SOURCE_CODE = {s.value: c for s, c in SOURCE_CODES.items()}
 
@@ -791,6 +799,7 @@ class PgVectorStore:
         kinds: Iterable[MemoryKind | str] | None = None,
         include_archived: bool = False,
         pool: int | None = None,
+        text: str | None = None,
     ) -> Candidates:
         """The scope's pool: nearest neighbours of ``query`` + most salient + most recent.
 
@@ -798,6 +807,12 @@ class PgVectorStore:
         Without a usable query (None or a zero vector), the pool is the ``pool``
         most salient plus the ``pool`` most recent records. Every returned row is
         active (``mask`` is all True), and only ``scope``'s records are returned.
+
+        With ``text``, ``lexical`` holds each row's BM25 for it over the scope's
+        active records, exactly as the exact stores compute it. The statistics
+        (N, document frequencies, average length) take one pass over the scope,
+        so a lexical weight costs O(scope size) per recall here; the pool itself
+        is still chosen by vector similarity, salience and recency.
         """
         check_scope(scope)
         pool = self.pool if pool is None else int(pool)
@@ -820,6 +835,7 @@ class PgVectorStore:
                     )
                 if not np.all(np.isfinite(qvec)) or not np.any(qvec):
                     qvec = None  # cosine distance to a zero vector is undefined
+            cols = _CAND_COLS + (", terms" if text is not None else "")
             with conn.cursor(binary=True) as cur:
                 n = cur.execute(
                     self._q(
@@ -831,15 +847,51 @@ class PgVectorStore:
                 if n == 0:
                     return Candidates.empty(self._dims)
                 if n <= pool:
-                    stmt = self._q(f"SELECT {_CAND_COLS} FROM {{table}} WHERE {where}")
+                    stmt = self._q(f"SELECT {cols} FROM {{table}} WHERE {where}")
                     rows = cur.execute(stmt, params).fetchall()
                 else:
-                    stmt, extra = self._pool_sql(where, qvec, pool)
+                    stmt, extra = self._pool_sql(where, qvec, pool, cols)
                     rows = cur.execute(stmt, {**params, **extra}).fetchall()
-        return _candidates(rows, self._dims)
+                lexical = self._bm25(cur, scope, text, rows) if text is not None else None
+        cands = _candidates(rows, self._dims)
+        cands.lexical = lexical
+        return cands
+
+    def _bm25(self, cur: Any, scope: str, text: str, rows: Sequence[Sequence[Any]]) -> np.ndarray:
+        """Okapi BM25 of each row, as memlab.memory.lexical.LexicalIndex.scores."""
+        out = np.zeros(len(rows), dtype=np.float64)
+        query = sorted(set(lexical_terms(text)))
+        if not query or not rows:
+            return out
+        df_sql = ", ".join(
+            f"count(*) FILTER (WHERE %(t{i})s = ANY(terms))" for i in range(len(query))
+        )
+        stats = cur.execute(
+            self._q(
+                f"SELECT count(*), coalesce(sum(n_terms), 0), {df_sql} FROM {{table}} "
+                "WHERE scope = %(scope)s AND archived_at IS NULL"
+            ),
+            {"scope": escape_text(scope), **{f"t{i}": t for i, t in enumerate(query)}},
+        ).fetchone()
+        n_active, total = int(stats[0]), float(stats[1])
+        if n_active == 0:
+            return out
+        avg = total / n_active if total > 0 else 1.0
+        k1, b = _BM25.k1, _BM25.b
+        counts = [Counter(r[-1]) for r in rows]
+        length = np.array([sum(c.values()) for c in counts], dtype=np.float64)
+        active = np.array([r[_ARCHIVED_AT_COL] is None for r in rows])
+        for term, df in zip(query, stats[2:], strict=True):
+            if not df:
+                continue
+            idf = math.log(1.0 + (n_active - df + 0.5) / (df + 0.5))
+            tf = np.array([c.get(term, 0) for c in counts], dtype=np.float64)
+            norm = k1 * (1.0 - b + b * length / avg)
+            out += np.where(tf > 0, idf * tf * (k1 + 1.0) / (tf + norm), 0.0)
+        return np.where(active, out, 0.0)
 
     def _pool_sql(
-        self, where: str, qvec: np.ndarray | None, pool: int
+        self, where: str, qvec: np.ndarray | None, pool: int, cols: str = _CAND_COLS
     ) -> tuple[Any, dict[str, Any]]:
         parts = []
         extra: dict[str, Any] = {}
@@ -866,7 +918,7 @@ class PgVectorStore:
             )
             extra["n_recent"] = n_recent
         union = " UNION ".join(parts)
-        return self._q(f"SELECT {_CAND_COLS} FROM {{table}} WHERE id IN ({union})"), extra
+        return self._q(f"SELECT {cols} FROM {{table}} WHERE id IN ({union})"), extra
 
     def _set_ef_search(self, pool: int) -> None:
         ef = self.ef_search if self.ef_search is not None else min(1000, max(40, pool))
@@ -937,24 +989,28 @@ class PgVectorStore:
 
 
 _UPSERT = (
-    f"INSERT INTO {{table}} ({_RECORD_COLS}) SELECT * FROM unnest("
+    f"INSERT INTO {{table}} ({_RECORD_COLS}, terms, n_terms) "
+    f"SELECT {_RECORD_COLS}, string_to_array(u.terms, ' '), u.n_terms FROM unnest("
     "%(id)b::text[], %(scope)b::text[], %(kind)b::text[], %(content)b::text[], "
     "%(embedding)b::vector[], %(salience)b::float8[], %(tokens)b::int4[], "
     "%(created_at)b::float8[], %(last_accessed_at)b::float8[], %(access_count)b::int8[], "
     "%(archived_at)b::float8[], %(source)b::text[], %(provenance)b::text[]::json[], "
-    "%(meta)b::text[]::json[]) "
+    "%(meta)b::text[]::json[], %(terms)b::text[], %(n_terms)b::int4[]) "
+    f"AS u({_RECORD_COLS}, terms, n_terms) "
     "ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, kind = EXCLUDED.kind, "
     "content = EXCLUDED.content, embedding = EXCLUDED.embedding, "
     "salience = EXCLUDED.salience, tokens = EXCLUDED.tokens, "
     "created_at = EXCLUDED.created_at, last_accessed_at = EXCLUDED.last_accessed_at, "
     "access_count = EXCLUDED.access_count, archived_at = EXCLUDED.archived_at, "
-    "source = EXCLUDED.source, provenance = EXCLUDED.provenance, meta = EXCLUDED.meta"
+    "source = EXCLUDED.source, provenance = EXCLUDED.provenance, meta = EXCLUDED.meta, "
+    "terms = EXCLUDED.terms, n_terms = EXCLUDED.n_terms"
 )
 
 
 def _columns(records: Sequence[MemoryRecord]) -> dict[str, Any]:
     import json
 
+    terms = [lexical_terms(r.content) for r in records]
     return {
         "id": [escape_text(r.id) for r in records],
         "scope": [escape_text(r.scope) for r in records],
@@ -971,6 +1027,9 @@ def _columns(records: Sequence[MemoryRecord]) -> dict[str, Any]:
         # json.dumps escapes NUL as \u0000, which the json type keeps verbatim.
         "provenance": [json.dumps(list(r.provenance), ensure_ascii=False) for r in records],
         "meta": [json.dumps(r.meta, ensure_ascii=False) for r in records],
+        # BM25 index terms, space-joined (terms are \\w+ words: no spaces, no NUL).
+        "terms": [" ".join(t) for t in terms],
+        "n_terms": [len(t) for t in terms],
     }
 
 
@@ -996,7 +1055,8 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
 def _candidates(rows: Sequence[Sequence[Any]], dims: int) -> Candidates:
     if not rows:
         return Candidates.empty(dims)
-    ids, emb, created, accessed, sal, access, tokens, kind, source = zip(*rows, strict=True)
+    cols = list(zip(*rows, strict=True))
+    ids, emb, created, accessed, sal, access, tokens, kind, source = cols[:9]
     n = len(rows)
     return Candidates(
         ids=[unescape_text(i) for i in ids],
