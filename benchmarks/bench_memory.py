@@ -212,7 +212,9 @@ def main() -> None:
     for s in ["memory+lexical", "sqlite+lexical"]:
         v = p50(s, 10_000)
         if not np.isnan(v):
-            print(f"  {s:<15} @ 10,000: {v:6.2f} ms  {'OK' if v < 3.0 else 'MISSED'} (< 3 ms with the lexical signal on)")
+            print(
+                f"  {s:<15} @ 10,000: {v:6.2f} ms  {'OK' if v < 3.0 else 'MISSED'} (< 3 ms with the lexical signal on)"
+            )
     jsonl = float(writes.loc[writes.store == "jsonl", "total_s"].iloc[0])
     print(
         f"  jsonl writes: {naive / jsonl:,.0f}x  {'OK' if naive / jsonl >= 100 else 'MISSED'} (>= 100x)"

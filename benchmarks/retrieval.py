@@ -28,7 +28,9 @@ ORDER = [
 
 
 def _value(d: pd.DataFrame, strategy: str, metric: str, budget: int, group: str = "all") -> float:
-    hit = d[(d.strategy == strategy) & (d.metric == metric) & (d.budget == budget) & (d.group == group)]
+    hit = d[
+        (d.strategy == strategy) & (d.metric == metric) & (d.budget == budget) & (d.group == group)
+    ]
     return float(hit["mean"].iloc[0]) if len(hit) else float("nan")
 
 
@@ -90,7 +92,9 @@ def retrieval(args: argparse.Namespace) -> None:
     out = []
     loc = data[data.dataset == "locomo"]
     if len(loc):
-        out.append("LoCoMo development slice (conv-26, conv-30), evidence recall of the scored questions:\n")
+        out.append(
+            "LoCoMo development slice (conv-26, conv-30), evidence recall of the scored questions:\n"
+        )
         out.append(locomo_table(loc))
         for emb in dict.fromkeys(loc.embedder):
             out.append(f"\nBy category ({emb}):\n")
