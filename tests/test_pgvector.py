@@ -420,6 +420,35 @@ def test_big_scope_pool_holds_neighbours_salient_and_recent(dsn: str, schema: st
     s.close()
 
 
+def test_bm25_of_a_pool_uses_the_whole_scope(dsn: str, schema: str) -> None:
+    """Beyond the pool, lexical scores still use the scope's N, df and average
+    length, not the pool's."""
+    from tests.test_lexical import reference_bm25
+
+    words = ["deploy", "region", "billing", "pager", "coffee", "gke", "eks", "nomad"]
+    rs = [
+        make_record(
+            content=" ".join(words[(i * 5 + j) % len(words)] for j in range(1 + i % 5)),
+            created_at=float(i),
+        )
+        for i in range(300)
+    ]
+    s = PgVectorStore(dsn, schema=schema, salient=5, recent=5)
+    s.put_many([*rs, make_record("bob", content="deploy gke gke")])
+    s.mark_archived([r.id for r in rs[:40]], at=1.0)
+    query = "deploy to gke, or eks?"
+    c = s.candidates("alice", vec(0), pool=50, text=query)
+    assert len(c) < 260 and c.lexical is not None
+    active = {r.id: r.content for r in s.list("alice")}
+    ref = dict(
+        zip(active, reference_bm25(dict(enumerate(active.values())), query).values(), strict=True)
+    )
+    for row, rid in enumerate(c.ids):
+        assert c.lexical[row] == pytest.approx(ref[rid], rel=1e-6, abs=1e-9)
+    assert s.candidates("alice", vec(0), pool=50).lexical is None
+    s.close()
+
+
 def test_iterative_scan_fills_the_pool_under_a_selective_scope(dsn: str, schema: str) -> None:
     """With the HNSW index forced, a scope holding 5% of the rows still gets a full
     pool thanks to the iterative scan; without it, ef_search rows are scanned and
