@@ -605,7 +605,7 @@ def strategy_factory(
     def make(transcript: Any) -> MemoryStrategy:
         return MemoryStrategy(
             name,
-            make_store(cfg.store, out, name, transcript.id),
+            make_store(cfg.store, out, name, transcript.id, embedder.dims),
             embedder,
             weights=weights,
             half_life=half_life,
@@ -623,29 +623,63 @@ def strategy_factory(
             rrf_k=m.rrf_k,
             rewriter=MemoryQuestionRewriter() if m.rewrite == "memory_question" else None,
             neighbors=neighbors,
+            drop_store=bool(cfg.store.get("drop_after", False)),
         )
 
     return make
 
 
-def make_store(node: Any, out: Path, strategy: str, transcript: str) -> Any:
-    """Instantiate the configured store for one (strategy, transcript) replay,
-    filling ``{run_dir}``, ``{strategy}`` and ``{transcript}`` in its path."""
+def _short_hash(*parts: str) -> str:
+    import hashlib
+
+    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:10]
+
+
+def make_store(
+    node: Any, out: Path, strategy: str, transcript: str, dims: int | None = None
+) -> Any:
+    """Instantiate the configured store for one (strategy, transcript) replay.
+
+    Placeholders in ``store.path`` (file stores) and ``store.table`` /
+    ``store.schema`` (pgvector): ``{run_dir}``, ``{strategy}``, ``{transcript}``,
+    ``{key}`` (a short hash of strategy and transcript) and ``{run_key}`` (a short
+    hash of the run folder). ``store.dims: null`` takes the embedder's dims; the
+    key ``drop_after`` is for the lab (see MemoryStrategy) and not passed on.
+    """
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
+    values = {
+        "run_dir": out,
+        "strategy": strategy,
+        "transcript": safe,
+        "key": _short_hash(strategy, transcript),
+        "run_key": _short_hash(str(out.resolve())),
+    }
     kwargs: dict[str, Any] = {}
-    if "path" in node and node.path is not None:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
-        try:
-            kwargs["path"] = str(node.path).format(run_dir=out, strategy=strategy, transcript=safe)
-        except (KeyError, IndexError) as exc:
-            raise ConfigError(
-                f"config key 'store.path': unknown placeholder {exc}; use {{run_dir}}, {{strategy}}, {{transcript}}"
-            ) from None
-        if Path(kwargs["path"]).exists():
-            raise ConfigError(
-                f"store file {kwargs['path']} already exists; a replay needs a fresh store "
-                "(an earlier run wrote into this folder): choose a new hydra.run.dir or remove it"
-            )
-    return _instantiate(node, "store", **kwargs)
+    for key in ("path", "table", "schema"):
+        if key in node and node[key] is not None:
+            try:
+                kwargs[key] = str(node[key]).format(**values)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ConfigError(
+                    f"config key 'store.{key}': bad placeholder ({exc}); use "
+                    "{run_dir}, {strategy}, {transcript}, {key}, {run_key}"
+                ) from None
+    if "path" in kwargs and Path(kwargs["path"]).exists():
+        raise ConfigError(
+            f"store file {kwargs['path']} already exists; a replay needs a fresh store "
+            "(an earlier run wrote into this folder): choose a new hydra.run.dir or remove it"
+        )
+    if "dims" in node and node.dims is None and dims is not None:
+        kwargs["dims"] = dims
+    if "drop_after" in node:
+        kwargs["drop_after"] = None  # removed below: not a constructor argument
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(plain, dict)
+    plain.pop("drop_after", None)
+    kwargs.pop("drop_after", None)
+    return _instantiate(OmegaConf.create(plain), "store", **kwargs)
 
 
 # -- report -----------------------------------------------------------------------

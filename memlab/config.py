@@ -199,6 +199,27 @@ class SqliteStoreConf:
 
 
 @dataclass
+class PgVectorStoreConf:
+    _target_: str = "memlab.memory.PgVectorStore"
+    dsn: str | None = None  # null: $MEMLAB_PG_DSN, else the embedded server
+    schema: str | None = "memlab_{run_key}"
+    table: str = "{strategy:.24}_{key}"
+    dims: int | None = None  # null: the embedder's
+    pool: int = 200
+    ef_search: int | None = None
+    salient: int = 50
+    recent: int = 50
+    max_scan_tuples: int = 20_000
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    data_dir: str | None = None
+    database: str = "memlab"
+    keep_running: bool = False
+    connect_timeout: float = 10.0
+    drop_after: bool = True  # drop each replay's table when the replay ends
+
+
+@dataclass
 class HashEmbedderConf:
     _target_: str = "memlab.memory.HashEmbedder"
     dims: int = 384
@@ -255,6 +276,7 @@ SCHEMAS: dict[tuple[str | None, str], type] = {
     ("store", "store_memory_schema"): InMemoryStoreConf,
     ("store", "store_jsonl_schema"): JsonlStoreConf,
     ("store", "store_sqlite_schema"): SqliteStoreConf,
+    ("store", "store_pgvector_schema"): PgVectorStoreConf,
     ("embedder", "embedder_hash_schema"): HashEmbedderConf,
     ("embedder", "embedder_minilm_schema"): MiniLMEmbedderConf,
     ("embedder", "embedder_openai_schema"): OpenAIEmbedderConf,

@@ -526,3 +526,36 @@ def test_parallel_jobs_share_the_embedding_cache(tmp_path: Path, gen: Path, caps
     run_experiment_from_config(plan_run([*common, "budget=60"]).cfg, tmp_path / "again")
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "embedding cache:" in ln]
     assert len(lines) == 1 and " 0 misses" in lines[0], lines
+
+
+def test_run_on_pgvector_matches_sqlite_and_drops_its_tables(tmp_path: Path, pg_server) -> None:  # type: ignore[no-untyped-def]
+    """`memlab run store=pgvector` gives the same summary as store=sqlite (latency and
+    bytes aside) and leaves no replay table behind."""
+    import os
+
+    import psycopg
+
+    dsn = pg_server.dsn()
+    common = [
+        "transcripts.limit=2",
+        "strategies=[memory,memory_no_summarize]",
+        "progress=false",
+        "report.charts=false",
+    ]
+    sq = memlab("run", *common, "store=sqlite", f"hydra.run.dir={tmp_path / 'sq'}", cwd=tmp_path)
+    assert sq.returncode == 0, sq.stderr
+    env = {**os.environ, "MEMLAB_PG_DSN": dsn}
+    pg = subprocess.run(
+        [sys.executable, "-m", "memlab.cli", "run", *common, "store=pgvector", f"hydra.run.dir={tmp_path / 'pg'}"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+    )  # fmt: skip
+    assert pg.returncode == 0, pg.stderr
+    skip = {"recall_ms", "write_ms", "maintain_ms", "final_store_bytes"}
+    a, b = (pd.read_csv(tmp_path / d / "summary.csv") for d in ("sq", "pg"))
+    a, b = (x[~x.metric.isin(skip)].reset_index(drop=True) for x in (a, b))
+    pd.testing.assert_frame_equal(a, b)
+    with psycopg.connect(dsn) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname LIKE 'memlab\\_%' AND tablename LIKE 'memory%'"
+        ).fetchone()[0]
+    assert left == 0

@@ -208,6 +208,8 @@ class MemoryStrategy:
         fusion, rrf_k: how similarity and lexical combine (see HybridRanker).
         rewriter: rewrites queries about memory before recall.
         neighbors: packs hits' adjacent records (see NeighborPolicy).
+        drop_store: on close, delete the store's data if it can (``store.drop()``,
+            e.g. a pgvector table made for this replay only).
     """
 
     def __init__(
@@ -232,8 +234,10 @@ class MemoryStrategy:
         rrf_k: float = 60.0,
         rewriter: QueryRewriter | None = None,
         neighbors: NeighborPolicy | None = None,
+        drop_store: bool = False,
     ) -> None:
         self.name = name
+        self.drop_store = drop_store
         self.max_hits = max_hits
         self.min_score_ratio = min_score_ratio
         self.now = 0.0
@@ -318,4 +322,8 @@ class MemoryStrategy:
         )
 
     def close(self) -> None:
-        self.layer.store.close()
+        drop = getattr(self.layer.store, "drop", None)
+        if self.drop_store and drop is not None:
+            drop()
+        else:
+            self.layer.store.close()

