@@ -84,7 +84,8 @@ def speed(args: argparse.Namespace) -> None:
     """Replay a LoCoMo file through strategies and extrapolate to the full LoCoMo."""
     import warnings
 
-    from memlab.cli import _instantiate, precheck, strategy_factory
+    from memlab.cli import model_components, precheck, strategy_factory
+    from memlab.memory import MemoEmbedder
     from memlab.lab.datasets import DatasetWarning
     from memlab.lab.replay import ReplaySettings, replay
     from memlab.lab.transcripts import load_source
@@ -95,6 +96,7 @@ def speed(args: argparse.Namespace) -> None:
             f"transcripts.path={Path(args.locomo).resolve()}",
             f"embedder={args.embedder}",
             f"budget={args.budget}",
+            f"strategies=[{args.strategies}]",
         ]
     )
     started = time.perf_counter()
@@ -102,8 +104,9 @@ def speed(args: argparse.Namespace) -> None:
         warnings.simplefilter("ignore", DatasetWarning)
         transcripts = load_source("locomo", cfg.transcripts.path)
     load_s = time.perf_counter() - started
-    embedder = _instantiate(cfg.embedder, "embedder")
-    summarizer = _instantiate(cfg.summarizer, "summarizer")
+    # As `memlab run` does: the persistent model cache, one batched call per transcript.
+    embedder, summarizer, cached = model_components(cfg, cfg.cache)
+    memo = MemoEmbedder(embedder)
     settings = ReplaySettings(budget=args.budget)
     turns = sum(sum(t.probe is None for t in x.turns) for x in transcripts)
     questions = sum(len(x.probes) for x in transcripts)
@@ -112,10 +115,12 @@ def speed(args: argparse.Namespace) -> None:
         f"{args.locomo}: {n} conversations, {turns} turns, {questions} questions; load {load_s:.2f} s"
     )
     for name in args.strategies.split(","):
-        factory = strategy_factory(cfg, name, Path(args.out), embedder, summarizer)
+        factory = strategy_factory(cfg, name, Path(args.out), memo, summarizer)
         per = []
         for t in transcripts:
             t0 = time.perf_counter()
+            memo.clear()
+            memo.prefetch([turn.text for turn in t.turns])
             strategy = factory(t)
             try:
                 replay(t, strategy, settings)
@@ -129,6 +134,8 @@ def speed(args: argparse.Namespace) -> None:
             f"  {name:<24} {total:6.2f} s ({', '.join(f'{x:.2f}' for x in per)}); "
             f"full LoCoMo: {by_conv:5.1f} s per-conversation, {by_item:5.1f} s per-turn+question"
         )
+    for label, component in cached.items():
+        print(f"  {label} cache: {component.stats}")
 
 
 # -- tables ---------------------------------------------------------------------------
