@@ -136,7 +136,7 @@ def test_touch_is_a_hot_update_that_leaves_the_hnsw_index_alone(dsn: str, schema
         return int(
             conn.execute(
                 "SELECT pg_relation_size(%s::regclass)",
-                (f'"{schema}".memlab_records_embedding_hnsw',),
+                (f'"{schema}".memlab_records_aug_hnsw',),
             ).fetchone()[0]
         )
 
@@ -179,7 +179,12 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
         )
         assert "(scope, archived_at)" in indexes["mem_scope_archived"]
         assert "btree" in indexes["mem_scope_archived"]
-        assert "hnsw (embedding vector_cosine_ops)" in indexes["mem_embedding_hnsw"]
+        # One HNSW index, on [embedding, salience, sqrt(1 - salience^2)] (halfvec, inner
+        # product), over active rows; the cosine index of migration 2 is gone.
+        aug = indexes["mem_aug_hnsw"]
+        assert "USING hnsw" in aug and "halfvec_ip_ops" in aug and f"halfvec({DIMS + 2})" in aug
+        assert "WHERE (archived_at IS NULL)" in aug
+        assert "mem_embedding_hnsw" not in indexes
         # The scope index is the first object created after the table.
         order = conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -197,16 +202,28 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
             f'SELECT version, applied_at FROM "{schema}".mem_migrations ORDER BY version'
         ).fetchall()
         assert again == rows
-        # A half-migrated table (version 3 missing) is completed, once.
-        conn.execute(f'DROP INDEX "{schema}".mem_salient')
-        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 3')
+        # A table of an older memlab (version 3: cosine index, no augmented one) is
+        # upgraded on open, once, keeping its rows.
+        s = PgVectorStore(dsn, schema=schema, table="mem")
+        s.put_many([make_record(content=f"r{i}") for i in range(5)])
+        s.close()
+        conn.execute(f'DROP INDEX "{schema}".mem_aug_hnsw')
+        conn.execute(
+            f'CREATE INDEX mem_embedding_hnsw ON "{schema}".mem USING hnsw '
+            "(embedding vector_cosine_ops)"
+        )
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 4')
         PgVectorStore(dsn, schema=schema, table="mem").close()
-        assert conn.execute(
-            "SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = 'mem_salient'",
-            (schema,),
-        ).fetchone() == (1,)
+        names = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)
+            ).fetchall()
+        }
+        assert "mem_aug_hnsw" in names and "mem_embedding_hnsw" not in names
         versions = conn.execute(f'SELECT version FROM "{schema}".mem_migrations').fetchall()
         assert sorted(v for (v,) in versions) == list(range(1, SCHEMA_VERSION + 1))
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".mem').fetchone() == (5,)
 
 
 def test_read_only_user_can_open_an_up_to_date_store(dsn: str, schema: str) -> None:
@@ -465,19 +482,20 @@ def test_iterative_scan_fills_the_pool_under_a_selective_scope(dsn: str, schema:
     conn = s._db()
     conn.execute("SET enable_sort = off")  # ORDER BY distance must come from the index
     conn.execute("SET enable_seqscan = off")
-    assert "embedding_hnsw" in s.explain_candidates("alice", q, pool=100)
+    assert "aug_hnsw" in s.explain_candidates("alice", q, pool=100)
     assert len(s.candidates("alice", q, pool=100)) == 100
     conn.execute("SET hnsw.iterative_scan = off")
     assert len(s.candidates("alice", q, pool=100)) < 50
     s.close()
 
 
-def test_old_salient_fact_wins_only_because_of_the_salient_pool(
+def test_old_salient_fact_is_found_by_the_augmented_search(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
     """Many recent records are near the query; one old, vital fact is not. With a
-    salience-heavy ranking the fact is the exact top hit; the NN pool alone misses
-    it, the salient additions bring it back."""
+    salience-heavy ranking the fact is the exact top hit. A cosine pool misses it;
+    the augmented search (the layer passes its weights) finds it with no extras,
+    and the salient additions find it for callers that pass no weights."""
     rng = np.random.default_rng(3)
     q = vec("deploy")
     now = 400 * 86400.0
@@ -510,11 +528,13 @@ def test_old_salient_fact_wins_only_because_of_the_salient_pool(
     exact = SqliteStore(tmp_path / "m.db")
     exact.put_many([*near, fact])
     assert top(exact) == fact.id
-    s = PgVectorStore(dsn, schema=schema, salient=10, recent=10)
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)
     s.put_many([*near, fact])
     assert top(s) == fact.id
-    s.salient = 0
-    assert top(s) != fact.id
+    assert fact.id in s.candidates("alice", q, pool=50, weights=weights.as_dict()).ids
+    assert fact.id not in s.candidates("alice", q, pool=50).ids  # by cosine alone
+    s.salient = 10
+    assert fact.id in s.candidates("alice", q, pool=50).ids
     s.close()
 
 
@@ -585,7 +605,7 @@ def test_recall_at_10_against_exact_at_thousands(dsn: str, schema: str) -> None:
     store.analyze()
     store._db().execute("SET enable_sort = off")
     store._db().execute("SET enable_seqscan = off")
-    assert "embedding_hnsw" in store.explain_candidates("alice", emb.embed([queries[0]])[0], 200)
+    assert "aug_hnsw" in store.explain_candidates("alice", emb.embed([queries[0]])[0], 200)
     hits = []
     for qt in queries:
         q = RecallQuery("alice", qt, token_budget=100_000, max_hits=10)

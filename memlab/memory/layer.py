@@ -349,6 +349,7 @@ class MemoryLayer:
             include_archived=False,
             pool=self.pool,
             text=text if self.ranker.uses_lexical else None,
+            weights=self.ranker.weights.as_dict(),
         )
         if len(cands) == 0:
             return RecallResult(query, [], now, 0, text, window)

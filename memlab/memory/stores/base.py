@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -137,14 +137,19 @@ class MemoryStore(Protocol):
         include_archived: bool = False,
         pool: int | None = None,
         text: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> Candidates:
         """Columns of the scope's records a ranker should score.
 
-        Exact stores return every record of the scope (``query`` and ``pool`` are
-        hints they may ignore); approximate stores return a pool of at least the
-        nearest ``pool`` neighbours of ``query`` plus the most salient and most
-        recent records. With ``text``, ``Candidates.lexical`` holds each row's BM25
-        score for it over the scope's active records (see memlab.memory.lexical).
+        Exact stores return every record of the scope (``query``, ``pool`` and
+        ``weights`` are hints they ignore). Approximate stores return a pool: the
+        ``pool`` records with the best ``weights["similarity"] * cos(query) +
+        weights["salience"] * salience`` (by cosine alone when ``weights`` is None),
+        plus the most recent records, since recency depends on the time of the
+        query. ``weights`` maps signal names to the ranker's weights
+        (``RankWeights.as_dict()``); other keys are ignored. With ``text``,
+        ``Candidates.lexical`` holds each row's BM25 score for it over the scope's
+        active records (see memlab.memory.lexical).
         """
         ...
 
@@ -446,6 +451,7 @@ class IndexedStore:
         include_archived: bool = False,
         pool: int | None = None,
         text: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> Candidates:
         check_scope(scope)
         self._sync()

@@ -39,7 +39,7 @@ import re
 import struct
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -147,8 +147,55 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "(scope, created_at DESC) WHERE archived_at IS NULL",
         ],
     ),
+    (
+        "HNSW index on the salience-augmented embedding (halfvec, inner product, active "
+        "rows); replaces the cosine index",
+        [
+            "CREATE INDEX IF NOT EXISTS {aug_idx} ON {table} USING hnsw (({aug}) halfvec_ip_ops) "
+            "WITH (m = {m}, ef_construction = {efc}) WHERE archived_at IS NULL",
+            "DROP INDEX IF EXISTS {hnsw_idx_q}",
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# pgvector's HNSW indexes hold at most 4,000 half-precision dimensions.
+MAX_DIMS = 4000 - 2
+
+
+def aug_sql(dims: int) -> str:
+    """The indexed expression: ``[v, s, sqrt(1 - s^2)]`` as ``halfvec(dims + 2)``.
+
+    For a query ``[w_sim * q, w_sal, 0]`` its inner product is
+    ``w_sim * (v . q) + w_sal * s``: the similarity and salience part of the hybrid
+    score, with weights chosen per query. The third component gives every unit
+    ``v`` the same norm (sqrt 2), so inner product ranks like cosine and the graph
+    is built under a proper metric (the MIPS-to-nearest-neighbour reduction).
+    Half precision halves the index and the pages a search reads; the pool is
+    re-ranked with the float32 embedding. Never change this text: it names the
+    index of a released migration, and queries must repeat it exactly.
+    """
+    return (
+        "(embedding || array_to_vector(ARRAY[salience, "
+        f"sqrt(greatest(0, 1 - salience * salience))], 2, true))::halfvec({int(dims) + 2})"
+    )
+
+
+def ann_weights(weights: Mapping[str, float] | None) -> tuple[float, float]:
+    """``(w_sim, w_sal)`` of a ranker's weights; ``(1, 0)`` (cosine) without them."""
+    if weights is None:
+        return 1.0, 0.0
+    w_sim, w_sal = (float(weights.get(k, 0.0)) for k in ("similarity", "salience"))
+    if not (math.isfinite(w_sim) and math.isfinite(w_sal)) or w_sim < 0 or w_sal < 0:
+        raise InputError(
+            f"candidate weights must be finite and >= 0, got similarity={w_sim}, salience={w_sal}"
+        )
+    return w_sim, w_sal
+
+
+def aug_query(query: np.ndarray, w_sim: float, w_sal: float) -> np.ndarray:
+    """The query vector ``[w_sim * q, w_sal, 0]`` for ``aug_sql``'s index."""
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    return np.concatenate([np.float32(w_sim) * q, np.array([w_sal, 0.0], dtype=np.float32)])
 
 _RECORD_COLS = (
     "id, scope, kind, content, embedding, salience, tokens, created_at, "
@@ -263,8 +310,8 @@ class PgVectorStore:
                 raise ConfigError(f"pgvector {name} must be an integer >= {low}, got {value!r}")
         if ef_search is not None and (not isinstance(ef_search, int) or not 1 <= ef_search <= 1000):
             raise ConfigError(f"pgvector ef_search must be 1..1000 or null, got {ef_search!r}")
-        if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > 16000):
-            raise ConfigError(f"pgvector dims must be an integer in 1..16000, got {dims!r}")
+        if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > MAX_DIMS):
+            raise ConfigError(f"pgvector dims must be an integer in 1..{MAX_DIMS}, got {dims!r}")
 
         self.table = table
         self.pool = pool
@@ -310,6 +357,8 @@ class PgVectorStore:
             "migrations": sql.Identifier(self.schema, f"{table}_migrations"),
             "scope_idx": sql.Identifier(f"{table}_scope_archived"),
             "hnsw_idx": sql.Identifier(f"{table}_embedding_hnsw"),
+            "hnsw_idx_q": sql.Identifier(self.schema, f"{table}_embedding_hnsw"),
+            "aug_idx": sql.Identifier(f"{table}_aug_hnsw"),
             "salient_idx": sql.Identifier(f"{table}_salient"),
             "recent_idx": sql.Identifier(f"{table}_recent"),
             "m": sql.Literal(self.hnsw_m),
@@ -532,6 +581,12 @@ class PgVectorStore:
         if self._version() == SCHEMA_VERSION and self._table_dims() == dims:
             self._dims = dims  # up to date: no lock, no DDL (a read-only user may open it)
             return
+        if dims > MAX_DIMS:
+            raise ConfigError(
+                f"pgvector table {self.qualified_name}: {dims}-dimensional embeddings are more "
+                f"than pgvector's HNSW index holds ({MAX_DIMS} + 2 salience components, in "
+                "half precision); use an embedder with fewer dimensions, or an exact store"
+            )
         with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
@@ -565,7 +620,7 @@ class PgVectorStore:
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 description, statements = MIGRATIONS[version - 1]
                 for stmt in statements:
-                    conn.execute(self._q(stmt, dims=sql.Literal(dims)))
+                    conn.execute(self._q(stmt, dims=sql.Literal(dims), aug=sql.SQL(aug_sql(dims))))
                 conn.execute(
                     self._q("INSERT INTO {migrations} (version, description) VALUES (%s, %s)"),
                     (version, description),
@@ -800,24 +855,32 @@ class PgVectorStore:
         include_archived: bool = False,
         pool: int | None = None,
         text: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> Candidates:
-        """The scope's pool: nearest neighbours of ``query`` + most salient + most recent.
+        """The scope's pool: the best ``pool`` records by ``w_sim * cos + w_sal * s``
+        (approximate, HNSW), plus the most recent (and most salient) records.
 
-        A scope with at most ``pool`` matching records is returned whole (exact).
-        Without a usable query (None or a zero vector), the pool is the ``pool``
-        most salient plus the ``pool`` most recent records. Every returned row is
+        ``weights`` (the ranker's, e.g. ``RankWeights.as_dict()``) sets ``w_sim`` and
+        ``w_sal`` from its ``similarity`` and ``salience``; without it the order is
+        by cosine alone (``w_sim = 1, w_sal = 0``). The scope's ``recent`` newest
+        and ``salient`` most salient records are added, since recency depends on
+        the time of the query and cannot be indexed. A scope with at most ``pool``
+        matching records is returned whole (exact). Without a usable query (None
+        or a zero vector) or with both weights 0, the pool is the ``pool`` most
+        salient plus the ``pool`` most recent records. Every returned row is
         active (``mask`` is all True), and only ``scope``'s records are returned.
 
         With ``text``, ``lexical`` holds each row's BM25 for it over the scope's
         active records, exactly as the exact stores compute it. The statistics
         (N, document frequencies, average length) take one pass over the scope,
         so a lexical weight costs O(scope size) per recall here; the pool itself
-        is still chosen by vector similarity, salience and recency.
+        is still chosen by similarity, salience and recency.
         """
         check_scope(scope)
         pool = self.pool if pool is None else int(pool)
         if pool < 1:
             raise InputError(f"candidate pool must be >= 1, got {pool}")
+        w_sim, w_sal = ann_weights(weights)
         where, params = self._where(scope, kinds, include_archived)
         with self._guard("candidates"):
             conn = self._db()
@@ -833,8 +896,8 @@ class PgVectorStore:
                         int(qvec.shape[0]),
                         f"PgVectorStore({self.qualified_name}) query",
                     )
-                if not np.all(np.isfinite(qvec)) or not np.any(qvec):
-                    qvec = None  # cosine distance to a zero vector is undefined
+                if not np.all(np.isfinite(qvec)) or not np.any(qvec) or w_sim + w_sal <= 0:
+                    qvec = None  # no direction to search in
             cols = _CAND_COLS + (", terms" if text is not None else "")
             with conn.cursor(binary=True) as cur:
                 n = cur.execute(
@@ -850,7 +913,9 @@ class PgVectorStore:
                     stmt = self._q(f"SELECT {cols} FROM {{table}} WHERE {where}")
                     rows = cur.execute(stmt, params).fetchall()
                 else:
-                    stmt, extra = self._pool_sql(where, qvec, pool, cols)
+                    stmt, extra = self._pool_sql(
+                        where, None if qvec is None else aug_query(qvec, w_sim, w_sal), pool, cols
+                    )
                     rows = cur.execute(stmt, {**params, **extra}).fetchall()
                 lexical = self._bm25(cur, scope, text, rows) if text is not None else None
         cands = _candidates(rows, self._dims)
@@ -890,18 +955,24 @@ class PgVectorStore:
             out += np.where(tf > 0, idf * tf * (k1 + 1.0) / (tf + norm), 0.0)
         return np.where(active, out, 0.0)
 
+    def _ann_sql(self, where: str) -> str:
+        """Nearest by the augmented inner product (``<#>`` is its negative)."""
+        assert self._dims is not None
+        aug = aug_sql(self._dims)
+        return (
+            f"SELECT id FROM {{table}} WHERE {where} "
+            f"ORDER BY {aug} <#> %(q)s::halfvec({self._dims + 2}) LIMIT %(pool)s"
+        )
+
     def _pool_sql(
-        self, where: str, qvec: np.ndarray | None, pool: int, cols: str = _CAND_COLS
+        self, where: str, qaug: np.ndarray | None, pool: int, cols: str = _CAND_COLS
     ) -> tuple[Any, dict[str, Any]]:
         parts = []
         extra: dict[str, Any] = {}
-        if qvec is not None:
+        if qaug is not None:
             self._set_ef_search(pool)
-            parts.append(
-                f"(SELECT id FROM {{table}} WHERE {where} "
-                "ORDER BY embedding <=> %(q)s LIMIT %(pool)s)"
-            )
-            extra.update(q=qvec, pool=pool)
+            parts.append(f"({self._ann_sql(where)})")
+            extra.update(q=qaug, pool=pool)
             n_salient, n_recent = self.salient, self.recent
         else:
             n_salient = n_recent = pool
@@ -926,26 +997,28 @@ class PgVectorStore:
             self._db().execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
             self._ef_current = ef
 
-    def explain_candidates(self, scope: str, query: np.ndarray, pool: int | None = None) -> str:
+    def explain_candidates(
+        self,
+        scope: str,
+        query: np.ndarray,
+        pool: int | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> str:
         """EXPLAIN of the nearest-neighbour query ``candidates`` runs for a big scope
         (shows whether the HNSW index or the scope b-tree is used)."""
         check_scope(scope)
         pool = self.pool if pool is None else pool
         where, params = self._where(scope, None, False)
+        w_sim, w_sal = ann_weights(weights)
         with self._guard("explain"):
             if not self._ready():
                 return ""
             self._set_ef_search(pool)
-            stmt = self._q(
-                f"EXPLAIN SELECT id FROM {{table}} WHERE {where} "
-                "ORDER BY embedding <=> %(q)s LIMIT %(pool)s"
-            )
-            rows = (
-                self._db()
-                .execute(stmt, {**params, "q": np.asarray(query, dtype=np.float32), "pool": pool})
-                .fetchall()
-            )
+            stmt = self._q(f"EXPLAIN {self._ann_sql(where)}")
+            qaug = aug_query(np.asarray(query, dtype=np.float32), w_sim, w_sal)
+            rows = self._db().execute(stmt, {**params, "q": qaug, "pool": pool}).fetchall()
         return "\n".join(r[0] for r in rows)
+
 
     def analyze(self) -> None:
         """Refresh the planner's statistics (autovacuum does this eventually; call it

@@ -12,7 +12,7 @@ import builtins
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -341,6 +341,7 @@ class SqliteStore:
         include_archived: bool = False,
         pool: int | None = None,
         text: str | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> Candidates:
         check_scope(scope)
         with self._mutex:
