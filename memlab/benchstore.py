@@ -38,178 +38,27 @@ from typing import Any
 
 import numpy as np
 
+from memlab.benchworkload import (
+    CORPORA,
+    DIMS,
+    OTHER_SCOPES,
+    SALIENCE,
+    SCOPE,
+    START,
+    Corpus,
+    Workload,
+    flat_lines,
+    make_workload,
+)
 from memlab.errors import ConfigError, MemlabError
 
+__all__ = [
+    "BACKENDS", "DIMS", "OTHER_SCOPES", "SCOPE", "START", "Corpus", "Settings", "Workload",
+    "flat_lines", "main", "make_workload", "run",
+]  # fmt: skip
+
 BACKENDS = ("memory", "jsonl", "sqlite", "pgvector")
-START = 1_780_000_000.0
-DIMS = 384
-SCOPE = "alice:support"
-OTHER_SCOPES = ("bob:support", "carol:sales", "dave:ops")
 TOPK = 10
-
-_SUBJECTS = ["we", "our team", "the client", "my manager", "the on-call engineer", "billing"]
-_VERBS = ["deploys to", "prefers", "moved to", "asked about", "switched to", "runs", "pays for"]
-_ASK = ["where does", "what about", "remind me about", "which", "how do we handle", "any news on"]
-_CONS = "bcdfghjklmnprstvwz"
-_VOWELS = "aeiou"
-VOCAB_SIZE = 6000
-TOPIC_SIZE = 200  # records per topic, at every N
-TOPIC_WORDS = 12
-
-
-def _vocabulary(rng: np.random.Generator) -> list[str]:
-    """Pronounceable pseudo-words (CV syllables + a consonant): unrelated words
-    share few character trigrams, as in real text."""
-    seen: dict[str, None] = {}
-    while len(seen) < VOCAB_SIZE:
-        k = int(rng.integers(2, 4))
-        w = "".join(_CONS[rng.integers(len(_CONS))] + _VOWELS[rng.integers(5)] for _ in range(k))
-        seen[w + _CONS[rng.integers(len(_CONS))]] = None
-    return list(seen)
-
-
-class Corpus:
-    """Seeded support-chat lines about topics.
-
-    Each line is a subject, a verb, 3 of its topic's 12 words and 4 words drawn
-    from a Zipf(1.05) distribution over a 6,000-word vocabulary. There is one
-    topic per ``TOPIC_SIZE`` records, so a query (2 words of one topic) has a few
-    hundred related records at every N, and unrelated lines have low cosine
-    similarity under the hash embedder.
-    """
-
-    def __init__(self, n_topics: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        self.vocab = _vocabulary(rng)
-        zipf = 1.0 / np.arange(1, VOCAB_SIZE + 1) ** 1.05
-        self.p = zipf / zipf.sum()
-        self.topics = np.stack(
-            [rng.choice(VOCAB_SIZE, TOPIC_WORDS, replace=False) for _ in range(n_topics)]
-        )
-
-    def lines(self, n: int, seed: int) -> list[str]:
-        return self.draw(n, seed)[0]
-
-    def draw(self, n: int, seed: int) -> tuple[list[str], np.ndarray]:
-        """n lines and the topic index of each."""
-        rng = np.random.default_rng(seed)
-        t = rng.integers(len(self.topics), size=n)
-        pick = np.argsort(rng.random((n, TOPIC_WORDS)), axis=1)[:, :3]
-        topical = self.topics[t[:, None], pick]
-        common = rng.choice(VOCAB_SIZE, size=(n, 4), p=self.p)
-        words = np.concatenate([topical, common], axis=1)
-        words = np.take_along_axis(words, np.argsort(rng.random(words.shape), axis=1), axis=1)
-        s = rng.integers(len(_SUBJECTS), size=n)
-        v = rng.integers(len(_VERBS), size=n)
-        vocab = self.vocab
-        lines = [
-            f"{_SUBJECTS[s[i]]} {_VERBS[v[i]]} " + " ".join(vocab[j] for j in words[i])
-            for i in range(n)
-        ]
-        return lines, t
-
-    def queries(self, n: int, seed: int) -> list[str]:
-        rng = np.random.default_rng(seed)
-        out = []
-        for _ in range(n):
-            t = self.topics[rng.integers(len(self.topics))]
-            a, b = rng.choice(t, 2, replace=False)
-            out.append(f"{_ASK[rng.integers(len(_ASK))]} {self.vocab[a]} {self.vocab[b]}?")
-        return out
-
-
-_OBJECTS = [
-    f"{a}-{b}"
-    for a in ["gke", "eks", "aks", "nomad", "heroku", "fly", "render", "k3s"]
-    for b in ["europe", "us-east", "asia", "canary", "prod", "staging", "edge", "lab"]
-]
-_TOKENS = [f"token{i}" for i in range(4000)]
-
-
-def flat_lines(n: int, seed: int) -> list[str]:
-    """``make bench``'s vocabulary: template lines + 6 of 4,000 "tokenNNN" words.
-
-    Every "tokenNNN" shares the trigrams of "token", so any two lines are ~0.5
-    similar under the hash embedder: the similarity signal is nearly flat and
-    salience decides the hybrid top-k (a hard case for any candidate pool).
-    """
-    rng = np.random.default_rng(seed)
-    s = rng.integers(len(_SUBJECTS), size=n)
-    v = rng.integers(len(_VERBS), size=n)
-    o = rng.integers(len(_OBJECTS), size=n)
-    w = rng.integers(len(_TOKENS), size=(n, 6))
-    return [
-        f"{_SUBJECTS[s[i]]} {_VERBS[v[i]]} {_OBJECTS[o[i]]} " + " ".join(_TOKENS[j] for j in w[i])
-        for i in range(n)
-    ]
-
-
-@dataclass
-class Workload:
-    """The seeded records and queries of one size (identical for every backend)."""
-
-    n: int
-    records: list[Any]  # the measured scope's N records
-    others: list[Any]  # other scopes' records
-    extra: list[Any]  # fresh records for the single-put measurement
-    queries: list[str]
-    now: float
-
-
-def make_workload(
-    n: int, *, seed: int = 0, queries: int = 50, single: int = 1000, corpus: str = "topics"
-) -> Workload:
-    """N records in ``SCOPE``, N/2 (at least 100) across three other scopes, a
-    sample of fresh records for single puts, and query texts from the same
-    vocabulary. Records are one minute apart, interleaved across scopes; kinds
-    are 80% episodic, 15% semantic, 5% procedural; salience is uniform.
-
-    Args:
-        corpus: ``"topics"`` (``Corpus``) or ``"flat"`` (``flat_lines``).
-    """
-    from memlab.memory import HashEmbedder, MemoryKind, MemoryRecord
-    from memlab.memory.tokens import estimate_tokens
-
-    emb = HashEmbedder(DIMS)
-    n_other = max(100, n // 2)
-    n_extra = min(single, n)
-    total = n + n_other + n_extra
-    if corpus == "topics":
-        gen = Corpus(max(5, (n + n_other) // TOPIC_SIZE), seed)
-        texts = gen.lines(total, seed)
-        qtexts = gen.queries(queries, seed + 7919)
-    elif corpus == "flat":
-        texts = flat_lines(total, seed)
-        qtexts = flat_lines(queries, seed + 7919)
-    else:
-        raise ConfigError(f"bench corpus must be 'topics' or 'flat', got {corpus!r}")
-    vecs = np.concatenate([emb.embed(texts[i : i + 4096]) for i in range(0, total, 4096)])
-    rng = np.random.default_rng(seed + 1)
-    sal = rng.uniform(0.0, 1.0, total)
-    kinds = rng.choice(["episodic", "semantic", "procedural"], size=total, p=[0.8, 0.15, 0.05])
-    order = rng.permutation(n + n_other)  # interleave scopes in time
-
-    def rec(i: int, scope: str, t: float) -> Any:
-        return MemoryRecord(
-            id=f"r{seed}-{i:07d}",
-            content=texts[i],
-            embedding=vecs[i],
-            kind=MemoryKind(str(kinds[i])),
-            scope=scope,
-            salience=float(sal[i]),
-            tokens=estimate_tokens(texts[i]),
-            created_at=t,
-            last_accessed_at=t,
-        )
-
-    times = START + 60.0 * order
-    records = [rec(i, SCOPE, float(times[i])) for i in range(n)]
-    others = [
-        rec(i, OTHER_SCOPES[i % len(OTHER_SCOPES)], float(times[i])) for i in range(n, n + n_other)
-    ]
-    end = START + 60.0 * (n + n_other)
-    extra = [rec(i, SCOPE, end + 60.0 * k) for k, i in enumerate(range(n + n_other, total))]
-    return Workload(n, records, others, extra, qtexts, end + 3600.0)
 
 
 # -- one (backend, N) cell, run in a fresh child process ------------------------------
@@ -226,7 +75,8 @@ class Settings:
     single: int = 1000  # single puts measured
     batch: int = 500  # records per put_many
     seed: int = 0
-    corpus: str = "topics"
+    corpus: str = "clustered"
+    salience: str = "estimated"
     topk: int = TOPK
     out: Path = Path("results/bench")
     dsn: str | None = None
@@ -308,11 +158,11 @@ def run_cell(
 
     from tqdm import tqdm
 
-    from memlab.memory import HashEmbedder, MemoryLayer, RecallQuery
+    from memlab.memory import MemoryLayer, RecallQuery
 
     with open(workload_path, "rb") as f:
         w: Workload = pickle.load(f)
-    emb = HashEmbedder(DIMS)
+    emb = w.embedder()
     base = _rss()
     store = _open(backend, w.n, Path(tmp), s, schema)
     row: dict[str, Any] = {"backend": backend, "records": w.n}
@@ -398,12 +248,12 @@ def _server_rss(store: Any) -> float:
 # -- the driver ------------------------------------------------------------------------
 def reference(w: Workload, k: int) -> list[list[str]]:
     """The exact top-k ids of every query (InMemoryStore, touch=False)."""
-    from memlab.memory import HashEmbedder, InMemoryStore, MemoryLayer
+    from memlab.memory import InMemoryStore, MemoryLayer
 
     store = InMemoryStore()
     store.put_many(w.others)
     store.put_many(w.records)
-    return _ranked(MemoryLayer(store, HashEmbedder(DIMS), clock=lambda: w.now), w.queries, k)[0]
+    return _ranked(MemoryLayer(store, w.embedder(), clock=lambda: w.now), w.queries, k)[0]
 
 
 def _pg_target(s: Settings) -> tuple[str, Callable[[], None]]:
@@ -455,7 +305,12 @@ def run(s: Settings) -> tuple[Any, Any]:
             for n in s.sizes:
                 cells.set_postfix_str(f"workload {n:,}")
                 w = make_workload(
-                    n, seed=s.seed, queries=s.queries, single=s.single, corpus=s.corpus
+                    n,
+                    seed=s.seed,
+                    queries=s.queries,
+                    single=s.single,
+                    corpus=s.corpus,
+                    salience=s.salience,
                 )
                 ref = reference(w, s.topk)
                 path = os.path.join(tmp, f"workload-{n}.pkl")
@@ -564,7 +419,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--extras", type=int, default=50, help="pgvector salient/recent additions")
     ap.add_argument("--single", type=int, default=1000, help="single puts to time")
     ap.add_argument("--batch", type=int, default=500, help="records per put_many")
-    ap.add_argument("--corpus", choices=["topics", "flat"], default="topics")
+    ap.add_argument("--corpus", choices=CORPORA, default="clustered")
+    ap.add_argument("--salience", choices=SALIENCE, default="estimated")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="results/bench")
     ap.add_argument(
@@ -588,6 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         batch=args.batch,
         seed=args.seed,
         corpus=args.corpus,
+        salience=args.salience,
         out=Path(args.out),
         dsn=args.dsn,
         data_dir=args.data_dir,

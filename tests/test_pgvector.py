@@ -32,6 +32,7 @@ from memlab.memory import (
     HashEmbedder,
     MemoryInput,
     MemoryLayer,
+    MemoryRecord,
     RankWeights,
     RecallQuery,
     SqliteStore,
@@ -136,7 +137,7 @@ def test_touch_is_a_hot_update_that_leaves_the_hnsw_index_alone(dsn: str, schema
         return int(
             conn.execute(
                 "SELECT pg_relation_size(%s::regclass)",
-                (f'"{schema}".memlab_records_aug_hnsw',),
+                (f'"{schema}".memlab_records_aug_episodic',),
             ).fetchone()[0]
         )
 
@@ -179,11 +180,13 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
         )
         assert "(scope, archived_at)" in indexes["mem_scope_archived"]
         assert "btree" in indexes["mem_scope_archived"]
-        # One HNSW index, on [embedding, salience, sqrt(1 - salience^2)] (halfvec, inner
-        # product), over active rows; the cosine index of migration 2 is gone.
-        aug = indexes["mem_aug_hnsw"]
-        assert "USING hnsw" in aug and "halfvec_ip_ops" in aug and f"halfvec({DIMS + 2})" in aug
-        assert "WHERE (archived_at IS NULL)" in aug
+        # One HNSW index per kind, on [embedding, salience, sqrt(1 - salience^2)]
+        # (halfvec, inner product), over active rows; the cosine index is gone.
+        for kind in ("episodic", "semantic", "procedural"):
+            aug = indexes[f"mem_aug_{kind}"]
+            assert "USING hnsw" in aug and "halfvec_ip_ops" in aug
+            assert f"halfvec({DIMS + 2})" in aug
+            assert f"WHERE ((archived_at IS NULL) AND (kind = '{kind}'::text))" in aug
         assert "mem_embedding_hnsw" not in indexes
         # The scope index is the first object created after the table.
         order = conn.execute(
@@ -207,7 +210,8 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
         s = PgVectorStore(dsn, schema=schema, table="mem")
         s.put_many([make_record(content=f"r{i}") for i in range(5)])
         s.close()
-        conn.execute(f'DROP INDEX "{schema}".mem_aug_hnsw')
+        for kind in ("episodic", "semantic", "procedural"):
+            conn.execute(f'DROP INDEX "{schema}".mem_aug_{kind}')
         conn.execute(
             f'CREATE INDEX mem_embedding_hnsw ON "{schema}".mem USING hnsw '
             "(embedding vector_cosine_ops)"
@@ -220,7 +224,8 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
                 "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)
             ).fetchall()
         }
-        assert "mem_aug_hnsw" in names and "mem_embedding_hnsw" not in names
+        assert {"mem_aug_episodic", "mem_aug_semantic", "mem_aug_procedural"} <= names
+        assert "mem_embedding_hnsw" not in names
         versions = conn.execute(f'SELECT version FROM "{schema}".mem_migrations').fetchall()
         assert sorted(v for (v,) in versions) == list(range(1, SCHEMA_VERSION + 1))
         assert conn.execute(f'SELECT count(*) FROM "{schema}".mem').fetchone() == (5,)
@@ -420,12 +425,14 @@ def test_big_scope_pool_holds_neighbours_salient_and_recent(dsn: str, schema: st
     s.analyze()
     c = s.candidates("alice", q, pool=100)
     ids = set(c.ids)
-    assert c.mask.all() and len(c) <= 100 + 5 + 5
+    assert c.mask.all() and len(c) <= 3 * 34 + 5 + 5 and len(ids) == len(c)
     assert ids <= {r.id for r in rs[:-1]}  # this scope only, nothing archived
     active = rs[:-1]
-    sims = np.array([r.embedding @ q for r in active])
-    exact = {active[i].id for i in np.argsort(-sims)[:100]}
-    assert len(ids & exact) >= 95  # approximate nearest neighbours
+    for kind in ("episodic", "semantic"):  # each kind's ceil(100 / 3) nearest
+        mine = [r for r in active if r.kind.value == kind]
+        sims = np.array([r.embedding @ q for r in mine])
+        exact = {mine[i].id for i in np.argsort(-sims)[:34]}
+        assert len(ids & exact) >= 32, kind  # approximate nearest neighbours
     assert rs[7].id in ids
     newest = sorted(active, key=lambda r: -r.created_at)[:5]
     assert {r.id for r in newest} <= ids
@@ -482,26 +489,27 @@ def test_iterative_scan_fills_the_pool_under_a_selective_scope(dsn: str, schema:
     conn = s._db()
     conn.execute("SET enable_sort = off")  # ORDER BY distance must come from the index
     conn.execute("SET enable_seqscan = off")
-    assert "aug_hnsw" in s.explain_candidates("alice", q, pool=100)
+    assert "aug_episodic" in s.explain_candidates("alice", q, pool=100)
     assert len(s.candidates("alice", q, pool=100)) == 100
     conn.execute("SET hnsw.iterative_scan = off")
     assert len(s.candidates("alice", q, pool=100)) < 50
     s.close()
 
 
-def test_old_salient_fact_is_found_by_the_augmented_search(
+def test_old_salient_fact_is_found_through_the_salient_additions(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
     """Many recent records are near the query; one old, vital fact is not. With a
-    salience-heavy ranking the fact is the exact top hit. A cosine pool misses it;
-    the augmented search (the layer passes its weights) finds it with no extras,
-    and the salient additions find it for callers that pass no weights."""
+    salience-heavy ranking the fact is the exact top hit. A cosine pool misses it.
+    A graph search may miss an isolated point too (none of its neighbours is near
+    the query), so the scope's most salient records are added to every pool."""
     rng = np.random.default_rng(3)
     q = vec("deploy")
     now = 400 * 86400.0
     near = [
         make_record(
             content=f"chatter {i}",
+            kind=("episodic", "semantic")[i % 2],
             created_at=now - 3600.0 * i,
             salience=0.1,
             embedding=_near(q, rng, 0.3),
@@ -528,13 +536,54 @@ def test_old_salient_fact_is_found_by_the_augmented_search(
     exact = SqliteStore(tmp_path / "m.db")
     exact.put_many([*near, fact])
     assert top(exact) == fact.id
-    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)
+    s = PgVectorStore(dsn, schema=schema, salient=10, recent=10)
     s.put_many([*near, fact])
     assert top(s) == fact.id
-    assert fact.id in s.candidates("alice", q, pool=50, weights=weights.as_dict()).ids
+    s.salient = 0
     assert fact.id not in s.candidates("alice", q, pool=50).ids  # by cosine alone
-    s.salient = 10
-    assert fact.id in s.candidates("alice", q, pool=50).ids
+    s.close()
+
+
+def test_the_search_weighs_similarity_and_salience_as_asked(dsn: str, schema: str) -> None:
+    """Half the scope is near the query with low salience, half further away with
+    high salience: the pool follows the weights the caller passes, per query."""
+    rng = np.random.default_rng(7)
+    dims = 64
+    q = vec("q", dims)
+
+    def rec(i: int, salience: float, spread: float) -> MemoryRecord:
+        return make_record(
+            content=f"r{i}", salience=salience, dims=dims, embedding=_near(q, rng, spread)
+        )
+
+    near = [rec(i, 0.05 + 0.1 * rng.uniform(), 0.1) for i in range(600)]
+    vital = [rec(i, 0.9 + 0.1 * rng.uniform(), 1.5) for i in range(600, 1200)]
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)
+    s.put_many(near + vital)
+    s.analyze()
+    conn = s._db()
+    conn.execute("SET enable_sort = off")  # the order must come from the HNSW index
+    conn.execute("SET enable_seqscan = off")
+    assert "aug_episodic" in s.explain_candidates("alice", q, pool=60)
+    everyone = near + vital
+
+    def overlap(w_sim: float, w_sal: float) -> float:
+        """Share of the exact top 60 by w_sim * cos + w_sal * salience in the pool."""
+        weights = {"similarity": w_sim, "salience": w_sal, "recency": 0.5}
+        c = s.candidates("alice", q, pool=60, weights=weights)
+        assert len(c) == 60
+        score = [w_sim * float(r.embedding @ q) + w_sal * r.salience for r in everyone]
+        best = {everyone[i].id for i in np.argsort(score)[::-1][:60]}
+        return len(best & set(c.ids)) / 60
+
+    for w_sim, w_sal in [(1.0, 0.0), (0.6, 0.2), (0.3, 0.3), (0.2, 0.8), (0.0, 1.0)]:
+        assert overlap(w_sim, w_sal) >= 0.9, (w_sim, w_sal)
+    vital_ids = {r.id for r in vital}
+    assert not vital_ids & set(s.candidates("alice", q, pool=60).ids)  # cosine by default
+    sal = s.candidates("alice", q, pool=60, weights={"similarity": 0.1, "salience": 0.9})
+    assert set(sal.ids) <= vital_ids
+    with pytest.raises(InputError, match="weights"):
+        s.candidates("alice", q, pool=60, weights={"similarity": -1.0})
     s.close()
 
 
@@ -605,7 +654,7 @@ def test_recall_at_10_against_exact_at_thousands(dsn: str, schema: str) -> None:
     store.analyze()
     store._db().execute("SET enable_sort = off")
     store._db().execute("SET enable_seqscan = off")
-    assert "aug_hnsw" in store.explain_candidates("alice", emb.embed([queries[0]])[0], 200)
+    assert "aug_episodic" in store.explain_candidates("alice", emb.embed([queries[0]])[0], 200)
     hits = []
     for qt in queries:
         q = RecallQuery("alice", qt, token_budget=100_000, max_hits=10)

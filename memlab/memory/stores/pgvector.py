@@ -148,11 +148,18 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        "HNSW index on the salience-augmented embedding (halfvec, inner product, active "
-        "rows); replaces the cosine index",
+        "one HNSW index per kind on the salience-augmented embedding (halfvec, inner "
+        "product, active rows); they replace the cosine index",
         [
-            "CREATE INDEX IF NOT EXISTS {aug_idx} ON {table} USING hnsw (({aug}) halfvec_ip_ops) "
-            "WITH (m = {m}, ef_construction = {efc}) WHERE archived_at IS NULL",
+            *(
+                f"CREATE INDEX IF NOT EXISTS {{aug_{kind}}} ON {{table}} USING hnsw "
+                "(({aug}) halfvec_ip_ops) WITH (m = {m}, ef_construction = {efc}) "
+                f"WHERE archived_at IS NULL AND kind = '{kind}'"
+                for kind in ("episodic", "semantic", "procedural")
+            ),
+            # Counts each kind of a scope (to split the pool) by an index-only scan.
+            "CREATE INDEX IF NOT EXISTS {kind_idx} ON {table} (scope, kind, created_at DESC) "
+            "WHERE archived_at IS NULL",
             "DROP INDEX IF EXISTS {hnsw_idx_q}",
         ],
     ),
@@ -180,6 +187,20 @@ def aug_sql(dims: int) -> str:
     )
 
 
+def allocate(pool: int, counts: Mapping[MemoryKind, int]) -> dict[MemoryKind, int]:
+    """Split a pool of ``pool`` rows evenly across kinds; a kind with fewer rows
+    than its share (``counts``) gets all of them and leaves the rest to the others
+    (150 over 151 episodic, 20 semantic, 0 procedural: 130, 20, 0)."""
+    out: dict[MemoryKind, int] = {}
+    left = pool
+    order = sorted(counts, key=lambda k: counts[k])
+    for i, kind in enumerate(order):
+        share = -(-left // (len(order) - i))
+        out[kind] = min(counts[kind], share)
+        left -= out[kind]
+    return out
+
+
 def ann_weights(weights: Mapping[str, float] | None) -> tuple[float, float]:
     """``(w_sim, w_sal)`` of a ranker's weights; ``(1, 0)`` (cosine) without them."""
     if weights is None:
@@ -196,6 +217,7 @@ def aug_query(query: np.ndarray, w_sim: float, w_sal: float) -> np.ndarray:
     """The query vector ``[w_sim * q, w_sal, 0]`` for ``aug_sql``'s index."""
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     return np.concatenate([np.float32(w_sim) * q, np.array([w_sal, 0.0], dtype=np.float32)])
+
 
 _RECORD_COLS = (
     "id, scope, kind, content, embedding, salience, tokens, created_at, "
@@ -358,9 +380,10 @@ class PgVectorStore:
             "scope_idx": sql.Identifier(f"{table}_scope_archived"),
             "hnsw_idx": sql.Identifier(f"{table}_embedding_hnsw"),
             "hnsw_idx_q": sql.Identifier(self.schema, f"{table}_embedding_hnsw"),
-            "aug_idx": sql.Identifier(f"{table}_aug_hnsw"),
+            **{f"aug_{k.value}": sql.Identifier(f"{table}_aug_{k.value}") for k in MemoryKind},
             "salient_idx": sql.Identifier(f"{table}_salient"),
             "recent_idx": sql.Identifier(f"{table}_recent"),
+            "kind_idx": sql.Identifier(f"{table}_kind"),
             "m": sql.Literal(self.hnsw_m),
             "efc": sql.Literal(self.hnsw_ef_construction),
         }
@@ -899,24 +922,37 @@ class PgVectorStore:
                 if not np.all(np.isfinite(qvec)) or not np.any(qvec) or w_sim + w_sal <= 0:
                     qvec = None  # no direction to search in
             cols = _CAND_COLS + (", terms" if text is not None else "")
+            wanted = kind_filter(kinds)
+            searched = [k for k in MemoryKind if wanted is None or k in wanted]
             with conn.cursor(binary=True) as cur:
-                n = cur.execute(
+                # How many of each kind, counting to pool + 1 at most (index-only).
+                counts = cur.execute(
                     self._q(
-                        f"SELECT count(*) FROM (SELECT 1 FROM {{table}} WHERE {where} "
-                        "LIMIT %(limit)s) AS s"
+                        "SELECT "
+                        + ", ".join(
+                            f"(SELECT count(*) FROM (SELECT 1 FROM {{table}} WHERE {where} "
+                            f"AND kind = '{k.value}' LIMIT %(limit)s) AS s)"
+                            for k in searched
+                        )
                     ),
                     {**params, "limit": pool + 1},
-                ).fetchone()[0]
+                ).fetchone()
+                n = sum(counts)
                 if n == 0:
                     return Candidates.empty(self._dims)
                 if n <= pool:
                     stmt = self._q(f"SELECT {cols} FROM {{table}} WHERE {where}")
                     rows = cur.execute(stmt, params).fetchall()
                 else:
+                    limits = allocate(pool, dict(zip(searched, counts, strict=True)))
                     stmt, extra = self._pool_sql(
-                        where, None if qvec is None else aug_query(qvec, w_sim, w_sal), pool, cols
+                        where,
+                        None if qvec is None else aug_query(qvec, w_sim, w_sal),
+                        pool,
+                        cols,
+                        limits,
                     )
-                    rows = cur.execute(stmt, {**params, **extra}).fetchall()
+                    rows = _distinct(cur.execute(stmt, {**params, **extra}).fetchall())
                 lexical = self._bm25(cur, scope, text, rows) if text is not None else None
         cands = _candidates(rows, self._dims)
         cands.lexical = lexical
@@ -955,44 +991,57 @@ class PgVectorStore:
             out += np.where(tf > 0, idf * tf * (k1 + 1.0) / (tf + norm), 0.0)
         return np.where(active, out, 0.0)
 
-    def _ann_sql(self, where: str) -> str:
-        """Nearest by the augmented inner product (``<#>`` is its negative)."""
+    def _ann_sql(self, where: str, kind: MemoryKind, cols: str = "id") -> str:
+        """The kind's rows nearest by the augmented inner product (``<#>`` is its
+        negative), from that kind's partial HNSW index; ``LIMIT %(n_<kind>)s``."""
         assert self._dims is not None
-        aug = aug_sql(self._dims)
+        # The kind is a literal, not a parameter, so the planner can prove the
+        # partial index's predicate.
         return (
-            f"SELECT id FROM {{table}} WHERE {where} "
-            f"ORDER BY {aug} <#> %(q)s::halfvec({self._dims + 2}) LIMIT %(pool)s"
+            f"SELECT {cols} FROM {{table}} WHERE {where} AND kind = '{kind.value}' "
+            f"ORDER BY {aug_sql(self._dims)} <#> %(q)s::halfvec({self._dims + 2}) "
+            f"LIMIT %(n_{kind.value})s"
         )
 
     def _pool_sql(
-        self, where: str, qaug: np.ndarray | None, pool: int, cols: str = _CAND_COLS
+        self,
+        where: str,
+        qaug: np.ndarray | None,
+        pool: int,
+        cols: str,
+        limits: dict[MemoryKind, int],
     ) -> tuple[Any, dict[str, Any]]:
+        """One statement for the whole pool: a UNION ALL of the per-kind searches
+        (``limits``) and the extras, each returning its rows (duplicates are
+        dropped by the caller), so no row is looked up twice."""
         parts = []
         extra: dict[str, Any] = {}
         if qaug is not None:
-            self._set_ef_search(pool)
-            parts.append(f"({self._ann_sql(where)})")
-            extra.update(q=qaug, pool=pool)
+            self._set_ef_search(max(limits.values()))
+            for kind, limit in limits.items():
+                if limit > 0:
+                    parts.append(f"({self._ann_sql(where, kind, cols)})")
+                    extra[f"n_{kind.value}"] = limit
+            extra["q"] = qaug
             n_salient, n_recent = self.salient, self.recent
         else:
             n_salient = n_recent = pool
         if n_salient:
             parts.append(
-                f"(SELECT id FROM {{table}} WHERE {where} "
+                f"(SELECT {cols} FROM {{table}} WHERE {where} "
                 "ORDER BY salience DESC, created_at DESC LIMIT %(n_salient)s)"
             )
             extra["n_salient"] = n_salient
         if n_recent:
             parts.append(
-                f"(SELECT id FROM {{table}} WHERE {where} "
+                f"(SELECT {cols} FROM {{table}} WHERE {where} "
                 "ORDER BY created_at DESC LIMIT %(n_recent)s)"
             )
             extra["n_recent"] = n_recent
-        union = " UNION ".join(parts)
-        return self._q(f"SELECT {cols} FROM {{table}} WHERE id IN ({union})"), extra
+        return self._q(" UNION ALL ".join(parts)), extra
 
-    def _set_ef_search(self, pool: int) -> None:
-        ef = self.ef_search if self.ef_search is not None else min(1000, max(40, pool))
+    def _set_ef_search(self, per_kind: int) -> None:
+        ef = self.ef_search if self.ef_search is not None else min(1000, max(40, 2 * per_kind))
         if ef != self._ef_current:
             self._db().execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
             self._ef_current = ef
@@ -1003,22 +1052,28 @@ class PgVectorStore:
         query: np.ndarray,
         pool: int | None = None,
         weights: Mapping[str, float] | None = None,
+        kind: MemoryKind | str = MemoryKind.EPISODIC,
     ) -> str:
-        """EXPLAIN of the nearest-neighbour query ``candidates`` runs for a big scope
-        (shows whether the HNSW index or the scope b-tree is used)."""
+        """EXPLAIN of one kind's nearest-neighbour search that ``candidates`` runs
+        for a big scope (shows whether that kind's HNSW index or the scope b-tree
+        is used)."""
+        from memlab.memory.records import as_kind
+
         check_scope(scope)
         pool = self.pool if pool is None else pool
         where, params = self._where(scope, None, False)
         w_sim, w_sal = ann_weights(weights)
+        per_kind = -(-pool // len(MemoryKind))
+        kind = as_kind(kind)
         with self._guard("explain"):
             if not self._ready():
                 return ""
-            self._set_ef_search(pool)
-            stmt = self._q(f"EXPLAIN {self._ann_sql(where)}")
+            self._set_ef_search(per_kind)
+            stmt = self._q(f"EXPLAIN {self._ann_sql(where, kind)}")
             qaug = aug_query(np.asarray(query, dtype=np.float32), w_sim, w_sal)
-            rows = self._db().execute(stmt, {**params, "q": qaug, "pool": pool}).fetchall()
+            args = {**params, "q": qaug, f"n_{kind.value}": per_kind}
+            rows = self._db().execute(stmt, args).fetchall()
         return "\n".join(r[0] for r in rows)
-
 
     def analyze(self) -> None:
         """Refresh the planner's statistics (autovacuum does this eventually; call it
@@ -1134,6 +1189,17 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
         provenance=tuple(row[12]),
         meta=dict(row[13]),
     )
+
+
+def _distinct(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Rows with a new id (column 0), in order."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        if row[0] not in seen:
+            seen.add(row[0])
+            out.append(row)
+    return out
 
 
 def _candidates(rows: Sequence[Sequence[Any]], dims: int) -> Candidates:
