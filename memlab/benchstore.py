@@ -7,7 +7,7 @@ process so its peak memory is its own. Measured:
 
 - write throughput: batched (``put_many`` of ``batch`` records, while loading the
   scope) and single (``put`` one at a time, into the loaded store);
-- recall latency p50/p95 of ``MemoryLayer.recall`` (hash embedder, 384 dims,
+- recall latency p50/p95 of ``MemoryLayer.recall`` (384 dims,
   800-token budget, touches what it returns, like an agent);
 - parity with the exact ranking (InMemoryStore, computed once per size): for
   every query the top-k ranked ids (``touch=False``, ``max_hits=k``). Exact
@@ -45,6 +45,7 @@ from memlab.benchworkload import (
     SALIENCE,
     SCOPE,
     START,
+    VECTORS,
     Corpus,
     Workload,
     flat_lines,
@@ -333,7 +334,7 @@ def run(s: Settings) -> tuple[Any, Any]:
     return pd.DataFrame(rows), pd.DataFrame(pool_rows)
 
 
-def chart(table: Any, pools: Any, path: Path) -> None:
+def chart(table: Any, pools: Any, path: Path, vectors: str = "hash embedder") -> None:
     """Four panels: recall latency, write throughput, pgvector pool trade-off, size."""
     import matplotlib
 
@@ -388,7 +389,7 @@ def chart(table: Any, pools: Any, path: Path) -> None:
         ylabel="recall@10",
     )
     a.grid(True, which="both", alpha=0.3)
-    fig.suptitle("memlab bench store (hash embedder, 384 dims; shared machine)")
+    fig.suptitle(f"memlab bench store ({vectors}, {DIMS} dims; shared machine)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -455,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(s.out / "store.csv", index=False)
     pools.to_csv(s.out / "store_pool.csv", index=False)
-    chart(table, pools, s.out / "store.png")
+    chart(table, pools, s.out / "store.png", VECTORS[s.corpus])
     print(summary(table, pools, s))
     print(f"\nwritten: {s.out / 'store.csv'}, {s.out / 'store_pool.csv'}, {s.out / 'store.png'}")
     return 0
@@ -479,7 +480,7 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
         "server_rss_mb": "server MB",
     }
     lines = [
-        f"memlab bench store: {s.corpus} corpus, hash embedder ({DIMS} dims), "
+        f"memlab bench store: {s.corpus} corpus ({VECTORS[s.corpus]}, {DIMS} dims), "
         f"{s.queries} queries; pgvector: pool {s.pool} + {s.extras} salient + {s.extras} "
         f"recent, HNSW m={s.hnsw_m} ef_construction={s.ef_construction}",
     ]

@@ -35,6 +35,11 @@ DIMS = 384
 SCOPE = "alice:support"
 OTHER_SCOPES = ("bob:support", "carol:sales", "dave:ops")
 CORPORA = ("clustered", "topics", "flat")
+VECTORS = {
+    "clustered": "MiniLM-calibrated clustered vectors",
+    "topics": "hash embedder",
+    "flat": "hash embedder",
+}  # where each corpus's vectors come from, for labels
 SALIENCE = ("estimated", "uniform")
 
 _SUBJECTS = ["we", "our team", "the client", "my manager", "the on-call engineer", "billing"]
