@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -375,3 +376,21 @@ def test_memo_embedder_prefetches_in_batches_and_matches() -> None:
     memo.clear()
     memo.embed([texts[0]])
     assert calls[-1] == 1 and memo.name == HashEmbedder(64).name and memo.dims == 64
+
+
+def test_a_fresh_cache_waits_for_another_process_lock_to_switch_to_wal(tmp_path: Path) -> None:
+    """SQLite refuses a journal-mode change at once (no busy handler) while another
+    connection holds a write lock; opening must wait for it like any other write."""
+    path = tmp_path / "fresh.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # a writer's lock, as when another job creates it
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        cache = ModelCache(path, timeout=10)
+        assert cache.info()["embeddings"] == 0
+    finally:
+        release.join()
+        other.close()
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -97,3 +98,22 @@ def test_lexical_signal_sees_other_connections_writes(tmp_path: Path) -> None:
     assert second.n_active == 2 and second.lexical is not None
     best = second.ids[int(np.argmax(second.lexical))]
     assert b.get(best).content == "gke gke gke everywhere"  # type: ignore[union-attr]
+
+
+def test_opening_a_fresh_file_waits_for_another_writer(tmp_path: Path) -> None:
+    """Two processes creating one store at once: SQLite refuses the switch to WAL at
+    once (no busy handler) while the other holds a write lock; opening must wait."""
+    path = tmp_path / "fresh.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        store = SqliteStore(path, timeout=10)
+        store.put(make_record("s", "a fact"))
+        assert store.count("s") == 1
+        store.close()
+    finally:
+        release.join()
+        other.close()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"

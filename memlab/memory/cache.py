@@ -38,6 +38,7 @@ import numpy as np
 
 from memlab.errors import CacheCorrupted, CacheError, InputError, SummarizerError
 from memlab.memory.embed import Embedder, check_embeddings
+from memlab.memory.stores.sqlite import enable_wal
 from memlab.memory.summarize import Summarizer
 
 CACHE_DIR_ENV = "MEMLAB_CACHE_DIR"
@@ -197,7 +198,7 @@ class ModelCache:
                 f"embedding cache {self.path} has schema version {version}, newer than this "
                 f"memlab understands ({SCHEMA_VERSION}); upgrade memlab or use another cache path"
             )
-        db.execute("PRAGMA journal_mode=WAL")
+        enable_wal(db, self.timeout)
         db.execute("PRAGMA synchronous=NORMAL")
         if version == SCHEMA_VERSION:
             return

@@ -12,6 +12,7 @@ import builtins
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,6 +104,28 @@ def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
     )
 
 
+def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
+    """Switch ``db``'s file to WAL mode, waiting up to ``timeout`` s for other processes.
+
+    Changing the journal mode needs an exclusive lock, and SQLite answers "database
+    is locked" at once, without its busy handler, while another process holds a
+    write lock (e.g. another process creating the same fresh file).
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() in ("wal", "memory"):
+            return
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(0.2, delay * 2)
+
+
 class SqliteStore:
     """A durable MemoryStore backed by SQLite.
 
@@ -122,7 +145,7 @@ class SqliteStore:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db, timeout)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
             row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
