@@ -85,10 +85,10 @@ def speed(args: argparse.Namespace) -> None:
     import warnings
 
     from memlab.cli import model_components, precheck, strategy_factory
-    from memlab.memory import MemoEmbedder
     from memlab.lab.datasets import DatasetWarning
     from memlab.lab.replay import ReplaySettings, replay
     from memlab.lab.transcripts import load_source
+    from memlab.memory import MemoEmbedder
 
     cfg = precheck(
         [
