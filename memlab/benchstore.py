@@ -381,7 +381,12 @@ def chart(table: Any, pools: Any, path: Path, vectors: str = "hash embedder") ->
                             fontsize=7, color=nc,
                         )  # fmt: skip
         a.axhline(0.95, color="grey", lw=0.8, ls=":")
-        a.set(xscale="log", ylim=(0, 1.05))
+        # Zoom on the range measured: the differences that matter are a few points.
+        low = float(np.floor(pools.recall_at_k.min() * 10) / 10)
+        a.set(xscale="log", ylim=(max(0.0, low - 0.05), 1.02))
+        ticks = sorted(int(p) for p in pools["pool"].unique())
+        a.set_xticks(ticks, [str(t) for t in ticks])
+        a.minorticks_off()
         a.legend(fontsize=8)
     a.set(
         title="pgvector: recall@10 against exact vs candidate pool (labels: p50)",

@@ -292,7 +292,8 @@ def vector_stats(records: np.ndarray, queries: np.ndarray | None = None) -> dict
     centred = x - x.mean(axis=0)
     ev = np.clip(np.linalg.eigvalsh(centred.T @ centred / (n - 1)), 0.0, None)
     chord = np.sqrt(np.maximum(1e-12, 2.0 - 2.0 * top[:, :20]))
-    lid = -1.0 / np.mean(np.log(chord[:, :-1] / chord[:, -1:]), axis=1)
+    with np.errstate(divide="ignore"):  # equidistant neighbours: unbounded (inf)
+        lid = 1.0 / np.abs(np.mean(np.log(chord[:, :-1] / chord[:, -1:]), axis=1))
     out = {
         "pair_mean": float(pairs.mean()),
         "pair_std": float(pairs.std()),

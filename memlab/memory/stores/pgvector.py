@@ -10,20 +10,26 @@ Where it connects, in order:
    ``~/.cache/memlab/pg``) and reused across runs; see ``pgserver``.
 
 Recall is two-stage. ``candidates`` asks the database for a pool: the ``pool``
-approximate nearest neighbours of the query by cosine distance (HNSW index,
-pgvector 0.8's iterative index scan so a selective scope filter still fills the
-pool), plus the scope's ``salient`` most salient and ``recent`` most recent
-records, so an old high-salience fact that is not among the neighbours can still
-win. ``MemoryLayer`` then re-ranks the pool in Python with the same hybrid ranker
-as every other store. A scope with at most ``pool`` active records is returned
-whole, so its ranking is exactly that of the exact stores.
+records with the best ``w_sim * cos(v, q) + w_sal * salience`` (the similarity
+and salience part of the ranker's score, weights passed per query), found
+approximately by an HNSW index over ``[v, s, sqrt(1 - s^2)]`` with inner product
+(the MIPS-to-nearest-neighbour reduction; see ``aug_sql``), one partial index per
+kind so the pool is split across the kinds a scope holds (``allocate``), with
+pgvector 0.8's iterative index scan so a selective scope filter still fills it;
+plus the scope's ``salient`` most salient and ``recent`` most recent records
+(recency depends on the time of the query and cannot be indexed). ``MemoryLayer``
+then re-ranks the pool in Python with the same hybrid ranker as every other
+store. A scope with at most ``pool`` active records is returned whole, so its
+ranking is exactly that of the exact stores.
 
 Schema (one table per store, numbered idempotent migrations recorded in
 ``<table>_migrations``): ``id`` and ``scope`` are ``text COLLATE "C"`` (byte-exact
 equality), the embedding is ``vector(dims)`` and is checked against ``dims`` on
-open, a b-tree index on ``(scope, archived_at)`` comes first, then an HNSW index
-with ``vector_cosine_ops``, then two partial indexes for the salient and recent
-parts of the pool. PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
+open, a b-tree index on ``(scope, archived_at)`` comes first, then (migration 4,
+replacing migration 2's cosine index) the three per-kind HNSW indexes on the
+augmented ``halfvec(dims + 2)`` with ``halfvec_ip_ops``, a b-tree on ``(scope,
+kind, created_at)`` and two partial indexes for the salient and recent parts of
+the pool. PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
 ``content`` are stored with a reversible escape (NUL -> U+2400 "0", U+2400 ->
 U+2400 U+2400) that leaves every other string unchanged and keeps equality exact.
 ``provenance`` and ``meta`` are ``json`` (which, unlike ``jsonb``, keeps ``\\u0000``
