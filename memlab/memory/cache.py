@@ -428,7 +428,29 @@ class CacheStats:
         )
 
 
-class CachedEmbedder:
+class _CacheFront:
+    """What CachedEmbedder and CachedSummarizer share: the cache they answer from
+    and their hit/miss and time counters (``stats``)."""
+
+    def __init__(self, cache: ModelCache | str | Path | None) -> None:
+        self.cache = _open_cache(cache)
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        self.hits = 0
+        self.misses = 0
+        self.model_seconds = 0.0
+        self.cache_seconds = 0.0
+
+    @property
+    def stats(self) -> CacheStats:
+        return CacheStats(self.hits, self.misses, self.model_seconds, self.cache_seconds)
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+class CachedEmbedder(_CacheFront):
     """An Embedder that answers from a ``ModelCache`` and embeds only the misses.
 
     Each ``embed`` call looks up the whole batch at once, embeds the distinct
@@ -443,18 +465,7 @@ class CachedEmbedder:
 
     def __init__(self, inner: Embedder, cache: ModelCache | str | Path | None = None) -> None:
         self.inner = inner
-        self.cache = _open_cache(cache)
-        self.reset_stats()
-
-    def reset_stats(self) -> None:
-        self.hits = 0
-        self.misses = 0
-        self.model_seconds = 0.0
-        self.cache_seconds = 0.0
-
-    @property
-    def stats(self) -> CacheStats:
-        return CacheStats(self.hits, self.misses, self.model_seconds, self.cache_seconds)
+        super().__init__(cache)
 
     @property
     def name(self) -> str:
@@ -503,11 +514,8 @@ class CachedEmbedder:
             out[row] = found[key]
         return out
 
-    def close(self) -> None:
-        self.cache.close()
 
-
-class CachedSummarizer:
+class CachedSummarizer(_CacheFront):
     """A Summarizer that answers from a ``ModelCache``: the same input texts with
     the same summarizer (``name``: model, prompt version, word limit) give the
     stored note, so a rerun is reproducible and free.
@@ -519,18 +527,7 @@ class CachedSummarizer:
 
     def __init__(self, inner: Summarizer, cache: ModelCache | str | Path | None = None) -> None:
         self.inner = inner
-        self.cache = _open_cache(cache)
-        self.reset_stats()
-
-    def reset_stats(self) -> None:
-        self.hits = 0
-        self.misses = 0
-        self.model_seconds = 0.0
-        self.cache_seconds = 0.0
-
-    @property
-    def stats(self) -> CacheStats:
-        return CacheStats(self.hits, self.misses, self.model_seconds, self.cache_seconds)
+        super().__init__(cache)
 
     @property
     def name(self) -> str:
@@ -563,9 +560,6 @@ class CachedSummarizer:
         self.cache_seconds += time.perf_counter() - t2
         self.misses += 1
         return summary
-
-    def close(self) -> None:
-        self.cache.close()
 
 
 __all__ = [
