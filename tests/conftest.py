@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import shutil
+import subprocess
+import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -159,6 +161,17 @@ def make_record(
         last_accessed_at=created_at,
         source=source,
         **kw,  # type: ignore[arg-type]
+    )
+
+
+def memlab(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the ``memlab`` command line in a child process, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "memlab.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
     )
 
 

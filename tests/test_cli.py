@@ -34,17 +34,7 @@ from pathlib import Path  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from tests.conftest import FIXTURES  # noqa: E402
-
-
-def memlab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memlab.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
+from tests.conftest import FIXTURES, memlab  # noqa: E402
 
 
 @pytest.fixture

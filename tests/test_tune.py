@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +11,7 @@ import yaml
 
 from memlab.errors import ConfigError
 from memlab.lab.tune import best_overrides, gain_table, objective, preset_yaml, split_ids
+from tests.conftest import memlab
 from tests.transcript_gen import write_transcripts
 
 IDS = [f"t{i:02d}" for i in range(10)]
@@ -106,16 +105,6 @@ def test_gain_table() -> None:
 
 
 # -- memlab tune end to end ------------------------------------------------------------
-def memlab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memlab.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=600,
-    )
-
-
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """Two short seeded tuning runs on the same transcripts: one in memory, one with
@@ -133,7 +122,7 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     ]
     a, b = root / "a", root / "b"
     for sweep, extra in ((a, []), (b, [f"hydra.sweeper.storage=sqlite:///{root}/study.db"])):
-        proc = memlab("tune", *common, *extra, f"hydra.sweep.dir={sweep}", cwd=root)
+        proc = memlab("tune", *common, *extra, f"hydra.sweep.dir={sweep}", cwd=root, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "default vs tuned" in proc.stdout, proc.stdout
     return root, a, b
@@ -186,6 +175,7 @@ def test_the_preset_runs_as_an_experiment(tuned: tuple[Path, Path, Path]) -> Non
         "report.charts=false",
         f"hydra.run.dir={out}",
         cwd=root,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     used = yaml.safe_load((out / "config.yaml").read_text())["memory"]
