@@ -109,3 +109,15 @@ def test_an_entry_point_naming_a_module_is_not_registered_itself(monkeypatch):
 
     monkeypatch.setattr(registry, "entry_points", lambda group: [EP()])
     assert Registry("toy").names() == []
+
+
+def test_the_memory_layer_registries_list_the_built_in_plug_ins():
+    from memlab.memory import EMBEDDERS, STORES, SUMMARIZERS, HashEmbedder, JsonlStore
+
+    assert STORES.names() == ["jsonl", "memory", "pgvector", "sqlite"]
+    assert STORES.get("jsonl") is JsonlStore
+    assert EMBEDDERS.names() == ["hash", "minilm", "openai"]
+    assert EMBEDDERS.get("hash") is HashEmbedder
+    assert SUMMARIZERS.names() == ["extractive", "openai"]
+    with pytest.raises(InputError, match="unknown store 'redis'"):
+        STORES.get("redis")

@@ -13,7 +13,7 @@ from memlab.memory.cache import (
     ModelCache,
     default_cache_path,
 )
-from memlab.memory.embed import Embedder, HashEmbedder
+from memlab.memory.embed import EMBEDDERS, Embedder, HashEmbedder
 from memlab.memory.embedders import MiniLMEmbedder, OpenAIEmbedder
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.layer import (
@@ -29,6 +29,7 @@ from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, So
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
 from memlab.memory.salience import estimate_salience
 from memlab.memory.stores import (
+    STORES,
     Candidates,
     InMemoryStore,
     JsonlStore,
@@ -36,12 +37,15 @@ from memlab.memory.stores import (
     PgVectorStore,
     SqliteStore,
 )
-from memlab.memory.summarize import ExtractiveSummarizer, Summarizer
+from memlab.memory.summarize import SUMMARIZERS, ExtractiveSummarizer, Summarizer
 from memlab.memory.summarizers import OpenAISummarizer
 from memlab.memory.timeparse import TimeWindow, parse_time
 from memlab.memory.tokens import estimate_tokens
 
 __all__ = [
+    "EMBEDDERS",
+    "STORES",
+    "SUMMARIZERS",
     "AgentDeps",
     "CacheStats",
     "CachedEmbedder",

@@ -12,6 +12,11 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import EmbedderError, InputError
+from memlab.registry import Registry
+
+EMBEDDERS: Registry[type] = Registry("embedder", error=InputError)
+"""Embedders by name (``hash``, ``minilm``, ``openai``); each class registers itself
+with ``@EMBEDDERS.register("name")``."""
 
 
 @runtime_checkable
@@ -199,6 +204,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+@EMBEDDERS.register("hash")
 class HashEmbedder:
     """Deterministic offline embedder: signed feature hashing, L2-normalized.
 

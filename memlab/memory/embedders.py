@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 
 from memlab.errors import ConfigError, EmbedderError, InputError, require
-from memlab.memory.embed import check_embeddings, l2_normalize
+from memlab.memory.embed import EMBEDDERS, check_embeddings, l2_normalize
 from memlab.memory.http import JsonApi, RetryPolicy, display_url
 
 # Rows already of unit length (within float32 noise) are left bit-identical, so an
@@ -95,6 +95,7 @@ def _no_progress_bars() -> Iterator[None]:
             tf_logging.enable_progress_bar()
 
 
+@EMBEDDERS.register("minilm")
 class MiniLMEmbedder:
     """A local sentence-transformers model, all-MiniLM-L6-v2 by default, loaded
     strictly offline.
@@ -242,6 +243,7 @@ class MiniLMEmbedder:
 
 
 # -- OpenAI-compatible endpoint -----------------------------------------------------
+@EMBEDDERS.register("openai")
 class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint
     (OpenAI, Azure, vLLM, llama.cpp, Ollama, LiteLLM, TEI, ...), over httpx.

@@ -6,7 +6,13 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from memlab.errors import InputError
 from memlab.memory.salience import CORRECTION, HARD_RULE, IDENTITY, PLEASANTRY, SPECIFIC
+from memlab.registry import Registry
+
+SUMMARIZERS: Registry[type] = Registry("summarizer", error=InputError)
+"""Summarizers by name (``extractive``, ``openai``); each class registers itself with
+``@SUMMARIZERS.register("name")``."""
 
 
 @runtime_checkable
@@ -32,6 +38,7 @@ _DECISION = re.compile(
 _WORD = re.compile(r"\w+")
 
 
+@SUMMARIZERS.register("extractive")
 class ExtractiveSummarizer:
     """Offline, deterministic: keeps the sentences that state facts, preferences
     and decisions, drops pleasantries and questions, and caps the length.

@@ -15,6 +15,7 @@ import httpx
 
 from memlab.errors import ConfigError, InputError, SummarizerError
 from memlab.memory.http import JsonApi, RetryPolicy, display_url
+from memlab.memory.summarize import SUMMARIZERS
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ def build_messages(texts: Sequence[str], max_words: int) -> list[dict[str, str]]
     ]
 
 
+@SUMMARIZERS.register("openai")
 class OpenAISummarizer:
     """Summaries from ``POST {base_url}/chat/completions`` on any OpenAI-compatible
     endpoint, at temperature 0, with the reference prompt (``SUMMARY_PROMPT``).

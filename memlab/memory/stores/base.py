@@ -18,6 +18,11 @@ from memlab.memory.records import (
     MemoryRecord,
     check_scope,
 )
+from memlab.registry import Registry
+
+STORES: Registry[type] = Registry("store", "memlab.memory.stores", error=InputError)
+"""Store backends by name (``memory``, ``jsonl``, ``sqlite``, ``pgvector``); a module in
+``memlab.memory.stores`` registers its class with ``@STORES.register("name")``."""
 
 
 @dataclass

@@ -30,7 +30,7 @@ import filelock
 
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
 
 FORMAT = "memlab.jsonl/1"
@@ -56,6 +56,7 @@ class TornWriteWarning(UserWarning):
     """The store's last line was incomplete (a crash mid-write) and was dropped."""
 
 
+@STORES.register("jsonl")
 class JsonlStore(IndexedStore):
     """A durable MemoryStore in one JSON Lines file.
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
 
 
+@STORES.register("memory")
 class InMemoryStore(IndexedStore):
     """A MemoryStore that lives in process memory and is lost on exit."""
 

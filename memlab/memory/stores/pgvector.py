@@ -70,7 +70,7 @@ from memlab.memory.records import (
     Source,
     check_scope,
 )
-from memlab.memory.stores.base import Candidates, as_ids, check_dims, kind_filter
+from memlab.memory.stores.base import STORES, Candidates, as_ids, check_dims, kind_filter
 
 FEATURE = "the pgvector store"
 ENV_DSN = "MEMLAB_PG_DSN"
@@ -258,6 +258,7 @@ def describe_dsn(dsn: str) -> str:
     )
 
 
+@STORES.register("pgvector")
 class PgVectorStore:
     """A MemoryStore in PostgreSQL with pgvector; approximate, two-stage recall.
 

@@ -23,6 +23,7 @@ import numpy as np
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
+    STORES,
     Candidates,
     ScopeIndex,
     as_ids,
@@ -126,6 +127,7 @@ def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
         delay = min(0.2, delay * 2)
 
 
+@STORES.register("sqlite")
 class SqliteStore:
     """A durable MemoryStore backed by SQLite.
 
