@@ -83,9 +83,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse whose errors are one-line InputErrors and whose --help returns."""
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(
-            f"{self.prog.removeprefix('memlab ')}: {message} (see {self.prog} --help)"
-        )
+        raise InputError(f"{self.prog.removeprefix('memlab ')}: {message} (see {self.prog} --help)")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:

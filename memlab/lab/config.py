@@ -28,12 +28,14 @@ from memlab.lab.schema import (
     as_dict,
     build,
     config_error,
+    fields_schema,
     omegaconf_error,
+    set_values,
     signature_schema,
     structured,
 )
 from memlab.lab.strategies import STRATEGIES, Kind
-from memlab.lab.strategies.memory import MemoryParts, MemorySettings
+from memlab.lab.strategies.memory import MemoryParts, MemorySettings, memory_settings
 from memlab.memory import EMBEDDERS, STORES, SUMMARIZERS, RecallQuery
 from memlab.registry import Registry
 
@@ -189,9 +191,18 @@ def plugin_schema(group: str, name: str) -> type:
     return signature_schema(cls, name=f"{group}_{name}", extra=extra)
 
 
+def strategy_schema(name: str, kind: Kind) -> type:
+    """The schema of a ``strategies`` entry of kind ``name``: ``kind`` and the
+    kind's own keys (conf/strategies/*.yaml extend it)."""
+    return fields_schema(
+        kind.schema, name=f"strategy_{name}", extra=[("kind", str, name)], doc=kind.schema.__doc__
+    )
+
+
 def register() -> None:
-    """Store the schemas in Hydra's ConfigStore: ``run_schema`` (config.yaml's base)
-    and ``schema/<group>/<name>`` for every registered plug-in."""
+    """Store the schemas in Hydra's ConfigStore: ``run_schema`` (config.yaml's base),
+    ``schema/<group>/<name>`` for every registered plug-in and
+    ``schema/strategy/<kind>`` for every strategy kind."""
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
@@ -199,6 +210,8 @@ def register() -> None:
     for group, registry in PLUGINS.items():
         for name in registry.names():
             cs.store(group=f"schema/{group}", name=name, node=plugin_schema(group, name))
+    for name, kind in STRATEGIES.items():
+        cs.store(group="schema/strategy", name=name, node=strategy_schema(name, kind))
     _register_tune_sampler(cs)
 
 
@@ -434,11 +447,17 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Validated:
         ConfigError: one line naming the key and what is wrong.
     """
     plain = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
-    assert isinstance(plain, dict)
+    if not isinstance(plain, dict):
+        raise ConfigError(f"a run config is a mapping of keys, got {type(plain).__name__}")
+    # Strategy entries may leave override keys unset (``???``): they are not settings.
+    plain["strategies"] = set_values(plain.get("strategies") or {})
     # A plain dict merged over the schema: an unknown key is an error even when it
-    # was added with `+` (Hydra lets `+memory.weigths.recency=0.3` through).
-    run: RunConfig = structured(RunConfig, plain)
-    build(RecallQuery, {"scope": "check", "text": "", "token_budget": run.budget}, "budget")
+    # was added with `+` (Hydra lets `+memory.weigths.recency=0.3` through). The
+    # memory node is checked on its own so that its errors name their keys.
+    run: RunConfig = structured(RunConfig, {k: v for k, v in plain.items() if k != "memory"})
+    run.memory = memory_settings(plain.get("memory") or {}, where="memory")
+    query = {"scope": "check", "text": "", "token_budget": run.budget}
+    build(RecallQuery, query, "budget", names=())
     MemoryParts.build(run.memory, "memory")
     _check(
         bool(run.strategies), "strategies", "select at least one strategy, e.g. strategies=[memory]"

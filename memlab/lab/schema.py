@@ -91,6 +91,40 @@ def fields_schema(
     return schema
 
 
+def partial_schema(schema: type, name: str | None = None) -> type:
+    """A copy of a config schema whose every field defaults to MISSING (``???``):
+    the shape of a set of *overrides*. Hydra type-checks them and rejects unknown
+    keys, and the keys nobody set stay unset (``set_values`` drops them)."""
+    hints = _hints(schema)
+    specs = []
+    for f in dataclasses.fields(schema):
+        has_factory = f.default_factory is not dataclasses.MISSING
+        default = f.default_factory() if has_factory else f.default
+        if dataclasses.is_dataclass(default):
+            sub = partial_schema(type(default))
+            specs.append((f.name, Any, dataclasses.field(default_factory=sub)))
+        else:
+            tp = _omegaconf_type(hints.get(f.name, Any))
+            specs.append((f.name, tp, dataclasses.field(default=MISSING)))
+    out = dataclasses.make_dataclass(name or f"{schema.__name__}Overrides", specs)
+    out.__doc__ = f"Overrides of {schema.__name__} (every key optional)."
+    return out
+
+
+def set_values(tree: Any) -> Any:
+    """A plain config tree without its unset (``???``) leaves and the mappings they
+    leave empty."""
+    if isinstance(tree, Mapping):
+        out = {}
+        for k, v in tree.items():
+            kept = set_values(v)
+            if kept == MISSING or (isinstance(kept, dict) and not kept and isinstance(v, Mapping)):
+                continue
+            out[k] = kept
+        return out
+    return tree
+
+
 def parameters(func: Callable[..., Any]) -> dict[str, inspect.Parameter]:
     """The keyword-capable parameters of a function or class (``self`` excluded)."""
     sig = inspect.signature(func)
@@ -251,13 +285,19 @@ def config_error(exc: MemlabError, key: str, names: Iterable[str] | type = ()) -
     return ConfigError(f"config key '{key}': {text}" if key else text)
 
 
-def build(factory: Callable[..., T], values: Mapping[str, Any], key: str) -> T:
+def build(
+    factory: Callable[..., T],
+    values: Mapping[str, Any],
+    key: str,
+    names: Iterable[str] | None = None,
+) -> T:
     """``factory(**values)``; the library's InputError becomes a ConfigError naming
-    ``key`` (and the field, when the message names one of ``values``)."""
+    ``key`` (and the field, when the message names one of ``names``, by default
+    the keys of ``values``)."""
     try:
         return factory(**values)
     except InputError as exc:
-        raise config_error(exc, key, values) from None
+        raise config_error(exc, key, values if names is None else names) from None
 
 
 def as_dict(obj: Any) -> dict[str, Any]:

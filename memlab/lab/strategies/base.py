@@ -96,7 +96,14 @@ class Components:
 
 
 class Kind(Protocol):
-    """A strategy kind, as registered in ``STRATEGIES``."""
+    """A strategy kind, as registered in ``STRATEGIES``.
+
+    Attributes:
+        schema: the dataclass of the entry's keys besides ``kind`` (Hydra
+            type-checks conf/strategies/*.yaml against it).
+    """
+
+    schema: type
 
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         """The ``strategies.<name>`` entry (without ``kind``) with every default
@@ -139,6 +146,7 @@ class SettingsKind:
         if not dataclasses.is_dataclass(settings_class) or not hasattr(settings_class, "build"):
             raise TypeError(f"{settings_class!r} must be a dataclass with a build() method")
         self.settings_class = settings_class
+        self.schema = settings_class
 
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         obj = structured(self.settings_class, raw, f"strategies.{name}")

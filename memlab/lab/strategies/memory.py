@@ -23,7 +23,16 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from memlab.errors import InputError
-from memlab.lab.schema import as_dict, build, default_of, fields_schema, omegaconf_error, structured
+from memlab.lab.schema import (
+    as_dict,
+    build,
+    default_of,
+    fields_schema,
+    omegaconf_error,
+    partial_schema,
+    set_values,
+    structured,
+)
 from memlab.lab.strategies.base import (
     STRATEGIES,
     Components,
@@ -358,23 +367,37 @@ def memory_settings(*nodes: Any, where: str = "memory") -> MemorySettings:
     return structured(MemorySettings, merged, where)  # type: ignore[no-any-return]
 
 
+MemoryOverrides = partial_schema(MemorySettings, name="MemoryOverrides")
+
+
 @dataclass
 class MemoryEntry:
-    """A ``strategies`` entry of kind ``memory``."""
+    """A ``strategies`` entry of kind ``memory``: ``memory`` overrides the run's
+    ``memory`` settings (any of its keys; the others keep the run's values)."""
 
-    memory: dict[str, Any] = field(default_factory=dict)  # overrides of the run's `memory`
+    memory: Any = field(default_factory=MemoryOverrides)
 
 
 class MemoryKind:
     """The ``memory`` kind: settings = the run's ``memory`` + the entry's overrides."""
 
+    schema = MemoryEntry
+
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-        return dataclasses.asdict(structured(MemoryEntry, raw, f"strategies.{name}"))
+        key = f"strategies.{name}"
+        plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
+        try:
+            node = OmegaConf.merge(OmegaConf.structured(MemoryEntry), plain or {})
+        except Exception as exc:
+            raise omegaconf_error(exc, key) from None
+        values = OmegaConf.to_container(node, resolve=True)
+        assert isinstance(values, dict)
+        return {"memory": set_values(values["memory"])}
 
     def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> MemoryParts:
-        entry = structured(MemoryEntry, raw, f"strategies.{name}")
-        where = f"strategies.{name}.memory" if entry.memory else "memory"
-        settings = memory_settings(run.get("memory") or {}, entry.memory, where=where)
+        overrides = self.entry(name, raw)["memory"]
+        where = f"strategies.{name}.memory" if overrides else "memory"
+        settings = memory_settings(run.get("memory") or {}, overrides, where=where)
         return MemoryParts.build(settings, where)
 
     def factory(self, name: str, settings: MemoryParts, parts: Components) -> StrategyFactory:
