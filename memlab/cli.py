@@ -79,6 +79,14 @@ class _Exit(Exception):
         self.code = code
 
 
+class _JobFailed(BaseException):
+    """A single run's failure on its way out of Hydra (which logs every Exception a
+    job raises, adding lines to the one-line message; it lets this through)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose errors are one-line InputErrors and whose --help returns."""
 
@@ -116,7 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             fail(f"error: unknown command {command!r}; run `memlab --help` for the commands")
             return BAD_INPUT
         warnings.formatwarning = _format_warning
-        return handler(rest)
+        try:
+            return handler(rest)
+        except _JobFailed as failed:
+            raise failed.error from None
     except _Exit as done:
         return done.code
     except MemlabError as exc:
@@ -306,12 +317,14 @@ def _run_job(cfg: Any) -> Any:
 
         _print_run(run_experiment(cfg, out))
         return None
-    except MemlabError as exc:
-        if hc.mode == RunMode.MULTIRUN:
-            err = MemlabError(f"job {hc.job.num} ({' '.join(hc.overrides.task)}): {exc}")
-            err.exit_code = exc.exit_code
-            raise err from None
-        raise
+    except Exception as exc:
+        if hc.mode != RunMode.MULTIRUN:
+            raise _JobFailed(exc) from None
+        if not isinstance(exc, MemlabError):
+            raise
+        err = MemlabError(f"job {hc.job.num} ({' '.join(hc.overrides.task)}): {exc}")
+        err.exit_code = exc.exit_code
+        raise err from None
 
 
 def _quiet(result: Any) -> str:
