@@ -306,6 +306,7 @@ def test_cli_failures_have_distinct_exit_codes_and_one_line(
     a_folder.mkdir()
     data = ["transcripts=dir", f"transcripts.path={gen}", "strategies=[sliding_window]"]
     base = ["gate", "--baseline", str(finished), str(finished)]
+    # fmt: off
     cases = [
         # bad input: 2
         (["run", *data, "memory.wieghts.recency=1"], {}, 2, "'memory.wieghts.recency': it does not exist"),
@@ -329,8 +330,9 @@ def test_cli_failures_have_distinct_exit_codes_and_one_line(
             ["run", *data, "strategies=[memory]", "store=pgvector",
              "store.dsn=postgresql://memlab@127.0.0.1:9/none", "store.connect_timeout=2"],
             {}, 3, "cannot reach PostgreSQL",
-        ),  # fmt: skip
-    ]  # fmt: skip
+        ),
+    ]
+    # fmt: on
     for args, env, code, message in cases:
         proc = subprocess.run(
             [sys.executable, "-m", "memlab.cli", *args],

@@ -12,7 +12,6 @@ library code never sees a config.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from memlab.lab.schema import (
     as_dict,
     build,
     config_error,
+    default_of,
     fields_schema,
     omegaconf_error,
     set_values,
@@ -38,8 +38,6 @@ from memlab.lab.strategies import STRATEGIES, Kind
 from memlab.lab.strategies.memory import MemoryParts, MemorySettings, memory_settings
 from memlab.memory import EMBEDDERS, STORES, SUMMARIZERS, RecallQuery
 from memlab.registry import Registry
-
-_REPLAY = {f.name: f.default for f in dataclasses.fields(ReplaySettings)}
 
 
 def conf_dir() -> Path:
@@ -87,7 +85,7 @@ class CacheConfig:
 class ReportConfig:
     charts: bool = True
     bootstrap: int = 1000
-    far_turns: int = _REPLAY["far_turns"]
+    far_turns: int = default_of(ReplaySettings, "far_turns")
 
     def __post_init__(self) -> None:
         _check(self.bootstrap >= 0, "report.bootstrap", f"must be >= 0, got {self.bootstrap}")
@@ -139,10 +137,10 @@ class TuneConfig:
 class RunConfig:
     """The whole run config (conf/config.yaml)."""
 
-    budget: int = _REPLAY["budget"]
+    budget: int = default_of(ReplaySettings, "budget")
     seed: int = 0
-    prompt_overhead_tokens: int = _REPLAY["prompt_overhead_tokens"]
-    price_per_1k_tokens: float = _REPLAY["price_per_1k_tokens"]
+    prompt_overhead_tokens: int = default_of(ReplaySettings, "prompt_overhead_tokens")
+    price_per_1k_tokens: float = default_of(ReplaySettings, "price_per_1k_tokens")
     progress: bool = True  # bars on a terminal only; false: never
     strategies: dict[str, Any] = field(default_factory=dict)
     memory: MemorySettings = field(default_factory=MemorySettings)
@@ -223,7 +221,7 @@ def _register_tune_sampler(cs: Any) -> None:
         return
 
     @dataclass
-    class WarmTPESamplerConfig(TPESamplerConfig):  # type: ignore[misc]
+    class WarmTPESamplerConfig(TPESamplerConfig):
         _target_: str = "memlab.lab.tune.warm_tpe"
         warm_start: dict[str, Any] = field(default_factory=dict)
 
@@ -433,7 +431,7 @@ def strategy_entry(name: str, raw: Any) -> tuple[str, Kind, dict[str, Any]]:
             f"config key 'strategies.{name}.kind': must be one of {STRATEGIES.names()}, "
             f"got {kind_name!r}"
         )
-    rest = {k: v for k, v in plain.items() if k != "kind"}
+    rest = {str(k): v for k, v in plain.items() if k != "kind"}
     return kind_name, STRATEGIES.get(kind_name), rest
 
 
@@ -468,7 +466,7 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Validated:
     for name, raw in run.strategies.items():
         kind_name, kind, rest = strategy_entry(name, raw)
         effective["strategies"][name] = {"kind": kind_name, **kind.entry(name, rest)}
-        strategies[name] = (kind, kind.settings(name, rest, plain))
+        strategies[name] = (kind, kind.settings(name, rest, effective))
     from memlab.lab.datasets import DATASETS
 
     _check(

@@ -134,7 +134,8 @@ def make_store(
         )
     if "dims" in store.kwargs and store.kwargs["dims"] is None and dims is not None:
         kwargs["dims"] = dims
-    return instantiate(store, **kwargs)  # type: ignore[no-any-return]
+    store_obj: MemoryStore = instantiate(store, **kwargs)
+    return store_obj
 
 
 def strategy_factories(

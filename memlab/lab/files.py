@@ -39,7 +39,7 @@ def file_mode() -> int:
 
 def atomic_write(
     path: str | os.PathLike[str],
-    write: Callable[[IO[Any]], None],
+    write: Callable[[IO[Any]], object],
     *,
     binary: bool = False,
     fsync: bool = False,
@@ -62,8 +62,8 @@ def atomic_write(
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
         os.chmod(tmp, file_mode())
-        mode = "wb" if binary else "w"
-        with os.fdopen(fd, mode, **({} if binary else {"encoding": "utf-8"})) as f:
+        f: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
+        with f:
             write(f)
             if fsync:
                 f.flush()

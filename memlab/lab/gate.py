@@ -451,7 +451,7 @@ def evaluate(
     fingerprint.check_sealed(run_dir, run_fp, "run")
     diffs = fingerprint.differences(base_fp, run_fp, allow=allow_config)
     if diffs:
-        error = MemlabError(
+        mismatch = MemlabError(
             f"the run is not the baseline's experiment ({len(diffs)} differences): "
             + "; ".join(diffs[:5])
             + ("; ..." if len(diffs) > 5 else "")
@@ -463,11 +463,11 @@ def evaluate(
             + "\n".join(f"- {d}" for d in diffs)
             + "\n"
         )
-        return Outcome(run_dir, None, "", md, error)
+        return Outcome(run_dir, None, "", md, mismatch)
     result = compare(baseline_df, run_df, gate_rules)
     notes = [f"allowed config differences under: {', '.join(allow_config)}"] * bool(allow_config)
     md = to_markdown(result, baseline=str(base_file), run=str(run_dir), notes=notes)
-    error = None
+    error: MemlabError | None = None
     if result.missing:
         error = MemlabError(
             f"{len(result.missing)} baseline metrics are missing from the run, e.g. "

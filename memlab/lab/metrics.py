@@ -52,6 +52,9 @@ _RANK_KINDS = {
 }
 
 
+_ORDER = itertools.count()  # registration order
+
+
 @dataclass(frozen=True)
 class Metric:
     """One measured quantity, as registered in ``METRICS``.
@@ -89,7 +92,6 @@ class Metric:
             raise ValueError(f"metric {self.name}: level must be probe, turn or final")
 
 
-_ORDER = itertools.count()
 METRICS: Registry[Metric] = Registry("metric")
 """Every metric by name; built-ins register below, plug-ins through entry points
 (group ``memlab.metric``) or ``register_metric``."""
@@ -536,17 +538,21 @@ register_metric(
         table=True,
     )
 )
+
+
+def _retrieval_value(name: str) -> Callable[[Scoring], float | None]:
+    def compute(s: Scoring) -> float | None:
+        return s.retrieval.get(name)
+
+    return compute
+
+
 for _level in RANK_LEVELS:
     for _k in RANK_KS:
         for _kind, _text in _RANK_KINDS.items():
             _name = f"{_level}_{_kind}@{_k}"
             register_metric(
-                Metric(
-                    _name,
-                    +1,
-                    _text.format(unit=_level, k=_k),
-                    compute=lambda s, n=_name: s.retrieval.get(n),
-                )
+                Metric(_name, +1, _text.format(unit=_level, k=_k), compute=_retrieval_value(_name))
             )
 RANK_METRICS = [f"{lv}_{kd}@{k}" for lv in RANK_LEVELS for k in RANK_KS for kd in _RANK_KINDS]
 

@@ -9,7 +9,6 @@ by maintenance, and has no turn row. Time comes from the transcript's timestamps
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -18,14 +17,13 @@ from typing import Any
 import pandas as pd
 
 from memlab.lab.metrics import evidence_distance, score_probe
+from memlab.lab.schema import default_of
 from memlab.lab.strategies.base import Strategy, StrategyFactory
 from memlab.lab.transcripts import Transcript
 from memlab.memory import RecallQuery
 from memlab.progress import bar
 
-DEFAULT_BUDGET: int = next(
-    f.default for f in dataclasses.fields(RecallQuery) if f.name == "token_budget"
-)
+DEFAULT_BUDGET: int = default_of(RecallQuery, "token_budget")
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def partial_schema(schema: type, name: str | None = None) -> type:
     specs = []
     for f in dataclasses.fields(schema):
         has_factory = f.default_factory is not dataclasses.MISSING
-        default = f.default_factory() if has_factory else f.default
+        default = typing.cast(Callable[[], Any], f.default_factory)() if has_factory else f.default
         if dataclasses.is_dataclass(default):
             sub = partial_schema(type(default))
             specs.append((f.name, Any, dataclasses.field(default_factory=sub)))
@@ -158,7 +158,7 @@ def config_value_type(tp: Any) -> Any:
     args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else ()
     members = list(args) or [tp]
     optional = type(None) in members
-    kept = []
+    kept: list[Any] = []
     for m in members:
         origin = typing.get_origin(m) or m
         if m is type(None):
@@ -191,7 +191,7 @@ def signature_schema(
     names, annotated types and defaults (a parameter without a default is
     required). Parameters a config cannot hold (clients, callbacks) are left out;
     ``extra`` lab-only fields ``(name, type, default)`` come first."""
-    target = func.__init__ if inspect.isclass(func) else func  # type: ignore[misc]
+    target = func.__init__ if inspect.isclass(func) else func
     hints = _hints(target)
     skip = set(exclude)
     specs = [_spec(n, tp, d) for n, tp, d in extra]

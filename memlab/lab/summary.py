@@ -10,6 +10,7 @@ every probe group, the per-turn metrics and the ``final_*`` store sizes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def write_summary(out: Path, summary: pd.DataFrame) -> Path:
     """
     from memlab.lab import fingerprint
 
-    path = atomic_write(out / "summary.csv", lambda f: summary.to_csv(f, index=False))
+    path = atomic_write(out / "summary.csv", _csv(summary))
     if (out / fingerprint.FILENAME).exists():
         fingerprint.seal(out)
     return path
@@ -126,20 +127,25 @@ def write_tables(
     Raises:
         OutputError: the folder cannot be written.
     """
-    for name, frame in (("probes", probes), ("turns", turns)):
-        atomic_write(out / f"{name}.csv", lambda f, frame=frame: frame.to_csv(f, index=False))
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        pass
+        parquet = False
     else:
-        for name, frame in (("probes", probes), ("turns", turns)):
-            atomic_write(
-                out / f"{name}.parquet",
-                lambda f, frame=frame: frame.to_parquet(f, index=False),
-                binary=True,
-            )
+        parquet = True
+    for name, frame in (("probes", probes), ("turns", turns)):
+        atomic_write(out / f"{name}.csv", _csv(frame))
+        if parquet:
+            atomic_write(out / f"{name}.parquet", _parquet(frame), binary=True)
     write_summary(out, summary)
+
+
+def _csv(frame: pd.DataFrame) -> Callable[[Any], None]:
+    return lambda f: frame.to_csv(f, index=False)
+
+
+def _parquet(frame: pd.DataFrame) -> Callable[[Any], None]:
+    return lambda f: frame.to_parquet(f, index=False)
 
 
 def load_rows(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:

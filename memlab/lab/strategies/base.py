@@ -156,7 +156,7 @@ class SettingsKind:
         return structured(self.settings_class, raw, f"strategies.{name}")
 
     def factory(self, name: str, settings: Any, parts: Components) -> StrategyFactory:
-        return settings.build(name, parts)  # type: ignore[no-any-return]
+        return settings.build(name, parts)
 
 
 STRATEGIES: Registry[Kind] = Registry("strategy", "memlab.lab.strategies")

@@ -15,7 +15,6 @@ settings are declared here: ``summarize.enabled``, ``eviction.enabled``,
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -213,7 +212,6 @@ EvictionSettings = fields_schema(
     doc="EvictionPolicy's fields, and enabled (false: never forget).",
 )
 NeighborsSettings = fields_schema(NeighborPolicy, name="NeighborsSettings")
-_QUERY = {f.name: f.default for f in dataclasses.fields(RecallQuery)}
 
 
 @dataclass
@@ -233,8 +231,8 @@ class MemorySettings:
     rrf_k: float = default_of(HybridRanker, "rrf_k")
     untrusted_salience_cap: float = default_of(MemoryLayer, "untrusted_salience_cap")
     pool: int = default_of(MemoryLayer, "pool")
-    max_hits: int | None = _QUERY["max_hits"]
-    min_score_ratio: float = _QUERY["min_score_ratio"]
+    max_hits: int | None = default_of(RecallQuery, "max_hits")
+    min_score_ratio: float = default_of(RecallQuery, "min_score_ratio")
     # The lab's own settings:
     rewrite: str = "none"  # none | memory_question ("what did I tell you about X?" -> "X")
     salience: str = "heuristic"  # heuristic | oracle (the transcript's hints) | fixed
@@ -361,10 +359,11 @@ def memory_settings(*nodes: Any, where: str = "memory") -> MemorySettings:
         OmegaConf.to_container(n, resolve=True) if OmegaConf.is_config(n) else n for n in nodes
     ]
     try:
-        merged = OmegaConf.merge(*[p or {} for p in plain]) if plain else {}
+        merged: Any = OmegaConf.merge(*[p or {} for p in plain]) if plain else {}
     except Exception as exc:
         raise omegaconf_error(exc, where) from None
-    return structured(MemorySettings, merged, where)  # type: ignore[no-any-return]
+    settings: MemorySettings = structured(MemorySettings, merged, where)
+    return settings
 
 
 MemoryOverrides = partial_schema(MemorySettings, name="MemoryOverrides")
@@ -381,7 +380,7 @@ class MemoryEntry:
 class MemoryKind:
     """The ``memory`` kind: settings = the run's ``memory`` + the entry's overrides."""
 
-    schema = MemoryEntry
+    schema: type = MemoryEntry
 
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         key = f"strategies.{name}"
@@ -400,7 +399,7 @@ class MemoryKind:
         settings = memory_settings(run.get("memory") or {}, overrides, where=where)
         return MemoryParts.build(settings, where)
 
-    def factory(self, name: str, settings: MemoryParts, parts: Components) -> StrategyFactory:
+    def factory(self, name: str, settings: Any, parts: Components) -> StrategyFactory:
         def make(transcript: Any) -> MemoryStrategy:
             store = parts.open_store(name, transcript.id)
             return settings.strategy(name, store, parts, drop_store=parts.drop_store)
