@@ -398,7 +398,7 @@ def make_workload(
         salience: ``"estimated"`` (``SALIENCE_LEVELS``) or ``"uniform"``.
     """
     from memlab.memory import HashEmbedder, MemoryKind, MemoryRecord
-    from memlab.memory.tokens import estimate_tokens
+    from memlab.memory.text import estimate_tokens
 
     if corpus not in CORPORA:
         raise ConfigError(f"bench corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")

@@ -39,8 +39,8 @@ from memlab.memory.stores import (
 )
 from memlab.memory.summarize import SUMMARIZERS, ExtractiveSummarizer, Summarizer
 from memlab.memory.summarizers import OpenAISummarizer
+from memlab.memory.text import estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
-from memlab.memory.tokens import estimate_tokens
 
 __all__ = [
     "EMBEDDERS",

@@ -34,8 +34,8 @@ from memlab.memory.records import (
 from memlab.memory.rewrite import QueryRewriter
 from memlab.memory.stores.base import MemoryStore
 from memlab.memory.summarize import Summarizer
+from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
-from memlab.memory.tokens import TokenCounter, estimate_tokens
 
 Clock = Callable[[], float]
 

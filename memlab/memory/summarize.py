@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from memlab.errors import InputError
 from memlab.memory.salience import CORRECTION, HARD_RULE, IDENTITY, PLEASANTRY, SPECIFIC
+from memlab.memory.text import words
 from memlab.registry import Registry
 
 SUMMARIZERS: Registry[type] = Registry("summarizer", error=InputError)
@@ -35,7 +36,6 @@ _DECISION = re.compile(
     r"use|uses|using|is|are|was|runs?|deploy\w*|moved|based|located|lives?|works?)\b",
     re.I,
 )
-_WORD = re.compile(r"\w+")
 
 
 @SUMMARIZERS.register("extractive")
@@ -86,7 +86,7 @@ class ExtractiveSummarizer:
         for text in texts:
             for sentence in _SENTENCE.split(text):
                 sentence = sentence.strip()
-                key = " ".join(_WORD.findall(sentence.lower()))
+                key = " ".join(words(sentence))
                 if not key or key in seen:
                     continue
                 score = self.score(sentence)
