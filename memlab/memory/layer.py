@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError
-from memlab.memory.embed import Embedder, check_embeddings
 from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.models.embedder import Embedder, check_embeddings
+from memlab.memory.models.summarizer import Summarizer
 from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
 from memlab.memory.records import (
     SOURCE_CODES,
@@ -33,7 +34,6 @@ from memlab.memory.records import (
 )
 from memlab.memory.rewrite import QueryRewriter
 from memlab.memory.stores.base import MemoryStore
-from memlab.memory.summarize import Summarizer
 from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 

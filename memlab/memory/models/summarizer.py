@@ -1,4 +1,5 @@
-"""Summarizers: fold old episodes into durable semantic notes."""
+"""Summarizers fold old episodes into durable semantic notes: the Summarizer
+protocol, the SUMMARIZERS registry and the offline ExtractiveSummarizer."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from memlab.memory.salience import CORRECTION, HARD_RULE, IDENTITY, PLEASANTRY, 
 from memlab.memory.text import words
 from memlab.registry import Registry
 
-SUMMARIZERS: Registry[type] = Registry("summarizer", error=InputError)
-"""Summarizers by name (``extractive``, ``openai``); each class registers itself with
-``@SUMMARIZERS.register("name")``."""
+SUMMARIZERS: Registry[type] = Registry("summarizer", "memlab.memory.models", error=InputError)
+"""Summarizers by name (``extractive``, ``openai``); a module in ``memlab.memory.models``
+registers its class with ``@SUMMARIZERS.register("name")``."""
 
 
 @runtime_checkable

@@ -1,4 +1,5 @@
-"""Embeddings behind one function: the Embedder protocol and the offline HashEmbedder."""
+"""Embeddings behind one function: the Embedder protocol, the EMBEDDERS registry,
+output checks shared by every embedder, and the offline HashEmbedder."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from memlab.errors import EmbedderError, InputError
 from memlab.memory.text import content_words
 from memlab.registry import Registry
 
-EMBEDDERS: Registry[type] = Registry("embedder", error=InputError)
-"""Embedders by name (``hash``, ``minilm``, ``openai``); each class registers itself
-with ``@EMBEDDERS.register("name")``."""
+EMBEDDERS: Registry[type] = Registry("embedder", "memlab.memory.models", error=InputError)
+"""Embedders by name (``hash``, ``minilm``, ``openai``); a module in
+``memlab.memory.models`` registers its class with ``@EMBEDDERS.register("name")``."""
 
 
 @runtime_checkable
@@ -59,7 +60,19 @@ def check_embeddings(vectors: object, n: int, dims: int, who: str) -> np.ndarray
     return arr
 
 
+def check_texts(texts: Sequence[str], who: str) -> list[str]:
+    """The batch as a list of str, or InputError naming the embedder (``who``)."""
+    if isinstance(texts, str):
+        raise InputError(f"{who}.embed() takes a list of texts, not a single string")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise InputError(f"{who}.embed(): text {i} is {type(t).__name__}, not str")
+    return out
+
+
 def l2_normalize(arr: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (arr / norms).astype(np.float32, copy=False)
