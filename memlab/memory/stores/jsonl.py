@@ -30,8 +30,9 @@ import filelock
 
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import STORES, as_ids, check_dims
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
+from memlab.memory.stores.indexed import IndexedStore
 
 FORMAT = "memlab.jsonl/1"
 _CRC_KEY = b',"crc":"'

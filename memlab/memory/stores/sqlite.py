@@ -22,14 +22,8 @@ import numpy as np
 
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
-from memlab.memory.stores.base import (
-    STORES,
-    Candidates,
-    ScopeIndex,
-    as_ids,
-    check_dims,
-    kind_filter,
-)
+from memlab.memory.stores.base import STORES, Candidates, as_ids, check_dims, kind_filter
+from memlab.memory.stores.indexed import ScopeIndex
 
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
 MIGRATIONS: list[str] = [
