@@ -124,10 +124,10 @@ def hnsw_recall(
     import psycopg
     from psycopg.types import TypeInfo
 
-    from memlab.memory.stores.pgvector import _register_vector
+    from memlab.memory.stores.pg.sql import register_vector
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        _register_vector(conn, TypeInfo.fetch(conn, "vector"))
+        register_vector(conn, TypeInfo.fetch(conn, "vector"))
         conn.execute("DROP SCHEMA IF EXISTS memlab_calibrate CASCADE")
         conn.execute("CREATE SCHEMA memlab_calibrate")
         conn.execute("SET search_path = memlab_calibrate, public")
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nestimate_salience over the turns (value, share):")
     print(", ".join(f"({v:.2f}, {levels[v] / len(turns):.4f})" for v in sorted(levels)))
     if args.hnsw:
-        from memlab.memory.stores.pgserver import embedded_dsn
+        from memlab.memory.stores.pg.server import embedded_dsn
 
         dsn = args.dsn or embedded_dsn()
         q = minilm.embed(questions)

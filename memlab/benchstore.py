@@ -125,7 +125,7 @@ def _open(backend: str, n: int, tmp: Path, s: Settings, schema: str) -> Any:
         return JsonlStore(tmp / f"bench-{n}.jsonl")
     if backend == "sqlite":
         return SqliteStore(tmp / f"bench-{n}.db")
-    from memlab.memory.stores.pgvector import PgVectorStore
+    from memlab.memory.stores.pg import PgVectorStore
 
     return PgVectorStore(
         s.dsn,
@@ -264,7 +264,7 @@ def _pg_target(s: Settings) -> tuple[str, Callable[[], None]]:
     psycopg = require("psycopg", feature="the pgvector benchmark", extra="pg")
     dsn = s.dsn or os.environ.get("MEMLAB_PG_DSN") or None
     if dsn is None:
-        from memlab.memory.stores.pgserver import embedded_dsn
+        from memlab.memory.stores.pg.server import embedded_dsn
 
         dsn = embedded_dsn(s.data_dir)
     schema = f"memlab_bench_{os.getpid()}"
