@@ -3,7 +3,7 @@
 Reads the chat turns and questions of the LoCoMo and LongMemEval slices in
 ../shared/datasets, embeds them with all-MiniLM-L6-v2 (offline, through the
 persistent embedding cache, so only the first run pays ~1 min), and prints side
-by side the neighbourhood statistics (``memlab.benchworkload.vector_stats``) of
+by side the neighbourhood statistics (``memlab.bench.workload.vector_stats``) of
 
 - MiniLM on the real turns (what ``MINILM_STATS`` records),
 - the clustered generator at the same sizes (``ClusterShape`` defaults),
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memlab.benchworkload import (
+from memlab.bench.workload import (
     CALIBRATION_QUERIES,
     CALIBRATION_RECORDS,
     MINILM_STATS,

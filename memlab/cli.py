@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            from memlab.benchstore import main as bench_store
+            from memlab.bench.store import main as bench_store
 
             return bench_store(rest[1:])
         print(f"memlab: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)

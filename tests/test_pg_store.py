@@ -302,7 +302,7 @@ def test_the_search_weighs_similarity_and_salience_as_asked(dsn: str, schema: st
 
 # -- parity with the exact stores -------------------------------------------------
 def _texts(n: int, seed: int) -> tuple[list[str], list[str]]:
-    from memlab.benchstore import Corpus
+    from memlab.bench.workload import Corpus
 
     gen = Corpus(max(3, n // 60), seed)
     return gen.lines(n, seed), gen.queries(25, seed + 1)
