@@ -6,11 +6,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memlab.errors import DimensionMismatch, InputError
+from memlab.errors import DimensionMismatch, InputError, StoreError
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
@@ -177,6 +178,35 @@ def kind_filter(kinds: Iterable[MemoryKind | str] | None) -> frozenset[MemoryKin
     from memlab.memory.records import as_kind
 
     return frozenset(as_kind(k) for k in kinds)
+
+
+def check_store_path(path: Path, create_dirs: bool, who: str) -> None:
+    """Check that a file store's ``path`` can hold its file, creating its folder
+    when ``create_dirs`` is true.
+
+    Raises:
+        StoreError: ``path`` is a folder; or its folder is missing (and
+            ``create_dirs`` is false) or cannot be created. The message names the path.
+    """
+    if path.is_dir():
+        raise StoreError(
+            f"{who}: {path} is a folder; give the path of the store's file inside it, "
+            f"e.g. {path / ('memory.db' if who == 'SqliteStore' else 'memory.jsonl')}"
+        )
+    folder = path.parent
+    if folder.is_dir():
+        return
+    if not create_dirs:
+        raise StoreError(
+            f"{who}: the folder {folder} of {path} does not exist; check the path for a "
+            "typo, create the folder, or pass create_dirs=True"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"{who}: cannot create the folder {folder}: {exc.strerror or exc}"
+        ) from None
 
 
 def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) -> int | None:
