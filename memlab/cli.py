@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            from memlab.benchstore import main as bench_store
+            from memlab.bench.store import main as bench_store
 
             return bench_store(rest[1:])
         print(f"memlab: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
@@ -669,6 +669,8 @@ def make_store(
             f"store file {kwargs['path']} already exists; a replay needs a fresh store "
             "(an earlier run wrote into this folder): choose a new hydra.run.dir or remove it"
         )
+    if "path" in kwargs:
+        kwargs["create_dirs"] = True  # each replay's store lives in a fresh subfolder
     if "dims" in node and node.dims is None and dims is not None:
         kwargs["dims"] = dims
     if "drop_after" in node:

@@ -27,9 +27,9 @@ from memlab.memory import (
     estimate_salience,
     estimate_tokens,
 )
-from memlab.memory.embed import Embedder
+from memlab.memory.models.embedder import Embedder
+from memlab.memory.models.summarizer import Summarizer
 from memlab.memory.stores.base import MemoryStore
-from memlab.memory.summarize import Summarizer
 
 
 @dataclass(frozen=True)
