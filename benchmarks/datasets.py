@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlab.lab.report import job_dirs, job_overrides
+from memlab.lab.sweep import job_dirs, job_overrides
 
 BEGIN = "<!-- datasets-tables:begin -->"
 END = "<!-- datasets-tables:end -->"

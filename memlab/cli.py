@@ -625,7 +625,7 @@ def bench(args: list[str]) -> int:
         raise InputError("bench needs a target: memlab bench store (memlab bench --help)")
     if args[0] != "store":
         raise InputError(f"bench has no target {args[0]!r}; the target is: store")
-    from memlab.benchstore import main as bench_store
+    from memlab.bench.store import main as bench_store
 
     try:
         return bench_store(args[1:])

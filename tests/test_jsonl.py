@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.errors import StoreCorrupted, StoreLocked
+from memlab.errors import MemlabError, StoreCorrupted, StoreError, StoreLocked
 from memlab.memory import JsonlStore
 from memlab.memory.stores.jsonl import TornWriteWarning, encode_line
 from tests.conftest import make_record
@@ -201,3 +201,22 @@ def test_lock_timeout_is_a_clear_error(tmp_path: Path) -> None:
     finally:
         other.release()
     s.put(make_record())
+
+
+def test_a_folder_is_not_a_store_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=f"{tmp_path} is a folder") as err:
+        JsonlStore(tmp_path)
+    assert isinstance(err.value, MemlabError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) -> None:
+    typo = tmp_path / "stroes" / "memory.jsonl"
+    with pytest.raises(StoreError, match="does not exist.*create_dirs=True"):
+        JsonlStore(typo)
+    assert not typo.parent.exists()  # nothing created
+    with JsonlStore(typo, create_dirs=True) as s:
+        s.put(make_record())
+    assert typo.is_file()
+    with JsonlStore(typo) as s:  # the folder exists now
+        assert s.count("alice") == 1

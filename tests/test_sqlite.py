@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlab.errors import StoreCorrupted, StoreError
+from memlab.errors import MemlabError, StoreCorrupted, StoreError
 from memlab.memory import SqliteStore
 from memlab.memory.stores.sqlite import SCHEMA_VERSION
 from tests.conftest import make_record, vec
@@ -117,3 +117,23 @@ def test_opening_a_fresh_file_waits_for_another_writer(tmp_path: Path) -> None:
         release.join()
         other.close()
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_folder_is_not_a_store_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=f"{tmp_path} is a folder") as err:
+        SqliteStore(tmp_path)
+    assert isinstance(err.value, MemlabError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) -> None:
+    typo = tmp_path / "stroes" / "memory.db"
+    with pytest.raises(StoreError, match="does not exist.*create_dirs=True"):
+        SqliteStore(typo)
+    assert not typo.parent.exists()  # nothing created
+    with SqliteStore(typo, create_dirs=True) as s:
+        s.put(make_record())
+    with SqliteStore(typo) as s:
+        assert s.count("alice") == 1
+    with SqliteStore(":memory:") as s:  # no folder involved
+        assert s.count() == 0

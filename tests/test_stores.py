@@ -282,6 +282,20 @@ def test_closed_store_raises(backend: StoreBackend, tmp_path: Path) -> None:
         s.list("alice")
 
 
+def test_is_a_context_manager_and_close_is_idempotent(
+    backend: StoreBackend, tmp_path: Path
+) -> None:
+    with backend.open(tmp_path) as s:
+        s.put(make_record())
+        assert s.count("alice") == 1
+    s.close()  # again: harmless
+    if backend.durable:
+        with pytest.raises(StoreError):
+            s.count("alice")
+        with backend.open(tmp_path) as again:  # what the block wrote is there
+            assert again.count("alice") == 1
+
+
 def _lexical_matches_reference(store: MemoryStore, scope: str, query: str) -> None:
     from tests.test_lexical import reference_bm25
 

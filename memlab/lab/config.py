@@ -181,12 +181,18 @@ LAB_KEYS: dict[str, tuple[tuple[str, Any, Any], ...]] = {
 (stores that can, e.g. pgvector's per-replay tables)."""
 
 
+LAB_ARGUMENTS: dict[str, tuple[str, ...]] = {"store": ("create_dirs",)}
+"""Constructor arguments the lab passes itself (not config keys): a replay's file
+store lives in a fresh subfolder, so the lab lets the store create it."""
+
+
 def plugin_schema(group: str, name: str) -> type:
     """The schema of ``<group>=<name>``: ``name``, the lab's keys, and the
     parameters of the registered class's constructor."""
     cls = PLUGINS[group].get(name)
     extra = (("name", str, name), *LAB_KEYS.get(group, ()))
-    return signature_schema(cls, name=f"{group}_{name}", extra=extra)
+    exclude = LAB_ARGUMENTS.get(group, ())
+    return signature_schema(cls, name=f"{group}_{name}", extra=extra, exclude=exclude)
 
 
 def strategy_schema(name: str, kind: Kind) -> type:

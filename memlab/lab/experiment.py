@@ -24,7 +24,7 @@ from memlab.lab import fingerprint
 from memlab.lab.config import Plugin, Validated, validate
 from memlab.lab.files import atomic_write_text
 from memlab.lab.replay import ReplaySettings, run_experiment
-from memlab.lab.schema import build
+from memlab.lab.schema import build, parameters
 from memlab.lab.strategies import Components, StrategyFactory
 from memlab.lab.summary import summarize, write_tables
 from memlab.lab.transcripts import Transcript
@@ -134,6 +134,8 @@ def make_store(
         )
     if "dims" in store.kwargs and store.kwargs["dims"] is None and dims is not None:
         kwargs["dims"] = dims
+    if "path" in kwargs and "create_dirs" in parameters(store.cls):
+        kwargs["create_dirs"] = True  # each replay's store lives in a fresh subfolder
     store_obj: MemoryStore = instantiate(store, **kwargs)
     return store_obj
 

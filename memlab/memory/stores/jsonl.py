@@ -30,8 +30,9 @@ import filelock
 
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import STORES, as_ids, check_dims, check_store_path
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
+from memlab.memory.stores.indexed import IndexedStore
 
 FORMAT = "memlab.jsonl/1"
 _CRC_KEY = b',"crc":"'
@@ -61,12 +62,20 @@ class JsonlStore(IndexedStore):
     """A durable MemoryStore in one JSON Lines file.
 
     Args:
-        path: the log file; created (with its folder) on first write.
+        path: the log file, created on first write. Its folder must exist unless
+            ``create_dirs`` is true (so a mistyped path raises instead of starting
+            a new, empty store).
         fsync: fsync after every append. Without it an acknowledged write survives
             a process crash (it is in the OS page cache) but not a power loss.
         compact_min_lines: never compact logs shorter than this.
         compact_ratio: compact when lines exceed this multiple of live records.
         lock_timeout: seconds to wait for another process's lock.
+        create_dirs: create the folder of ``path`` (and its parents) if missing.
+
+    Raises:
+        StoreError: ``path`` is a folder, or its folder is missing and
+            ``create_dirs`` is false.
+        StoreCorrupted: the file exists but is not an intact memlab log.
     """
 
     def __init__(
@@ -77,9 +86,12 @@ class JsonlStore(IndexedStore):
         compact_min_lines: int = 1000,
         compact_ratio: float = 2.0,
         lock_timeout: float = 30.0,
+        create_dirs: bool = False,
     ) -> None:
         super().__init__()
         self.path = Path(path)
+        self.create_dirs = create_dirs
+        check_store_path(self.path, create_dirs, "JsonlStore")
         self.fsync = fsync
         self.compact_min_lines = compact_min_lines
         self.compact_ratio = compact_ratio
@@ -201,10 +213,7 @@ class JsonlStore(IndexedStore):
             raise StoreError(f"memory store {self.path} is closed")
 
     def _locked(self) -> filelock.BaseFileLock:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+        check_store_path(self.path, self.create_dirs, "JsonlStore")
         return self._lock
 
     def _append(self, op: dict[str, Any]) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import STORES, as_ids, check_dims
+from memlab.memory.stores.indexed import IndexedStore
 
 
 @STORES.register("memory")

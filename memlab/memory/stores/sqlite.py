@@ -25,11 +25,12 @@ from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     STORES,
     Candidates,
-    ScopeIndex,
     as_ids,
     check_dims,
+    check_store_path,
     kind_filter,
 )
+from memlab.memory.stores.indexed import ScopeIndex
 
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
 MIGRATIONS: list[str] = [
@@ -132,14 +133,24 @@ class SqliteStore:
     """A durable MemoryStore backed by SQLite.
 
     Args:
-        path: the database file (created with its folder); ``":memory:"`` works too.
+        path: the database file, created if absent; ``":memory:"`` works too. Its
+            folder must exist unless ``create_dirs`` is true (so a mistyped path
+            raises instead of starting a new, empty store).
         timeout: seconds to wait for another process's write lock.
+        create_dirs: create the folder of ``path`` (and its parents) if missing.
+
+    Raises:
+        StoreError: ``path`` is a folder, or its folder is missing and
+            ``create_dirs`` is false.
+        StoreCorrupted: the file is not an intact SQLite database.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 30.0, create_dirs: bool = False
+    ) -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            check_store_path(Path(self.path), create_dirs, "SqliteStore")
         self._mutex = threading.RLock()
         self._cache: dict[str, ScopeIndex] = {}
         self._closed = False

@@ -1,4 +1,5 @@
-"""Summarizers: fold old episodes into durable semantic notes."""
+"""Summarizers fold old episodes into durable semantic notes: the Summarizer
+protocol, the SUMMARIZERS registry and the offline ExtractiveSummarizer."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import Protocol, runtime_checkable
 
 from memlab.errors import InputError
 from memlab.memory.salience import CORRECTION, HARD_RULE, IDENTITY, PLEASANTRY, SPECIFIC
+from memlab.memory.text import words
 from memlab.registry import Registry
 
-SUMMARIZERS: Registry[type] = Registry("summarizer", error=InputError)
-"""Summarizers by name (``extractive``, ``openai``); each class registers itself with
-``@SUMMARIZERS.register("name")``."""
+SUMMARIZERS: Registry[type] = Registry("summarizer", "memlab.memory.models", error=InputError)
+"""Summarizers by name (``extractive``, ``openai``); a module in ``memlab.memory.models``
+registers its class with ``@SUMMARIZERS.register("name")``."""
 
 
 @runtime_checkable
@@ -35,7 +37,6 @@ _DECISION = re.compile(
     r"use|uses|using|is|are|was|runs?|deploy\w*|moved|based|located|lives?|works?)\b",
     re.I,
 )
-_WORD = re.compile(r"\w+")
 
 
 @SUMMARIZERS.register("extractive")
@@ -86,7 +87,7 @@ class ExtractiveSummarizer:
         for text in texts:
             for sentence in _SENTENCE.split(text):
                 sentence = sentence.strip()
-                key = " ".join(_WORD.findall(sentence.lower()))
+                key = " ".join(words(sentence))
                 if not key or key in seen:
                     continue
                 score = self.score(sentence)

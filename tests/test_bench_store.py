@@ -1,51 +1,16 @@
-"""`memlab bench store` at a tiny size, and its seeded workload."""
+"""`memlab bench store` (memlab.bench.store) at a tiny size, and its errors."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.benchstore import OTHER_SCOPES, SCOPE, Corpus, flat_lines, make_workload
 from memlab.cli import main as cli
-from memlab.memory import HashEmbedder
-
-
-def test_workload_is_seeded_and_scoped() -> None:
-    a = make_workload(300, seed=3, queries=5, single=20)
-    b = make_workload(300, seed=3, queries=5, single=20)
-    assert [r.content for r in a.records] == [r.content for r in b.records]
-    assert all(
-        np.array_equal(x.embedding, y.embedding) for x, y in zip(a.records, b.records, strict=True)
-    )
-    assert a.queries == b.queries and len(a.queries) == 5
-    assert {r.scope for r in a.records} == {SCOPE} == {r.scope for r in a.extra}
-    assert {r.scope for r in a.others} == set(OTHER_SCOPES) and len(a.others) == 150
-    assert len(a.extra) == 20
-    assert len({r.id for r in a.records + a.others + a.extra}) == 300 + 150 + 20
-    assert min(r.created_at for r in a.extra) > max(r.created_at for r in a.records + a.others)
-    assert a.now > max(r.created_at for r in a.extra)
-    c = make_workload(300, seed=4, queries=5, single=20)
-    assert [r.content for r in c.records] != [r.content for r in a.records]
-
-
-def test_topic_corpus_separates_related_from_unrelated_lines() -> None:
-    gen = Corpus(20, seed=0)
-    lines, topic_of = gen.draw(400, seed=1)
-    assert lines == gen.lines(400, seed=1)
-    emb = HashEmbedder(384)
-    vecs = emb.embed(lines)
-    sims = vecs @ vecs.T
-    off = ~np.eye(len(lines), dtype=bool)
-    same = np.equal.outer(topic_of, topic_of) & off
-    unrelated = sims[~same & off].mean()
-    assert unrelated < 0.1 and sims[same].mean() > 1.5 * unrelated
-    flat = emb.embed(flat_lines(200, seed=1))
-    # The flat vocabulary makes any two lines look alike (the hard case).
-    assert (flat @ flat.T)[~np.eye(200, dtype=bool)].mean() > 0.3
+from tests.conftest import memlab
 
 
 def test_bench_store_runs_small_and_writes_table_and_chart(
@@ -97,3 +62,54 @@ def test_bench_command_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown backend 'redis'" in capsys.readouterr().err
     assert cli(["bench", "store", "--queries", "0"]) == 2
     assert "--queries must be >= 1" in capsys.readouterr().err
+
+
+def test_bench_store_help_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["bench", "store", "--help"]) == 0
+    assert "--no-progress" in capsys.readouterr().out
+
+
+def _bench_in_a_terminal(tmp_path: Path, *extra: str) -> str:
+    """Output of a tiny `memlab bench store` whose stdout and stderr are a terminal."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+    # A real terminal has a size; tqdm draws nothing in a 0-column one.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlab.cli", "bench", "store", "--sizes", "100", "--backends",
+         "memory", "--queries", "2", "--single", "5", "--out", str(tmp_path / "out"), *extra],
+        stdout=slave, stderr=slave, cwd=tmp_path,
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=300) == 0, b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.slow
+def test_progress_bars_only_on_a_terminal_and_never_with_no_progress(tmp_path: Path) -> None:
+    bar = re.compile(r"bench store: +\d+%\|")
+    assert bar.search(_bench_in_a_terminal(tmp_path))
+    assert not bar.search(_bench_in_a_terminal(tmp_path, "--no-progress"))
+    piped = memlab(
+        "bench", "store", "--sizes", "100", "--backends", "memory", "--queries", "2",
+        "--single", "5", "--out", str(tmp_path / "piped"), cwd=tmp_path,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert not bar.search(piped.stderr) and "written:" in piped.stdout

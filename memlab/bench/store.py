@@ -38,25 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from memlab.benchworkload import (
+from memlab.bench.workload import (
     CORPORA,
     DIMS,
-    OTHER_SCOPES,
     SALIENCE,
     SCOPE,
-    START,
     VECTORS,
-    Corpus,
     Workload,
-    flat_lines,
     make_workload,
 )
 from memlab.errors import ConfigError, MemlabError
 
-__all__ = [
-    "BACKENDS", "DIMS", "OTHER_SCOPES", "SCOPE", "START", "Corpus", "Settings", "Workload",
-    "flat_lines", "main", "make_workload", "run",
-]  # fmt: skip
+__all__ = ["BACKENDS", "Settings", "main", "run"]
 
 BACKENDS = ("memory", "jsonl", "sqlite", "pgvector")
 TOPK = 10
@@ -84,6 +77,12 @@ class Settings:
     data_dir: str | None = None
     hnsw_m: int = 16
     ef_construction: int = 64
+    progress: bool | None = None  # bars on stderr; None: only when it is a terminal
+
+    @property
+    def bars_off(self) -> bool | None:
+        """tqdm's ``disable``: True when progress is off, None to decide by the terminal."""
+        return None if self.progress is None else not self.progress
 
 
 def _rss() -> int:
@@ -125,7 +124,7 @@ def _open(backend: str, n: int, tmp: Path, s: Settings, schema: str) -> Any:
         return JsonlStore(tmp / f"bench-{n}.jsonl")
     if backend == "sqlite":
         return SqliteStore(tmp / f"bench-{n}.db")
-    from memlab.memory.stores.pgvector import PgVectorStore
+    from memlab.memory.stores.pg import PgVectorStore
 
     return PgVectorStore(
         s.dsn,
@@ -170,7 +169,13 @@ def run_cell(
     pool_rows: list[dict[str, Any]] = []
     try:
         label = f"{backend} {w.n:,}"
-        with tqdm(total=len(w.others) + w.n, desc=f"{label}: load", unit="rec", leave=False) as bar:
+        with tqdm(
+            total=len(w.others) + w.n,
+            desc=f"{label}: load",
+            unit="rec",
+            leave=False,
+            disable=s.bars_off,
+        ) as bar:
             for i in range(0, len(w.others), s.batch):
                 store.put_many(w.others[i : i + s.batch])
                 bar.update(len(w.others[i : i + s.batch]))
@@ -217,13 +222,13 @@ def run_cell(
             store.salient = store.recent = s.extras
             layer.pool = s.pool
         times = []
-        for q in tqdm(w.queries * 2, desc=f"{label}: recall", leave=False):
+        for q in tqdm(w.queries * 2, desc=f"{label}: recall", leave=False, disable=s.bars_off):
             t = time.perf_counter()
             layer.recall(RecallQuery(SCOPE, q))  # an agent's recall: 800 tokens, touches
             times.append(time.perf_counter() - t)
         row["recall_p50_ms"], row["recall_p95_ms"] = _percentiles(times)
         t = time.perf_counter()
-        for r in tqdm(w.extra, desc=f"{label}: single puts", leave=False):
+        for r in tqdm(w.extra, desc=f"{label}: single puts", leave=False, disable=s.bars_off):
             store.put(r)
         row["write_single_per_s"] = len(w.extra) / (time.perf_counter() - t)
         row["size_mb"] = store.size_bytes() / 1e6
@@ -264,7 +269,7 @@ def _pg_target(s: Settings) -> tuple[str, Callable[[], None]]:
     psycopg = require("psycopg", feature="the pgvector benchmark", extra="pg")
     dsn = s.dsn or os.environ.get("MEMLAB_PG_DSN") or None
     if dsn is None:
-        from memlab.memory.stores.pgserver import embedded_dsn
+        from memlab.memory.stores.pg.server import embedded_dsn
 
         dsn = embedded_dsn(s.data_dir)
     schema = f"memlab_bench_{os.getpid()}"
@@ -302,7 +307,12 @@ def run(s: Settings) -> tuple[Any, Any]:
     ctx = mp.get_context("spawn")
     try:
         with tempfile.TemporaryDirectory(prefix="memlab-bench-") as tmp:
-            cells = tqdm(total=len(s.sizes) * len(s.backends), desc="bench store", unit="cell")
+            cells = tqdm(
+                total=len(s.sizes) * len(s.backends),
+                desc="bench store",
+                unit="cell",
+                disable=s.bars_off,
+            )
             for n in s.sizes:
                 cells.set_postfix_str(f"workload {n:,}")
                 w = make_workload(
@@ -360,7 +370,8 @@ def chart(table: Any, pools: Any, path: Path, vectors: str = "hash embedder") ->
     for a in (ax[0, 0], ax[0, 1], ax[1, 1]):
         a.set(xscale="log", yscale="log", xlabel="records in the recalled scope")
         a.grid(True, which="both", alpha=0.3)
-        a.legend(fontsize=8)
+        if a.get_legend_handles_labels()[0]:  # memory alone draws no size line
+            a.legend(fontsize=8)
     a = ax[1, 0]
     if len(pools):
         for i, (n, by_n) in enumerate(pools.groupby("records")):
@@ -415,26 +426,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``memlab bench store [options]``; returns the exit code."""
     ap = argparse.ArgumentParser(
         prog="memlab bench store",
-        description="Compare the store backends on one seeded workload (see memlab.benchstore).",
+        description=(
+            "Compare the store backends (memory, jsonl, sqlite, pgvector) on one seeded "
+            "workload: write throughput, recall latency, parity with the exact ranking, size "
+            "and memory. Writes store.csv, store_pool.csv and store.png under --out. Progress "
+            "bars appear only on a terminal."
+        ),
     )
     ap.add_argument("--sizes", default="1000,10000,100000", help="records in the scope")
-    ap.add_argument("--backends", default=",".join(BACKENDS))
-    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument(
+        "--backends", default=",".join(BACKENDS), help="comma-separated backends to compare"
+    )
+    ap.add_argument("--queries", type=int, default=50, help="recall queries per size")
     ap.add_argument("--pools", default="50,100,200,400", help="pgvector pool sweep")
     ap.add_argument("--pool", type=int, default=200, help="pool of the latency measurement")
     ap.add_argument("--extras", type=int, default=50, help="pgvector salient/recent additions")
     ap.add_argument("--single", type=int, default=1000, help="single puts to time")
     ap.add_argument("--batch", type=int, default=500, help="records per put_many")
-    ap.add_argument("--corpus", choices=CORPORA, default="clustered")
-    ap.add_argument("--salience", choices=SALIENCE, default="estimated")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="results/bench")
+    ap.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="clustered",
+        help="where the vectors come from: MiniLM-calibrated clusters, or the hash "
+        "embedder on topical (topics) or near-identical (flat) lines",
+    )
+    ap.add_argument(
+        "--salience",
+        choices=SALIENCE,
+        default="estimated",
+        help="salience drawn as memlab estimates it on real chat turns, or uniform",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="seed of the workload")
+    ap.add_argument("--out", default="results/bench", help="output folder")
     ap.add_argument(
         "--dsn", default=None, help="PostgreSQL DSN (default: $MEMLAB_PG_DSN, else embedded)"
     )
     ap.add_argument("--data-dir", default=None, help="embedded server data directory")
     ap.add_argument("--hnsw-m", type=int, default=16, help="pgvector HNSW m")
     ap.add_argument("--ef-construction", type=int, default=64, help="pgvector HNSW ef_construction")
+    ap.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_const",
+        const=False,
+        default=None,
+        help="no progress bars (they only appear on a terminal anyway)",
+    )
     args = ap.parse_args(list(argv) if argv is not None else None)
     for name, low in [("queries", 1), ("pool", 1), ("extras", 0), ("single", 1), ("batch", 1)]:
         if getattr(args, name) < low:
@@ -456,6 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data_dir=args.data_dir,
         hnsw_m=args.hnsw_m,
         ef_construction=args.ef_construction,
+        progress=args.progress,
     )
     table, pools = run(s)
     s.out.mkdir(parents=True, exist_ok=True)

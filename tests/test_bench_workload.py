@@ -1,11 +1,11 @@
-"""The seeded workloads of `memlab bench store` (memlab.benchworkload)."""
+"""The seeded workloads of `memlab bench store` (memlab.bench.workload)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from memlab.benchworkload import (
+from memlab.bench.workload import (
     CALIBRATION_QUERIES,
     CALIBRATION_RECORDS,
     DIMS,
@@ -13,16 +13,19 @@ from memlab.benchworkload import (
     OTHER_SCOPES,
     SALIENCE_LEVELS,
     SCOPE,
+    START,
     ClusteredVectors,
     Corpus,
     LookupEmbedder,
     calibration_sample,
     flat_lines,
+    flat_records,
     make_workload,
     thread_sizes,
     vector_stats,
 )
 from memlab.errors import ConfigError, InputError
+from memlab.memory import HashEmbedder
 
 
 def test_thread_sizes_cover_n_exactly() -> None:
@@ -149,3 +152,52 @@ def test_lookup_embedder_knows_only_its_texts() -> None:
     assert emb.dims == DIMS and emb.embed(["a"]).shape == (1, DIMS)
     with pytest.raises(InputError, match="no vector"):
         emb.embed(["b"])
+
+
+def test_workload_is_seeded_and_scoped() -> None:
+    a = make_workload(300, seed=3, queries=5, single=20)
+    b = make_workload(300, seed=3, queries=5, single=20)
+    assert [r.content for r in a.records] == [r.content for r in b.records]
+    assert all(
+        np.array_equal(x.embedding, y.embedding) for x, y in zip(a.records, b.records, strict=True)
+    )
+    assert a.queries == b.queries and len(a.queries) == 5
+    assert {r.scope for r in a.records} == {SCOPE} == {r.scope for r in a.extra}
+    assert {r.scope for r in a.others} == set(OTHER_SCOPES) and len(a.others) == 150
+    assert len(a.extra) == 20
+    assert len({r.id for r in a.records + a.others + a.extra}) == 300 + 150 + 20
+    assert min(r.created_at for r in a.extra) > max(r.created_at for r in a.records + a.others)
+    assert a.now > max(r.created_at for r in a.extra)
+    c = make_workload(300, seed=4, queries=5, single=20)
+    assert [r.content for r in c.records] != [r.content for r in a.records]
+
+
+def test_topic_corpus_separates_related_from_unrelated_lines() -> None:
+    gen = Corpus(20, seed=0)
+    lines, topic_of = gen.draw(400, seed=1)
+    assert lines == gen.lines(400, seed=1)
+    emb = HashEmbedder(384)
+    vecs = emb.embed(lines)
+    sims = vecs @ vecs.T
+    off = ~np.eye(len(lines), dtype=bool)
+    same = np.equal.outer(topic_of, topic_of) & off
+    unrelated = sims[~same & off].mean()
+    assert unrelated < 0.1 and sims[same].mean() > 1.5 * unrelated
+    flat = emb.embed(flat_lines(200, seed=1))
+    # The flat vocabulary makes any two lines look alike (the hard case).
+    assert (flat @ flat.T)[~np.eye(200, dtype=bool)].mean() > 0.3
+
+
+def test_flat_records_are_make_bench_s_seeded_single_scope_workload() -> None:
+    emb = HashEmbedder(64)
+    a = flat_records(50, "alice", emb, seed=3, batch=16)
+    b = flat_records(50, "alice", emb, seed=3)
+    assert [r.content for r in a] == flat_lines(50, seed=3) == [r.content for r in b]
+    assert all(np.array_equal(x.embedding, y.embedding) for x, y in zip(a, b, strict=True))
+    assert {r.scope for r in a} == {"alice"} and len({r.id for r in a}) == 50
+    assert [r.created_at for r in a] == [START + 60.0 * i for i in range(50)]
+    assert all(0.0 <= r.salience <= 1.0 for r in a)
+    assert np.allclose(np.linalg.norm(np.stack([r.embedding for r in a]), axis=1), 1.0)
+    other = flat_records(50, "alice", emb, seed=4)
+    assert [r.content for r in other] != [r.content for r in a]
+    assert flat_records(0, "alice", emb) == []

@@ -10,7 +10,7 @@ import pytest
 
 from memlab.errors import EmbedderError, InputError
 from memlab.memory import Embedder, HashEmbedder
-from memlab.memory.embed import check_embeddings
+from memlab.memory.models.embedder import check_embeddings
 
 
 def test_shape_dtype_and_unit_norm() -> None:
