@@ -354,11 +354,13 @@ def rules(
 
     Args:
         file: a YAML rules file (see ``load_rules``).
-        margin_abs, margin_rel: the default margin's parts (default 0 and 0.01).
+        margin_abs: the default margin's absolute part (default 0).
+        margin_rel: the default margin's part relative to |baseline| (default 0.01).
         margins: per-metric margins, ``METRIC:abs=X,rel=Y``.
         include_latency: also gate ``*_ms`` metrics.
         exclude: metrics never gated (added to the file's).
-        groups, strategies: only these (replace the file's).
+        groups: only these groups (replace the file's).
+        strategies: only these strategies (replace the file's).
     """
     kwargs: dict[str, Any] = load_rules(file) if file else {}
     default = kwargs.get("margin", Margin(abs=0.0, rel=0.01))

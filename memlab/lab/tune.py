@@ -289,7 +289,8 @@ def run_trial(cfg: Any, out: Path) -> Trial:
 
     v = validate(cfg)
     tc = v.run.tune
-    assert tc is not None, "a tuning trial needs the tune config"
+    if tc is None:
+        raise ConfigError("config key 'tune': a tuning trial needs it (conf/tune.yaml sets it)")
     transcripts = experiment.load_transcripts(v, progress=False)
     tuning, _ = split(transcripts, tc)
     chosen = [x for x in transcripts if x.id in set(tuning)]

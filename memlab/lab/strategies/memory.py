@@ -98,7 +98,8 @@ class MemoryStrategy:
         store: a fresh store for this replay.
         embedder: shared embedder.
         salience: rates each turn (see ``salience_function``; default heuristic).
-        remember_agent, remember_tools: also store agent replies / tool output.
+        remember_agent: also store agent replies.
+        remember_tools: also store tool output.
         query: extra ``RecallQuery`` fields for every recall (``max_hits``,
             ``min_score_ratio``, ...).
         drop_store: on close, delete the store's data if it can (``store.drop()``,
@@ -389,8 +390,7 @@ class MemoryKind:
             node = OmegaConf.merge(OmegaConf.structured(MemoryEntry), plain or {})
         except Exception as exc:
             raise omegaconf_error(exc, key) from None
-        values = OmegaConf.to_container(node, resolve=True)
-        assert isinstance(values, dict)
+        values: Any = OmegaConf.to_container(node, resolve=True)
         return {"memory": set_values(values["memory"])}
 
     def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> MemoryParts:
