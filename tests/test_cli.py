@@ -5,7 +5,6 @@ module each one calls (test_experiment, test_sweep, test_gate, test_tune...)."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -18,7 +17,7 @@ import pytest
 
 from memlab import __version__
 from memlab.cli import COMMANDS, main
-from tests.conftest import FIXTURES, memlab
+from tests.conftest import memlab, on_a_terminal
 from tests.transcript_gen import write_transcripts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,11 +44,8 @@ def test_console_script_prints_errors_without_traceback() -> None:
 
 # -- memlab run / report ------------------------------------------------------------
 @pytest.fixture
-def tdir(tmp_path: Path) -> Path:
-    d = tmp_path / "transcripts"
-    d.mkdir()
-    shutil.copy(FIXTURES / "handmade.json", d)
-    return d
+def tdir(handmade_dir: Path) -> Path:
+    return handmade_dir
 
 
 def test_run_writes_tables_and_charts(tmp_path: Path, tdir: Path) -> None:
@@ -390,31 +386,7 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_no_summary(tmp_path: Path) -> No
 
 # -- progress bars and file modes -------------------------------------------------------------
 def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
-    """Run memlab with stderr on a pseudo-terminal; return (exit code, what it drew)."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    # A terminal of 24 x 100 (a fresh pty has no size, and tqdm draws nothing in 0 columns).
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlab.cli", *args],
-        stdout=subprocess.DEVNULL, stderr=slave, cwd=cwd,
-    )  # fmt: skip
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return proc.wait(timeout=300), b"".join(chunks).decode(errors="replace")
+    return on_a_terminal(*args, cwd=cwd)
 
 
 def test_progress_bars_only_on_a_terminal(tmp_path: Path, gen: Path) -> None:

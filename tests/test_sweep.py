@@ -60,12 +60,11 @@ def test_sweep_without_results_is_an_error(tmp_path: Path) -> None:
 
 
 # -- multiruns end to end (memlab run -m) -------------------------------------------------
-import shutil  # noqa: E402
 
 import yaml  # noqa: E402
 
 from memlab.lab.sweep import plan_run  # noqa: E402
-from tests.conftest import FIXTURES, memlab  # noqa: E402
+from tests.conftest import memlab  # noqa: E402
 
 
 def cli_main(args: list[str]) -> int:
@@ -80,11 +79,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def tdir(tmp_path: Path) -> Path:
-    d = tmp_path / "transcripts"
-    d.mkdir()
-    shutil.copy(FIXTURES / "handmade.json", d)
-    return d
+def tdir(handmade_dir: Path) -> Path:
+    return handmade_dir
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -581,23 +582,13 @@ for _column, _text in (
 
 
 def score_probe(
-    transcript: Transcript,
-    index: int,
-    probe: Turn,
-    context: Context,
-    *,
-    prompt_overhead_tokens: int = 0,
-    price_per_1k_tokens: float = 0.0,
+    transcript: Transcript, index: int, probe: Turn, context: Context, **prices: Any
 ) -> dict[str, float]:
-    """Every registered per-probe metric for one context (in registration order)."""
-    s = Scoring(
-        transcript,
-        index,
-        probe,
-        context,
-        prompt_overhead_tokens=prompt_overhead_tokens,
-        price_per_1k_tokens=price_per_1k_tokens,
-    )
+    """Every registered per-probe metric for one context (in registration order).
+
+    ``prices``: ``prompt_overhead_tokens`` and ``price_per_1k_tokens`` (see ``Scoring``).
+    """
+    s = Scoring(transcript, index, probe, context, **prices)
     row: dict[str, float] = {}
     for m in metrics("probe"):
         if m.compute is not None:
