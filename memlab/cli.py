@@ -492,7 +492,7 @@ def convert(args: list[str]) -> int:
     """``memlab convert DATASET FILE --out DIR``: write a benchmark file as
     format-v1 transcripts (one JSON file per transcript) for inspection."""
     from memlab.lab.datasets import DATASETS, check_path, load_source
-    from memlab.lab.transcripts import save
+    from memlab.lab.transcripts import save_all
 
     files = [name for name, d in DATASETS.items() if d.reads == "file"]
     parser = ArgumentParser(prog="memlab convert", description=convert.__doc__)
@@ -515,17 +515,9 @@ def convert(args: list[str]) -> int:
         ids=ns.ids,
         progress=False if ns.no_progress else None,
     )
-    names: set[str] = set()
-    turns = probes = 0
-    for t in transcripts:
-        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in t.id) or "transcript"
-        name, n = stem, 2
-        while name in names:  # ids that differ only in unsafe characters
-            name, n = f"{stem}-{n}", n + 1
-        names.add(name)
-        save(t, ns.out / f"{name}.json")
-        turns += len(t.turns)
-        probes += len(t.probes)
+    save_all(transcripts, ns.out)
+    turns = sum(len(t.turns) for t in transcripts)
+    probes = sum(len(t.probes) for t in transcripts)
     echo(
         f"wrote {len(transcripts)} transcripts ({turns} turns, {probes} probes) to {ns.out}/; "
         f"replay them with: memlab run transcripts=dir transcripts.path={ns.out}"

@@ -146,3 +146,13 @@ def test_fact_state_is_cached_and_sessions_map_turns() -> None:
     assert t.fact_state(9, "alice:support") is first
     assert t.fact_state(9, "alice:support") == t._compute_fact_state(9, "alice:support")
     assert set(t.sessions) == {x.id for x in t.turns}
+
+
+def test_save_all_names_files_by_id_safely(tmp_path: Path) -> None:
+    from memlab.lab.transcripts import save_all
+
+    a, b, c = (Transcript.from_dict(raw()) for _ in range(3))
+    a.id, b.id, c.id = "conv/1", "conv:1", "x"
+    paths = save_all([a, b, c], tmp_path / "out")
+    assert [p.name for p in paths] == ["conv_1.json", "conv_1-2.json", "x.json"]
+    assert [load(p).id for p in paths] == ["conv/1", "conv:1", "x"]

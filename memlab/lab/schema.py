@@ -32,7 +32,7 @@ Extra = tuple[str, Any, Any]  # (name, type, default) of a lab-only field
 def _omegaconf_type(tp: Any) -> Any:
     """``tp`` if OmegaConf can type-check a field of it, else ``Any`` (e.g.
     ``str | os.PathLike``: the library's constructor checks those values)."""
-    probe = dataclasses.make_dataclass("Probe", [("x", tp, dataclasses.field(default=None))])
+    probe = dataclasses.make_dataclass("Probe", [("x", tp, dataclasses.field(default=MISSING))])
     try:
         OmegaConf.structured(probe)
     except Exception:

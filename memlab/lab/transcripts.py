@@ -512,6 +512,26 @@ def save(transcript: Transcript, path: str | os.PathLike[str]) -> Path:
     return atomic_write_text(path, dumps(transcript), fsync=True)
 
 
+def save_all(transcripts: Iterable[Transcript], folder: str | os.PathLike[str]) -> list[Path]:
+    """Write each transcript to ``folder/<id>.json`` (see ``save``); characters that
+    are unsafe in a file name become ``_``, and ids that then collide get ``-2``,
+    ``-3``... Returns the files in the order of ``transcripts``.
+
+    Raises:
+        OutputError: a file cannot be written.
+    """
+    out: list[Path] = []
+    names: set[str] = set()
+    for t in transcripts:
+        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in t.id) or "transcript"
+        name, n = stem, 2
+        while name in names:  # ids that differ only in unsafe characters
+            name, n = f"{stem}-{n}", n + 1
+        names.add(name)
+        out.append(save(t, Path(folder) / f"{name}.json"))
+    return out
+
+
 def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript, int, Turn]]:
     """Every (transcript, turn index, probe turn)."""
     for t in transcripts:
