@@ -70,7 +70,7 @@ def test_remember_fills_every_field(layer: MemoryLayer, clock: Clock) -> None:
     assert r.kind is MemoryKind.SEMANTIC and r.tokens == 5
     assert r.created_at == clock.t == r.last_accessed_at
     assert r.embedding.shape == (64,) and r.provenance == ("t0",)
-    assert layer.store.get(r.id) is not None
+    assert layer.store.get("alice", r.id) is not None
 
 
 def test_bad_input_is_a_clear_error(layer: MemoryLayer) -> None:
@@ -131,10 +131,10 @@ def test_recall_touches_what_it_returns(layer: MemoryLayer, clock: Clock) -> Non
     r = layer.remember("alice", "We deploy on GKE.")
     clock.t += 100
     layer.recall(RecallQuery("alice", "deploy"))
-    got = layer.store.get(r.id)
+    got = layer.store.get("alice", r.id)
     assert got is not None and got.access_count == 1 and got.last_accessed_at == clock.t
     layer.recall(RecallQuery("alice", "deploy"), touch=False)
-    assert layer.store.get(r.id).access_count == 1  # type: ignore[union-attr]
+    assert layer.store.get("alice", r.id).access_count == 1  # type: ignore[union-attr]
 
 
 def test_recency_uses_the_injected_clock(store: MemoryStore) -> None:
@@ -163,7 +163,7 @@ def test_untrusted_salience_is_capped_until_approved(layer: MemoryLayer) -> None
     assert r.salience == 0.3
     res = layer.recall(RecallQuery("alice", "refunds", include_untrusted=False))
     assert res.hits == []
-    approved = layer.approve(r.id, salience=0.9, reviewer="ops@example.com")
+    approved = layer.approve("alice", r.id, salience=0.9, reviewer="ops@example.com")
     assert approved.salience == 0.9 and approved.meta["reviewed_by"] == "ops@example.com"
 
 
@@ -244,7 +244,7 @@ def test_summarization_folds_the_tail_and_keeps_provenance() -> None:
     assert set(note.provenance) == {p for r in sources for p in r.provenance}
     assert "GKE" in note.content and "thanks" not in note.content
     for rid in report.archived:
-        archived = store.get(rid)
+        archived = store.get("alice", rid)
         assert archived is not None and archived.archived_at == 1000.0  # archived, not deleted
     active_episodic = sum(
         r.tokens for r in store.list("alice", kinds=["episodic"]) if r.source.trusted
@@ -403,7 +403,7 @@ def test_layer_is_a_context_manager_that_closes_what_it_was_given(tmp_path: Path
     for call in (
         lambda: layer.remember("alice", "more"),
         lambda: layer.recall(RecallQuery("alice", "gke")),
-        lambda: layer.forget("x"),
+        lambda: layer.forget("alice", "x"),
         lambda: layer.maintain("alice"),
     ):
         with pytest.raises(StoreError, match="MemoryLayer is closed"):

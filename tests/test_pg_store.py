@@ -39,20 +39,20 @@ def test_nul_and_escape_char_survive_every_text_field(dsn: str, schema: str) -> 
             meta={"k\x00": "v\x00\u2400", "n": [1, 2.5, None]},
         )
         s.put(r)
-        got = s.get(r.id)
+        got = s.get(r.scope, r.id)
         assert got is not None and got.same_as(r)
         assert s.scopes() == ["sc\x00ope\u2400"]
         assert [x.id for x in s.list("sc\x00ope\u2400")] == [r.id]
         assert s.list("sc\x00ope") == [] and s.list("sc\u24000ope\u2400") == []
-        assert s.touch([r.id, r.id], at=5.0) == 2
-        assert s.get(r.id).access_count == 2  # type: ignore[union-attr]
-        assert s.mark_archived([r.id], at=6.0) == 1
-        assert s.delete([r.id]) == 1
+        assert s.touch(r.scope, [r.id, r.id], at=5.0) == 2
+        assert s.get(r.scope, r.id).access_count == 2  # type: ignore[union-attr]
+        assert s.mark_archived(r.scope, [r.id], at=6.0) == 1
+        assert s.delete(r.scope, [r.id]) == 1
     finally:
         s.close()
 
 
-def test_big_put_many_is_pipelined_and_atomic(dsn: str, schema: str) -> None:
+def test_big_put_many_is_atomic(dsn: str, schema: str) -> None:
     s = PgVectorStore(dsn, schema=schema)
     rs = [make_record(content=f"f{i}", embedding=vec(i % 50)) for i in range(12_000)]
     bad = rs[-1].copy(tokens=2**31)  # fits Python, not the int4 column: fails in chunk 3
@@ -84,7 +84,7 @@ def test_touch_is_a_hot_update_that_leaves_the_hnsw_index_alone(dsn: str, schema
     rng = np.random.default_rng(0)
     for call in range(90):  # like recalls: 10 hits each, popular records recur
         hits = rng.choice(300, size=10, replace=False, p=_zipf(300))
-        s.touch([rs[i].id for i in hits], at=float(call))
+        s.touch("alice", [rs[i].id for i in hits], at=float(call))
     conn.execute("SELECT pg_stat_force_next_flush()")
     with admin(dsn) as other:
         updates, hot = other.execute(
@@ -134,7 +134,7 @@ def test_big_scope_pool_holds_neighbours_salient_and_recent(dsn: str, schema: st
     rs[7].salience = 0.99  # the most salient, not necessarily near
     others = [make_record("bob", content=f"b{i}", embedding=_near(q, rng, 0.1)) for i in range(500)]
     s.put_many(rs + others)
-    s.mark_archived([rs[-1].id], at=2000.0)  # newest, but archived
+    s.mark_archived("alice", [rs[-1].id], at=2000.0)  # newest, but archived
     s.analyze()
     c = s.candidates("alice", q, pool=100)
     ids = set(c.ids)
@@ -150,7 +150,7 @@ def test_big_scope_pool_holds_neighbours_salient_and_recent(dsn: str, schema: st
     newest = sorted(active, key=lambda r: -r.created_at)[:5]
     assert {r.id for r in newest} <= ids
     sem = s.candidates("alice", q, pool=100, kinds=["semantic"])
-    assert {r.kind.value for r in s.get_many(sem.ids)} == {"semantic"}
+    assert {r.kind.value for r in s.get_many("alice", sem.ids)} == {"semantic"}
     # Without a usable query: the most salient and the most recent.
     z = s.candidates("alice", np.zeros(DIMS, dtype=np.float32), pool=100)
     assert rs[7].id in z.ids and newest[0].id in z.ids and len(z) <= 200
@@ -172,7 +172,7 @@ def test_bm25_of_a_pool_uses_the_whole_scope(dsn: str, schema: str) -> None:
     ]
     s = PgVectorStore(dsn, schema=schema, salient=5, recent=5)
     s.put_many([*rs, make_record("bob", content="deploy gke gke")])
-    s.mark_archived([r.id for r in rs[:40]], at=1.0)
+    s.mark_archived("alice", [r.id for r in rs[:40]], at=1.0)
     query = "deploy to gke, or eks?"
     c = s.candidates("alice", vec(0), pool=50, text=query)
     assert len(c) < 260 and c.lexical is not None

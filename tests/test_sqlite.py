@@ -57,11 +57,11 @@ def test_other_connection_writes_invalidate_cache(tmp_path: Path) -> None:
     assert b.candidates("alice", vec(0)).n_active == 1  # b caches the scope
     r2 = make_record(content="second")
     a.put(r2)
-    a.touch([r.id], at=5.0)
+    a.touch("alice", [r.id], at=5.0)
     c = b.candidates("alice", vec(0))
     assert c.n_active == 2
     assert c.access_count[c.ids.index(r.id)] == 1
-    a.delete([r.id])
+    a.delete("alice", [r.id])
     c = b.candidates("alice", vec(0))
     assert [c.ids[i] for i in np.flatnonzero(c.mask)] == [r2.id]
 
@@ -97,7 +97,7 @@ def test_lexical_signal_sees_other_connections_writes(tmp_path: Path) -> None:
     second = b.candidates("alice", vec(0), text="gke")
     assert second.n_active == 2 and second.lexical is not None
     best = second.ids[int(np.argmax(second.lexical))]
-    assert b.get(best).content == "gke gke gke everywhere"  # type: ignore[union-attr]
+    assert b.get("alice", best).content == "gke gke gke everywhere"  # type: ignore[union-attr]
 
 
 def test_opening_a_fresh_file_waits_for_another_writer(tmp_path: Path) -> None:

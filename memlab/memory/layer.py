@@ -343,16 +343,22 @@ class MemoryLayer:
         created = float(item.created_at) if item.created_at is not None else now
         return item, item.content.strip(), kind, source, salience, created
 
-    def approve(self, record_id: str, *, salience: float, reviewer: str) -> MemoryRecord:
+    def approve(
+        self, scope: str, record_id: str, *, salience: float, reviewer: str
+    ) -> MemoryRecord:
         """Lift an untrusted memory's salience after a human or policy reviewed it.
 
         This is the only way a tool/web memory gets above the cap; the reviewer is
         kept in ``meta['reviewed_by']``.
+
+        Raises:
+            InputError: no record with this id in ``scope`` (another scope's record
+                is never found), or a bad salience or reviewer.
         """
         self._check_open()
-        record = self.store.get(record_id)
+        record = self.store.get(scope, record_id)
         if record is None:
-            raise InputError(f"no memory with id {record_id!r} to approve")
+            raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to approve")
         if not 0.0 <= salience <= 1.0:
             raise InputError(f"salience must be in 0..1, got {salience!r}")
         if not reviewer:
@@ -362,10 +368,11 @@ class MemoryLayer:
         self.store.put(updated)
         return updated
 
-    def forget(self, ids: str | Sequence[str]) -> int:
-        """Delete records by id; return how many existed."""
+    def forget(self, scope: str, ids: str | Sequence[str]) -> int:
+        """Delete the scope's records with these ids; return how many existed
+        (ids of other scopes are never touched)."""
         self._check_open()
-        return self.store.delete(ids)
+        return self.store.delete(scope, ids)
 
     # -- recall -------------------------------------------------------------------
     def embed_query(self, text: str) -> np.ndarray:
@@ -442,7 +449,7 @@ class MemoryLayer:
             neighbor_of=neighbor_rows,
         )
         ids = [cands.ids[r] for r in rows]
-        records = {r.id: r for r in self.store.get_many(ids)}
+        records = {r.id: r for r in self.store.get_many(query.scope, ids)}
         weights = scored.weights
         hits: list[Hit] = []
         for row in rows:
@@ -465,7 +472,7 @@ class MemoryLayer:
                 )
             )
         if touch and hits:
-            self.store.touch([h.record.id for h in hits], now)
+            self.store.touch(query.scope, [h.record.id for h in hits], now)
         return RecallResult(query, hits, now, cands.n_active, text, window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
@@ -591,7 +598,7 @@ class MemoryLayer:
                 ]
             )[0]
         # Archive even when nothing was worth keeping: the episodes stay on disk.
-        self.store.mark_archived(ids, now)
+        self.store.mark_archived(scope, ids, now)
         return note
 
     def maintain(self, scope: str, now: float | None = None) -> MaintenanceReport:

@@ -4,6 +4,7 @@ columns a ranker scores, the STORES registry and the argument checks stores shar
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from memlab.memory.records import (
     SOURCE_CODES,
     MemoryKind,
     MemoryRecord,
+    check_scope,
 )
 from memlab.registry import Registry
 
@@ -90,9 +92,13 @@ class Candidates:
 class MemoryStore(Protocol):
     """Where memory records live. Every backend passes the same contract suite.
 
-    Scope is an exact match everywhere. ``put`` of an existing id replaces the
-    record (upsert). Ids that do not exist are ignored by ``delete``,
-    ``mark_archived`` and ``touch``, which return how many records they changed.
+    Scope is an exact match everywhere, and a security boundary: every method
+    that takes record ids also takes the scope, and treats a record of another
+    scope exactly like a missing one (``get`` returns None; ``delete``,
+    ``mark_archived`` and ``touch`` ignore it and count only what they changed).
+    Ids are unique across the store and bound to their scope: ``put`` of an
+    existing id replaces the record (upsert) only within the same scope; an id
+    that belongs to another scope is an InputError and nothing is written.
     """
 
     @property
@@ -103,13 +109,21 @@ class MemoryStore(Protocol):
     def put(self, record: MemoryRecord) -> None: ...
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
-        """Write all records atomically: either every record is stored or none."""
+        """Write all records atomically: either every record is stored or none.
+
+        Raises:
+            InputError: a record is invalid, or its id belongs to a record of
+                another scope (ids never move between scopes).
+        """
         ...
 
-    def get(self, record_id: str) -> MemoryRecord | None: ...
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        """The record of ``scope`` with this id, or None (also for another scope's id)."""
+        ...
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        """The records with these ids, in the given order; missing ids are skipped."""
+    def get_many(self, scope: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The scope's records with these ids, in the given order; ids that are
+        missing or belong to another scope are skipped."""
         ...
 
     def list(
@@ -121,12 +135,17 @@ class MemoryStore(Protocol):
         """A scope's records ordered by (created_at, id)."""
         ...
 
-    def delete(self, ids: str | Sequence[str]) -> int: ...
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        """Delete the scope's records with these ids; return how many existed."""
+        ...
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int: ...
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        """Archive the scope's records with these ids at ``at``; return how many."""
+        ...
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
-        """Record a recall: ``access_count += 1`` and ``last_accessed_at = at``."""
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        """Record a recall of the scope's records: ``access_count += 1`` and
+        ``last_accessed_at = at``; return how many records changed."""
         ...
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int: ...
@@ -166,10 +185,56 @@ class MemoryStore(Protocol):
 
 
 def as_ids(ids: str | Iterable[str]) -> list[str]:
-    """Normalize a single id or an iterable of ids to a list."""
+    """Normalize a single id or an iterable of ids to a list of strings.
+
+    Raises:
+        InputError: if ``ids`` is not a string or an iterable of strings.
+    """
     if isinstance(ids, str):
         return [ids]
-    return list(ids)
+    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
+        raise InputError(f"ids must be a string or a list of strings, got {type(ids).__name__}")
+    out = list(ids)
+    for i in out:
+        if not isinstance(i, str):
+            raise InputError(f"record ids must be strings, got {type(i).__name__} {i!r}")
+    return out
+
+
+def check_time(at: object, what: str) -> float:
+    """A finite epoch-seconds timestamp as float.
+
+    Raises:
+        InputError: naming ``what`` if ``at`` is not a finite number.
+    """
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        raise InputError(f"{what}: the time must be finite epoch seconds, got {at!r}")
+    return float(at)
+
+
+def scoped_ids(scope: str, ids: str | Iterable[str]) -> list[str]:
+    """Check a scope and normalize ids (see ``as_ids``) for an id-taking method."""
+    check_scope(scope)
+    return as_ids(ids)
+
+
+def foreign_ids(records: Sequence[MemoryRecord], scope_of: Mapping[str, str]) -> None:
+    """Refuse a write that would move a record to another scope.
+
+    Args:
+        records: the records to write.
+        scope_of: the current scope of each of their ids that already exists.
+
+    Raises:
+        InputError: naming the first id that belongs to another scope.
+    """
+    for r in records:
+        current = scope_of.get(r.id)
+        if current is not None and current != r.scope:
+            raise InputError(
+                f"record id {r.id!r} already belongs to another scope; ids are unique across "
+                "the store and never move between scopes: use a new id (or omit it)"
+            )
 
 
 def kind_filter(kinds: Iterable[MemoryKind | str] | None) -> frozenset[MemoryKind] | None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from memlab.memory.lexical import LexicalIndex
 from memlab.memory.records import KIND_CODES, SOURCE_CODES, MemoryKind, MemoryRecord, check_scope
-from memlab.memory.stores.base import Candidates, kind_filter
+from memlab.memory.stores.base import Candidates, kind_filter, scoped_ids
 
 
 class ScopeIndex:
@@ -188,29 +188,40 @@ class IndexedStore:
             del self._by_scope[r.scope]
             del self._index[r.scope]
 
-    def _apply_delete(self, ids: Sequence[str]) -> int:
+    def _owned(self, scope: str | None, rid: str) -> MemoryRecord | None:
+        """The record with this id if it belongs to ``scope`` (None: any scope,
+        for replaying logs written before ids were scope-bound)."""
+        r = self._records.get(rid)
+        if r is None or (scope is not None and r.scope != scope):
+            return None
+        return r
+
+    def _scope_of(self, records: Sequence[MemoryRecord]) -> dict[str, str]:
+        return {r.id: old.scope for r in records if (old := self._records.get(r.id)) is not None}
+
+    def _apply_delete(self, ids: Sequence[str], scope: str | None = None) -> int:
         n = 0
         for rid in ids:
-            r = self._records.get(rid)
+            r = self._owned(scope, rid)
             if r is not None:
                 self._drop(r)
                 n += 1
         return n
 
-    def _apply_archive(self, ids: Sequence[str], at: float | None) -> int:
+    def _apply_archive(self, ids: Sequence[str], at: float | None, scope: str | None = None) -> int:
         n = 0
         for rid in ids:
-            r = self._records.get(rid)
+            r = self._owned(scope, rid)
             if r is not None:
                 r.archived_at = at
                 self._index[r.scope].set_archived(rid, at is not None)
                 n += 1
         return n
 
-    def _apply_touch(self, ids: Sequence[str], at: float) -> int:
+    def _apply_touch(self, ids: Sequence[str], at: float, scope: str | None = None) -> int:
         n = 0
         for rid in ids:
-            r = self._records.get(rid)
+            r = self._owned(scope, rid)
             if r is not None:
                 r.access_count += 1
                 r.last_accessed_at = at
@@ -226,14 +237,16 @@ class IndexedStore:
     def _sync(self) -> None:
         """Hook for stores that must catch up with other processes before a read."""
 
-    def get(self, record_id: str) -> MemoryRecord | None:
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        (record_id,) = scoped_ids(scope, [record_id])
         self._sync()
-        r = self._records.get(record_id)
+        r = self._owned(scope, record_id)
         return r.copy() if r is not None else None
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+    def get_many(self, scope: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        ids = scoped_ids(scope, ids)
         self._sync()
-        return [r.copy() for r in (self._records.get(i) for i in ids) if r is not None]
+        return [r.copy() for r in (self._owned(scope, i) for i in ids) if r is not None]
 
     def list(
         self,

@@ -30,7 +30,14 @@ import filelock
 
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, as_ids, check_dims, check_store_path
+from memlab.memory.stores.base import (
+    STORES,
+    check_dims,
+    check_store_path,
+    check_time,
+    foreign_ids,
+    scoped_ids,
+)
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
 from memlab.memory.stores.indexed import IndexedStore
 
@@ -199,11 +206,11 @@ class JsonlStore(IndexedStore):
             self._dims = check_dims(records, self._dims, "log")
             self._apply_put(records)
         elif op == "delete":
-            self._apply_delete(obj["ids"])
+            self._apply_delete(obj["ids"], obj.get("scope"))
         elif op == "archive":
-            self._apply_archive(obj["ids"], obj["at"])
+            self._apply_archive(obj["ids"], obj["at"], obj.get("scope"))
         elif op == "touch":
-            self._apply_touch(obj["ids"], float(obj["at"]))
+            self._apply_touch(obj["ids"], float(obj["at"]), obj.get("scope"))
         else:
             raise ValueError(f"unknown op {op!r}")
 
@@ -286,40 +293,42 @@ class JsonlStore(IndexedStore):
             self._check_open()
             self._sync()
             check_dims(records, self._dims, f"JsonlStore({self.path}).put")
+            foreign_ids(records, self._scope_of(records))
             op = {"op": "put", "records": [record_to_dict(r) for r in records]}
 
             def apply() -> None:
-                # Re-check under the lock: another process may have fixed the dims.
+                # Re-check under the lock: another process may have fixed the dims
+                # or written these ids.
                 self._dims = check_dims(records, self._dims, f"JsonlStore({self.path}).put")
+                foreign_ids(records, self._scope_of(records))
                 self._apply_put(records)
 
             self._write(op, apply)
 
-    def delete(self, ids: str | Sequence[str]) -> int:
-        ids = as_ids(ids)
+    # Ops carry the scope, so a replay applies them only to that scope's records
+    # (logs written before ids were scope-bound have no "scope" key).
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        ids = scoped_ids(scope, ids)
         if not ids:
             return 0
-        return int(self._write({"op": "delete", "ids": ids}, lambda: self._apply_delete(ids)))
+        op = {"op": "delete", "scope": scope, "ids": ids}
+        return int(self._write(op, lambda: self._apply_delete(ids, scope)))
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "mark_archived")
         if not ids:
             return 0
-        at = float(at)
-        return int(
-            self._write(
-                {"op": "archive", "ids": ids, "at": at}, lambda: self._apply_archive(ids, at)
-            )
-        )
+        op = {"op": "archive", "scope": scope, "ids": ids, "at": at}
+        return int(self._write(op, lambda: self._apply_archive(ids, at, scope)))
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "touch")
         if not ids:
             return 0
-        at = float(at)
-        return int(
-            self._write({"op": "touch", "ids": ids, "at": at}, lambda: self._apply_touch(ids, at))
-        )
+        op = {"op": "touch", "scope": scope, "ids": ids, "at": at}
+        return int(self._write(op, lambda: self._apply_touch(ids, at, scope)))
 
     # -- compaction ---------------------------------------------------------------
     def _maybe_compact(self) -> None:

@@ -122,7 +122,7 @@ SOURCE_CODE = {s.value: c for s, c in SOURCE_CODES.items()}
 
 
 UPSERT = (
-    f"INSERT INTO {{table}} ({RECORD_COLS}, terms, n_terms) "
+    f"INSERT INTO {{table}} AS t ({RECORD_COLS}, terms, n_terms) "
     f"SELECT {RECORD_COLS}, string_to_array(u.terms, ' '), u.n_terms FROM unnest("
     "%(id)b::text[], %(scope)b::text[], %(kind)b::text[], %(content)b::text[], "
     "%(embedding)b::vector[], %(salience)b::float8[], %(tokens)b::int4[], "
@@ -136,7 +136,9 @@ UPSERT = (
     "created_at = EXCLUDED.created_at, last_accessed_at = EXCLUDED.last_accessed_at, "
     "access_count = EXCLUDED.access_count, archived_at = EXCLUDED.archived_at, "
     "source = EXCLUDED.source, provenance = EXCLUDED.provenance, meta = EXCLUDED.meta, "
-    "terms = EXCLUDED.terms, n_terms = EXCLUDED.n_terms"
+    "terms = EXCLUDED.terms, n_terms = EXCLUDED.n_terms "
+    # An id never moves between scopes: such a row is skipped (put_many raises).
+    "WHERE t.scope = EXCLUDED.scope RETURNING id"
 )
 
 

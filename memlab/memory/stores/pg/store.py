@@ -51,7 +51,15 @@ from memlab.errors import (
 )
 from memlab.memory.lexical import terms as lexical_terms
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
-from memlab.memory.stores.base import STORES, Candidates, as_ids, check_dims, kind_filter
+from memlab.memory.stores.base import (
+    STORES,
+    Candidates,
+    check_dims,
+    check_time,
+    foreign_ids,
+    kind_filter,
+    scoped_ids,
+)
 from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector
 from memlab.memory.stores.pg.migrations import (
     MAX_DIMS,
@@ -316,28 +324,41 @@ class PgVectorStore:
                 ) from None
             stmt = self._q(UPSERT)
             conn = self._db()
-            if len(batches) == 1:
+            written = 0
+            with conn.transaction():
+                # The upsert skips rows whose id belongs to another scope (see
+                # UPSERT); fewer rows written than given means such an id, and
+                # raising inside the transaction rolls the whole batch back.
                 with conn.cursor(binary=True) as cur:
-                    cur.execute(stmt, batches[0])
-            else:
-                with conn.transaction(), conn.pipeline(), conn.cursor(binary=True) as cur:
                     for batch in batches:
-                        cur.execute(stmt, batch)
+                        written += len(cur.execute(stmt, batch).fetchall())
+                if written != len(records):
+                    taken = self._records(
+                        self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE id = ANY(%s)"),
+                        ([escape_text(r.id) for r in records],),
+                    )
+                    foreign_ids(records, {r.id: r.scope for r in taken})
+                    raise StoreError(  # not reached unless a concurrent writer raced us
+                        f"PgVectorStore({self.qualified_name}).put: {len(records) - written} "
+                        "records were not written because another writer changed them; retry"
+                    )
 
-    def delete(self, ids: str | Sequence[str]) -> int:
-        ids = as_ids(ids)
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        ids = scoped_ids(scope, ids)
         if not ids:
             return 0
         with self._guard("delete"):
             if not self._ready():
                 return 0
             cur = self._db().execute(
-                self._q("DELETE FROM {table} WHERE id = ANY(%s)"), ([escape_text(i) for i in ids],)
+                self._q("DELETE FROM {table} WHERE scope = %s AND id = ANY(%s)"),
+                (escape_text(scope), [escape_text(i) for i in ids]),
             )
             return int(cur.rowcount)
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "mark_archived")
         if not ids:
             return 0
         with self._guard("archive"):
@@ -346,15 +367,18 @@ class PgVectorStore:
             rows = (
                 self._db()
                 .execute(
-                    self._q("UPDATE {table} SET archived_at = %s WHERE id = ANY(%s) RETURNING id"),
-                    (float(at), [escape_text(i) for i in ids]),
+                    self._q(
+                        "UPDATE {table} SET archived_at = %s "
+                        "WHERE scope = %s AND id = ANY(%s) RETURNING id"
+                    ),
+                    (at, escape_text(scope), [escape_text(i) for i in ids]),
                 )
                 .fetchall()
             )
         wanted = Counter(ids)
         return sum(wanted[unescape_text(r[0])] for r in rows)
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         """``access_count += 1`` (per occurrence of an id) and ``last_accessed_at = at``.
 
         One UPDATE, committed without waiting for the WAL flush
@@ -364,7 +388,8 @@ class PgVectorStore:
         may lose the last fraction of a second of touches, never a record. Writes
         of records (put, delete, archive) keep the server's durable commit.
         """
-        ids = as_ids(ids)
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "touch")
         if not ids:
             return 0
         with self._guard("touch"):
@@ -379,9 +404,9 @@ class PgVectorStore:
                         "UPDATE {table} AS t SET access_count = t.access_count + c.n, "
                         "last_accessed_at = %s FROM (SELECT u.id, count(*) AS n "
                         "FROM unnest(%s::text[]) AS u(id) GROUP BY u.id) AS c "
-                        "WHERE t.id = c.id RETURNING c.n"
+                        "WHERE t.id = c.id AND t.scope = %s RETURNING c.n"
                     ),
-                    (float(at), [escape_text(i) for i in ids]),
+                    (at, [escape_text(i) for i in ids], escape_text(scope)),
                 )
             rows = cur.fetchall()
         return int(sum(r[0] for r in rows))
@@ -391,18 +416,19 @@ class PgVectorStore:
         with self._db().cursor(binary=True) as cur:
             return [row_to_record(row) for row in cur.execute(stmt, params).fetchall()]
 
-    def get(self, record_id: str) -> MemoryRecord | None:
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        (record_id,) = scoped_ids(scope, [record_id])
         with self._guard("get"):
             if not self._ready():
                 return None
             got = self._records(
-                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE id = %s"),
-                (escape_text(record_id),),
+                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE scope = %s AND id = %s"),
+                (escape_text(scope), escape_text(record_id)),
             )
         return got[0] if got else None
 
-    def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        ids = list(ids)
+    def get_many(self, scope: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
+        ids = scoped_ids(scope, ids)
         if not ids:
             return []
         with self._guard("get_many"):
@@ -411,8 +437,10 @@ class PgVectorStore:
             found = {
                 r.id: r
                 for r in self._records(
-                    self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE id = ANY(%s)"),
-                    ([escape_text(i) for i in ids],),
+                    self._q(
+                        f"SELECT {RECORD_COLS} FROM {{table}} WHERE scope = %s AND id = ANY(%s)"
+                    ),
+                    (escape_text(scope), [escape_text(i) for i in ids]),
                 )
             }
         return [found[i] for i in ids if i in found]
