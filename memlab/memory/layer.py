@@ -202,6 +202,8 @@ class MemoryLayer:
             raise InputError(
                 f"untrusted_salience_cap must be in 0..1, got {untrusted_salience_cap}"
             )
+        if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1:
+            raise InputError(f"pool must be an integer >= 1, got {pool!r}")
         self.store = store
         self.embedder = embedder
         self.ranker = ranker or HybridRanker(weights or RankWeights(), half_life or HalfLives())
