@@ -209,7 +209,9 @@ class OpenAIChat:
                 chat completion (no text, a refusal, a body that is not JSON).
         """
         sent = check_messages(messages, self._who)
-        body = self.api.post("chat/completions", {"model": self.model, "messages": sent, **self.params})
+        body = self.api.post(
+            "chat/completions", {"model": self.model, "messages": sent, **self.params}
+        )
         return self._parse(body, sent)
 
     def __call__(self, messages: list[Message]) -> str:
