@@ -109,7 +109,8 @@ def answering(v: Validated, progress: bool | None = None) -> Answering | None:
     reader_node, judge_node = v.plugins["reader"], v.plugins["judge"]
     if reader_node.name == NO_READER:
         return None
-    settings = build(AnswerSettings, reader_node.lab, "reader")
+    lab = {k: v for k, v in reader_node.lab.items() if k != "name"}
+    settings = build(AnswerSettings, lab, "reader")
     cache = ModelCache(v.run.cache.path) if v.run.cache.answers else None
     reader = instantiate(reader_node, cache=cache)
     try:

@@ -228,11 +228,13 @@ class CachedChat(_CacheFront):
         return request_key({"messages": sent, "params": self.inner.params})
 
     def lookup(self, messages: Sequence[Message]) -> Completion | None:
-        """The cached completion of this request, or None (nothing is sent)."""
+        """The cached completion of this request (counted as a hit), or None
+        (nothing is sent, nothing counted)."""
         t0 = time.perf_counter()
         found = self.cache.get_completion(self.name, self.key(messages))
         with self._counting:
             self.cache_seconds += time.perf_counter() - t0
+            self.hits += found is not None
         return None if found is None else Completion.from_dict(found, cached=True)
 
     def complete(self, messages: Sequence[Message]) -> Completion:
