@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -311,12 +312,16 @@ def run(args: list[str]) -> int:
 
     args, reader_flags = _reader_flags(_app_args(args))
     args += reader_flags
-    plan = plan_run(args)
-    if reader_flags and _reader_name(plan.cfg) == "none":
-        raise InputError(
-            "run: --dry-run and --max-cost apply to a reader's calls, but reader=none makes none; "
-            "add reader=openai (see docs/answers.md)"
-        )
+    try:
+        plan = plan_run(args)
+    except ConfigError as exc:
+        # reader=none has no such keys: say why instead.
+        if reader_flags and re.search(r"'reader\.(max_usd|dry_run)': it does not exist", str(exc)):
+            raise InputError(
+                "run: --dry-run and --max-cost apply to a reader's calls, but reader=none makes "
+                "none; add reader=openai (see docs/answers.md)"
+            ) from None
+        raise
     dry_run = "reader.dry_run=true" in reader_flags or bool(_reader_get(plan.cfg, "dry_run"))
     if dry_run:
         return _dry_run(args, plan.multirun)
@@ -346,10 +351,6 @@ def run(args: list[str]) -> int:
         for line in sweep_report(plan.output, draw=bool(plan.cfg.report.charts)):
             echo(line)
     return OK
-
-
-def _reader_name(cfg: Any) -> str:
-    return str(_reader_get(cfg, "name") or "none")
 
 
 def _reader_get(cfg: Any, key: str) -> Any:

@@ -183,6 +183,9 @@ class FakeOpenAI:
         self.latency = latency
         self.in_flight = 0
         self.max_in_flight = 0
+        self._hold = 0
+        self._hold_timeout = 0.0
+        self._released = threading.Event()
         self.dims = dims
         self.api_key = api_key
         self.models = models
@@ -256,6 +259,13 @@ class FakeOpenAI:
         with self._lock:
             self._scripts.insert(0, script)
         return script
+
+    def hold(self, n: int, timeout: float = 20.0) -> None:
+        """Hold every chat answer until ``n`` requests are in flight at once (then
+        answer them all), or until ``timeout`` seconds passed: a client that never
+        has ``n`` in flight is slow, and ``max_in_flight`` tells."""
+        self._hold, self._hold_timeout = n, timeout
+        self._released.clear()
 
     def calls(self, path: str) -> list[Received]:
         """The requests received for ``path`` (e.g. ``"embeddings"``)."""
@@ -550,6 +560,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "embeddings":
             status, answer = fake.embeddings(body)
         elif path == "chat/completions":
+            if fake._hold:
+                with fake._lock:
+                    if fake.in_flight >= fake._hold:
+                        fake._released.set()
+                fake._released.wait(fake._hold_timeout)
             if fake.latency:
                 fake._stop.wait(fake.latency)
             status, answer = fake.chat(body)

@@ -433,6 +433,16 @@ def plugin(group: str, node: Any) -> Plugin:
     return Plugin(group, name, PLUGINS[group].get(name), kwargs, lab)
 
 
+def answer_settings(reader: Plugin) -> AnswerSettings:
+    """The ``reader`` node's lab keys (concurrency, max_usd, dry_run, preflight), checked.
+
+    Raises:
+        ConfigError: naming ``reader.<key>``.
+    """
+    lab = {k: v for k, v in reader.lab.items() if k != "name"}
+    return build(AnswerSettings, lab, "reader")
+
+
 def check_store_path(store: Plugin) -> None:
     """A file store's path must hold {run_dir}, {strategy} and {transcript}, so every
     replay, and every job of a sweep running in parallel, gets a fresh file.
@@ -525,6 +535,8 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Validated:
         )
         effective.pop("reader", None)
         effective.pop("judge", None)
+    else:
+        answer_settings(plugins["reader"])
     if run.tune is not None:
         validate_tune(run.tune, run)
     return Validated(run=run, strategies=strategies, plugins=plugins, config=effective)

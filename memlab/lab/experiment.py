@@ -25,8 +25,8 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab import fingerprint
-from memlab.lab.answering import Answering, Answers, AnswerSettings
-from memlab.lab.config import Plugin, Validated, validate
+from memlab.lab.answering import Answering, Answers
+from memlab.lab.config import Plugin, Validated, answer_settings, validate
 from memlab.lab.files import atomic_write_text
 from memlab.lab.readers import NO_READER
 from memlab.lab.replay import ReplaySettings, run_experiment
@@ -109,8 +109,7 @@ def answering(v: Validated, progress: bool | None = None) -> Answering | None:
     reader_node, judge_node = v.plugins["reader"], v.plugins["judge"]
     if reader_node.name == NO_READER:
         return None
-    lab = {k: v for k, v in reader_node.lab.items() if k != "name"}
-    settings = build(AnswerSettings, lab, "reader")
+    settings = answer_settings(reader_node)
     cache = ModelCache(v.run.cache.path) if v.run.cache.answers else None
     reader = instantiate(reader_node, cache=cache)
     try:
