@@ -183,6 +183,7 @@ class FakeOpenAI:
         self.latency = latency
         self.in_flight = 0
         self.max_in_flight = 0
+        self.chat_seconds: list[float] = []  # each chat request's time in the server
         self._hold = 0
         self._hold_timeout = 0.0
         self._released = threading.Event()
@@ -508,6 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         fake = self.fake
+        t0 = time.perf_counter()
         with fake._lock:
             fake.in_flight += 1
             fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
@@ -516,6 +518,8 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake.in_flight -= 1
+                if self.path.endswith("/chat/completions"):
+                    fake.chat_seconds.append(time.perf_counter() - t0)
 
     def _post(self) -> None:
         fake = self.fake
