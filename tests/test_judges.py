@@ -127,7 +127,7 @@ def test_f1_equals_locomo_nltk_f1_on_the_audit_answers() -> None:
                 str(x["golden_answer"]),
                 category=cats[g["category"]],
                 dataset="locomo",
-            )  # fmt: skip
+            )
         )
         assert v.score == pytest.approx(g["f1"], abs=1e-9), g
 

@@ -81,7 +81,8 @@ class AnswerSettings:
 class Tally:
     """Calls, tokens and money. In a dry run: what a run would make (prompt tokens
     estimated as ceil(chars / 4), answer tokens and cost as upper bounds); in a
-    run: what this run sent and spent (cached answers excluded)."""
+    run: what this run sent and spent (cached answers excluded). ``cost_usd`` is
+    the total, ``judge_usd`` the judge's part of it."""
 
     probes: int = 0
     reader_calls: int = 0
@@ -93,6 +94,7 @@ class Tally:
     judge_prompt_tokens: int = 0
     judge_completion_tokens: int = 0
     cost_usd: float = 0.0
+    judge_usd: float = 0.0
     skipped: int = 0
 
 
@@ -369,6 +371,7 @@ class Answering:
                     t.judge_prompt_tokens += judged.prompt_tokens
                     t.judge_completion_tokens += judged.completion_tokens
                     spent += judge_cost
+                    t.judge_usd += judge_cost
             t.cost_usd += spent
         return spent
 
@@ -402,6 +405,7 @@ class Answering:
         if bound > 0:
             t.judge_calls += 1
             t.cost_usd += bound
+            t.judge_usd += bound
 
     # -- after the replay --------------------------------------------------------------
     def finish(self) -> Answers:

@@ -69,7 +69,7 @@ def answers_lines(answers: Any) -> list[str]:
         if judged:
             lines.append(
                 f"  judge {answers.judge}: {t.judge_calls:,} calls to make, "
-                f"{t.judge_cached:,} from the cache"
+                f"{t.judge_cached:,} from the cache, at most ${t.judge_usd:.4f}"
             )
         limit = f" (reader.max_usd {answers.limit:g})" if answers.limit else ""
         lines.append(f"  estimated cost: at most ${t.cost_usd:.4f}{limit}")
