@@ -383,7 +383,9 @@ def _run_job(cfg: Any) -> Any:
 
     hc = HydraConfig.get()
     # httpx logs every request at INFO, which Hydra's job logging would print and file.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    httpx_log = logging.getLogger("httpx")
+    level = httpx_log.level
+    httpx_log.setLevel(max(level, logging.WARNING))
     try:
         out = Path(hc.runtime.output_dir)
         if cfg.get("tune") is not None:
@@ -405,6 +407,8 @@ def _run_job(cfg: Any) -> Any:
         err = MemlabError(f"job {hc.job.num} ({' '.join(hc.overrides.task)}): {exc}")
         err.exit_code = exc.exit_code
         raise err from None
+    finally:
+        httpx_log.setLevel(level)
 
 
 def _quiet(result: Any) -> str:

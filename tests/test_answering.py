@@ -294,3 +294,54 @@ def test_flags_without_a_reader_are_input_errors(capsys: pytest.CaptureFixture[s
     assert "reader=none makes none" in capsys.readouterr().err
     assert main(["run", "reader=openai", "--max-cost", "free"]) == 2
     assert "--max-cost must be a positive amount" in capsys.readouterr().err
+
+
+def test_a_budget_sweep_draws_accuracy_per_strategy_and_budget(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        a.replace(
+            f"hydra.run.dir={tmp_path / 'sweep'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"
+        ).replace("report.charts=false", "report.charts=true")
+        for a in run_args(server, tmp_path, "sweep", judge="exact")
+    ]
+    assert main(["run", "-m", *args[1:], "budget=100,400", "hydra/launcher=basic"]) == 0
+    charts = tmp_path / "sweep" / "charts"
+    assert (charts / "pareto_answer_accuracy_vs_prompt_tokens.png").is_file()
+    table = pd.read_csv(tmp_path / "sweep" / "multirun_summary.csv")
+    acc = table[(table.metric == "answer_accuracy") & (table.group == "all")]
+    assert len(acc) == 4  # two strategies x two budgets
+    job = next(p for p in (tmp_path / "sweep").iterdir() if (p / "probes.csv").exists())
+    assert (job / "charts" / "accuracy_vs_prompt_tokens.png").is_file()
+    assert (job / "charts" / "answer_accuracy_by_category.png").is_file()
+    capsys.readouterr()
+    assert main(["report", str(job), "--no-charts"]) == 0
+    header = next(
+        line for line in capsys.readouterr().out.splitlines() if "evidence_recall" in line
+    )
+    cols = header.split()
+    assert cols[cols.index("evidence_recall") + 1] == "answer_accuracy"
+
+
+def test_grade_all_calibrates_a_judge_with_scripted_verdicts(tmp_path: Path) -> None:
+    from memlab.lab.answering import grade_all
+    from memlab.lab.judges import Question
+    from memlab.lab.judges.llm import LLMJudge
+
+    right = [
+        Question(f"Where is office {i}?", f"In city{i}.", f"city{i}", id=f"r{i}") for i in range(20)
+    ]
+    wrong = [
+        Question(f"Where is office {i}?", "In Paris.", f"city{i}", id=f"w{i}") for i in range(20)
+    ]
+    with FakeOpenAI() as server:
+        server.on_chat(is_judge, judge_by_gold)
+        server.hold(8)
+        judge = LLMJudge(server.base_url, "judge", api_key_env=None, prompt="locomo")
+        verdicts = grade_all(judge, right + wrong, progress=False)
+        assert server.max_in_flight >= 8
+        assert [v.score for v in verdicts if v is not None] == [1.0] * 20 + [0.0] * 20
+        one = judge.cost_bound(right[0], 10)
+        capped = grade_all(judge, right, max_usd=2.5 * one, progress=False)
+        assert capped[:2] != [None, None] and capped[2:] == [None] * 18
+        judge.close()

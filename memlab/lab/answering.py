@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -437,13 +438,75 @@ class Answering:
             limit=self.settings.max_usd,
         )
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """Stop the pool (queued probes are dropped) and close the progress bar.
-        Idempotent; the reader and judge are closed by whoever built them."""
+        ``wait=False`` (an interrupt, a failure) does not wait for the requests in
+        flight: closing the reader's and judge's clients next ends them. Idempotent;
+        the reader and judge are closed by whoever built them."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=wait, cancel_futures=True)
             self._pool = None
         self._bar.close()
+
+
+def grade_all(
+    judge: Judge,
+    questions: Sequence[Question],
+    *,
+    concurrency: int = AnswerSettings.concurrency,
+    max_usd: float | None = None,
+    progress: bool | None = None,
+) -> list[Verdict | None]:
+    """Grade many answers without a run (e.g. a judge prompt's calibration on
+    known-right and known-wrong answers), with the run's rules: at most
+    ``concurrency`` judge calls in flight, a progress bar on a terminal, and a cost
+    cap (each call's upper estimate is reserved first; once the next would pass
+    ``max_usd``, the remaining questions are not graded).
+
+    Returns:
+        One verdict per question, in order; None for a question left ungraded by
+        the cap.
+
+    Raises:
+        MemlabError: a judge call failed for good (naming the question).
+    """
+    settings = AnswerSettings(concurrency=concurrency, max_usd=max_usd)
+    meter = CostMeter(settings.max_usd)
+    out: list[Verdict | None] = [None] * len(questions)
+
+    def grade(i: int, bound: float) -> None:
+        spent = 0.0
+        try:
+            verdict = judge.grade(questions[i])
+            done = verdict.completion
+            if judge.prices is not None and done is not None and not done.cached:
+                spent = judge.prices.of(done)
+            out[i] = verdict
+        except BaseException as exc:
+            raise _explained(exc, questions[i].id or str(i)) from None
+        finally:
+            meter.settle(bound, spent)
+
+    with (
+        bar(
+            total=len(questions), progress=progress, desc="judge", unit="answer", leave=False
+        ) as shown,
+        ThreadPoolExecutor(settings.concurrency, "memlab-judge") as pool,
+    ):
+        futures: list[Future[None]] = []
+        for i, q in enumerate(questions):
+            bound = judge.cost_bound(q, estimate_tokens(q.answer))
+            if not meter.reserve(bound):
+                break
+            futures.append(pool.submit(grade, i, bound))
+            futures[-1].add_done_callback(lambda _: shown.update(1))
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    return out
 
 
 def _prompt_tokens(messages: list[Message]) -> int:
@@ -462,4 +525,4 @@ def _explained(exc: BaseException, probe: str) -> BaseException:
     return err
 
 
-__all__ = ["KEY", "AnswerSettings", "Answering", "Answers", "CostMeter", "Tally"]
+__all__ = ["KEY", "AnswerSettings", "Answering", "Answers", "CostMeter", "Tally", "grade_all"]

@@ -279,6 +279,10 @@ def run(
             with tempfile.TemporaryDirectory(prefix="memlab-dry-run-") as scratch:
                 return _run(v, Path(scratch), transcripts, asking, on_transcript, started)
         return _run(v, out, transcripts, asking, on_transcript, started)
+    except BaseException:
+        if asking is not None:
+            asking.close(wait=False)  # Ctrl-C or a failure: do not wait for requests in flight
+        raise
     finally:
         if asking is not None:
             asking.close()

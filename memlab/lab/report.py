@@ -196,6 +196,23 @@ def sweep_report(
     return lines
 
 
+def _incomplete_note(run: Path) -> list[str]:
+    """A warning line when a reader's cost limit stopped the run early."""
+    from memlab.lab import fingerprint
+
+    try:
+        incomplete = fingerprint.load(run).get("incomplete")
+    except MemlabError:
+        return []
+    if not isinstance(incomplete, dict):
+        return []
+    return [
+        f"\nINCOMPLETE: {incomplete.get('reason')}; {incomplete.get('probes_unanswered')} probes "
+        f"unanswered, {incomplete.get('transcripts_replayed')} of {incomplete.get('transcripts')} "
+        "transcripts replayed"
+    ]
+
+
 def _heatmap_strategies(strategies: Sequence[str]) -> list[str]:
     if len(strategies) == 1:
         return list(strategies)
@@ -221,6 +238,7 @@ def rebuild(
         write_summary(path, summary)
         written = charts(probes, turns, summary, path / "charts") if draw else []
         lines.append(format_table(summary_table(summary)))
+        lines += _incomplete_note(path)
         lines.append(
             f"\nrebuilt {path / 'summary.csv'}"
             + (f" and {len(written)} charts in {path / 'charts'}" if written else "")

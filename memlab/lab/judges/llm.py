@@ -23,7 +23,10 @@ carries that hash, so results name exactly what graded them):
   failing that, from the one of CORRECT / WRONG the reply contains. A reply with
   neither (or both, outside JSON) is left ungraded (NaN), its text kept.
 
-Which prompt grades a probe (``prompt``): ``auto`` takes LoCoMo's for
+Prompt families are ``JudgePrompt`` entries of ``PROMPTS`` (``longmemeval`` and
+``locomo``); ``register_prompt`` adds one (a stricter prompt, for instance), and
+its name becomes a value of ``judge.prompt``. Which family grades a probe
+(``prompt``): ``auto`` takes LoCoMo's for
 transcripts of the ``locomo`` dataset and LongMemEval's for every other (by
 question type; the synthetic transcripts' ``corrected`` probes use
 ``knowledge-update``, other categories the first template). Abstention
@@ -39,8 +42,8 @@ import hashlib
 import json
 import math
 import re
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -142,47 +145,7 @@ LOCOMO_PROMPT = "\n".join(
 """mem0's LoCoMo judge prompt (``ACCURACY_PROMPT``), verbatim."""
 
 LOCOMO_ABSTENTION = "The conversation does not contain the answer to this question"
-FAMILIES = ("auto", "longmemeval", "locomo")
-MAX_TOKENS = {"longmemeval": 10, "locomo": 256}
-"""Reply budgets: LongMemEval's published 10 tokens ("yes"/"no"); LoCoMo's prompt
-asks for a sentence of reasoning and a JSON label."""
-
 PARSE_VERSION = 1  # bump when the reading of a reply changes
-
-
-def prompt_sha256() -> str:
-    """SHA-256 of every judge template and the reply-reading rules' version."""
-    blob = json.dumps(
-        {"longmemeval": LONGMEMEVAL_PROMPTS, "locomo": LOCOMO_PROMPT, "parse": PARSE_VERSION},
-        sort_keys=True,
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def family_of(q: Question, prompt: str) -> str:
-    """The prompt family that grades ``q`` (``prompt``: auto, longmemeval or locomo)."""
-    if prompt != "auto":
-        return prompt
-    return "locomo" if q.dataset == "locomo" else "longmemeval"
-
-
-def judge_prompt(q: Question, family: str) -> str:
-    """The single user message that asks the judge model about ``q``."""
-    gold = q.gold or ""
-    if q.abstention:
-        if q.dataset == "locomo":
-            gold = (
-                f"{LOCOMO_ABSTENTION} (it baits the answer: {gold})" if gold else LOCOMO_ABSTENTION
-            )
-        template = LONGMEMEVAL_PROMPTS["abstention"]
-        return template.format(question=q.question, answer=gold, response=q.answer)
-    if family == "locomo":
-        return LOCOMO_PROMPT.format(
-            question=q.question, gold_answer=gold, generated_answer=q.answer
-        )
-    template = LONGMEMEVAL_PROMPTS[LONGMEMEVAL_TYPES.get(q.category, "default")]
-    return template.format(question=q.question, answer=gold, response=q.answer)
-
 
 _JSON = re.compile(r"\{.*\}", re.S)
 
@@ -208,6 +171,119 @@ def read_label(text: str) -> float:
     if correct != wrong:
         return 1.0 if correct else 0.0
     return math.nan
+
+
+def abstention_prompt(q: Question) -> str:
+    """LongMemEval's abstention template (for LoCoMo's adversarial questions, the
+    "explanation" says the conversation does not hold the answer, and names the
+    answer the question baits)."""
+    gold = q.gold or ""
+    if q.dataset == "locomo":
+        gold = f"{LOCOMO_ABSTENTION} (it baits the answer: {gold})" if gold else LOCOMO_ABSTENTION
+    template = LONGMEMEVAL_PROMPTS["abstention"]
+    return template.format(question=q.question, answer=gold, response=q.answer)
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """A family of judge prompts: how a question becomes the judge model's one user
+    message, how its reply becomes a score, and the reply's token budget.
+
+    Attributes:
+        name: the family's name (``judge.prompt``).
+        render: the message for a ``Question`` (abstention questions included).
+        read: the score of a reply to it (1.0, 0.0, or NaN when it decides nothing).
+        max_tokens: the reply's token budget (part of each request's cache key).
+        texts: every template the family uses, for its hash.
+        source: where the prompts come from.
+    """
+
+    name: str
+    render: Callable[[Question], str]
+    read: Callable[[Question, str], float]
+    max_tokens: int
+    texts: tuple[str, ...]
+    source: str
+
+    def sha256(self) -> str:
+        """SHA-256 of the family's templates, budget and reply-reading version."""
+        blob = json.dumps([self.texts, self.max_tokens, PARSE_VERSION])
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _longmemeval(q: Question) -> str:
+    if q.abstention:
+        return abstention_prompt(q)
+    template = LONGMEMEVAL_PROMPTS[LONGMEMEVAL_TYPES.get(q.category, "default")]
+    return template.format(question=q.question, answer=q.gold or "", response=q.answer)
+
+
+def _locomo(q: Question) -> str:
+    if q.abstention:
+        return abstention_prompt(q)
+    return LOCOMO_PROMPT.format(
+        question=q.question, gold_answer=q.gold or "", generated_answer=q.answer
+    )
+
+
+PROMPTS: dict[str, JudgePrompt] = {}
+"""Judge prompt families by name (``judge.prompt``); ``register_prompt`` adds one."""
+
+
+def register_prompt(prompt: JudgePrompt) -> JudgePrompt:
+    """Add a prompt family (e.g. a stricter LoCoMo prompt); its name becomes a value
+    of ``judge.prompt``.
+
+    Raises:
+        ConfigError: the name is taken by another family, or is ``auto``.
+    """
+    current = PROMPTS.get(prompt.name)
+    if prompt.name == "auto" or (current is not None and current != prompt):
+        raise ConfigError(f"judge prompt {prompt.name!r} is taken; choose another name")
+    PROMPTS[prompt.name] = prompt
+    return prompt
+
+
+register_prompt(
+    JudgePrompt(
+        "longmemeval",
+        _longmemeval,
+        lambda q, text: read_yes(text),
+        10,  # upstream's budget: "yes" or "no"
+        tuple(LONGMEMEVAL_PROMPTS.values()),
+        "xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py (get_anscheck_prompt)",
+    )
+)
+register_prompt(
+    JudgePrompt(
+        "locomo",
+        _locomo,
+        lambda q, text: read_yes(text) if q.abstention else read_label(text),
+        256,  # a sentence of reasoning, then the JSON label
+        (LOCOMO_PROMPT, LONGMEMEVAL_PROMPTS["abstention"]),
+        "mem0ai/mem0 evaluation/metrics/llm_judge.py (ACCURACY_PROMPT) at 2352a441",
+    )
+)
+
+
+def prompt_sha256(names: Iterable[str] | None = None) -> str:
+    """SHA-256 over the hashes of the named families (default: every registered one)."""
+    chosen = sorted(PROMPTS if names is None else names)
+    blob = json.dumps({n: PROMPTS[n].sha256() for n in chosen}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def family_of(q: Question, prompt: str) -> str:
+    """The prompt family that grades ``q`` (``prompt``: auto, or a family's name):
+    auto takes ``locomo`` for LoCoMo's questions and ``longmemeval`` for others."""
+    if prompt != "auto":
+        return prompt
+    return "locomo" if q.dataset == "locomo" else "longmemeval"
+
+
+def judge_prompt(q: Question, family: str) -> str:
+    """The single user message that asks the judge model about ``q``."""
+    return PROMPTS[family].render(q)
 
 
 @JUDGES.register("llm")
@@ -256,8 +332,8 @@ class LLMJudge:
         sleep: Callable[[float], None] | None = None,
         seed: int | None = None,
     ) -> None:
-        if prompt not in FAMILIES:
-            raise ConfigError(f"prompt must be one of {list(FAMILIES)}, got {prompt!r}")
+        if prompt != "auto" and prompt not in PROMPTS:
+            raise ConfigError(f"prompt must be auto or one of {sorted(PROMPTS)}, got {prompt!r}")
         self.prompt = prompt
         self.prices: Prices | None = Prices(price_per_1k_input, price_per_1k_output)
         self._own_client = client is None
@@ -275,18 +351,19 @@ class LLMJudge:
             seed=seed,
             who="judge",
         )
-        # One client per reply budget (the budget is part of each request's cache key).
+        # One client per family: the reply budget is part of each request's cache key.
+        families = sorted(PROMPTS) if prompt == "auto" else [prompt]
         self._endpoints = {
-            family: OpenAIChat(base_url, model, max_tokens=n, **settings)
-            for family, n in MAX_TOKENS.items()
+            family: OpenAIChat(base_url, model, max_tokens=PROMPTS[family].max_tokens, **settings)
+            for family in families
         }
         self._chats: dict[str, OpenAIChat | CachedChat] = {
             family: chat if cache is None else CachedChat(chat, cache)
             for family, chat in self._endpoints.items()
         }
-        self._lock = threading.Lock()
-        endpoint = self._endpoints["longmemeval"].name
-        self.name = f"llm:{endpoint}:{prompt}:prompts-{prompt_sha256()[:12]}"
+        first = self._endpoints[families[0]]
+        self._check = first.check
+        self.name = f"llm:{first.name}:{prompt}:prompts-{prompt_sha256(families)[:12]}"
 
     def __repr__(self) -> str:
         return f"LLMJudge({self.name!r})"
@@ -313,18 +390,16 @@ class LLMJudge:
         return None if found is None else self._verdict(q, family, found)
 
     def _verdict(self, q: Question, family: str, completion: Completion) -> Verdict:
-        yes_no = q.abstention or family == "longmemeval"
-        score = read_yes(completion.text) if yes_no else read_label(completion.text)
-        return Verdict.of(score, completion.text, completion)
+        return Verdict.of(PROMPTS[family].read(q, completion.text), completion.text, completion)
 
     def cost_bound(self, q: Question, answer_tokens: int) -> float:
         assert self.prices is not None
         family = family_of(q, self.prompt)
         prompt = estimate_tokens(judge_prompt(q, family)) + answer_tokens
-        return self.prices.cost(prompt, MAX_TOKENS[family])
+        return self.prices.cost(prompt, PROMPTS[family].max_tokens)
 
     def check(self) -> None:
-        self._endpoints["longmemeval"].check()
+        self._check()
 
     def stats(self) -> Any:
         """Hits and misses of the judge's cache (None without a cache)."""
