@@ -6,6 +6,7 @@ endpoint, the dry run, planted instructions, and reader=none left as it was)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,20 @@ from tests.fake_openai import (
 )
 
 N = 3  # transcripts in most tests
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """In-process runs let Hydra configure logging with handlers on the captured
+    streams of this test; put the root logger back so later tests do not write to
+    closed streams."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
 STRATEGIES = "strategies=[stuff_all,memory]"
 
 
