@@ -41,6 +41,19 @@ def format_memory(hits: Sequence[Hit]) -> str:
     return "\n".join(lines)
 
 
+def prompt_messages(system_prompt: str, hits: Sequence[Hit], user_input: str) -> list[Message]:
+    """The messages an agent turn sends to its model: the system prompt and the
+    memory block (``format_memory``) as the system message, then the user input.
+
+    The one place the prompt is built: ``run_turn`` uses it, and so does the lab's
+    reader (so a measured answer comes from the very prompt an agent would send).
+    """
+    return [
+        {"role": "system", "content": system_prompt + "\n\n" + format_memory(hits)},
+        {"role": "user", "content": user_input},
+    ]
+
+
 @dataclass
 class AgentDeps:
     """What run_turn needs.
@@ -89,10 +102,7 @@ def run_turn(
     """
     layer = deps.layer
     result = layer.recall(RecallQuery(scope, user_input, token_budget=deps.token_budget))
-    messages: list[Message] = [
-        {"role": "system", "content": deps.system_prompt + "\n\n" + format_memory(result.hits)},
-        {"role": "user", "content": user_input},
-    ]
+    messages = prompt_messages(deps.system_prompt, result.hits, user_input)
     reply = deps.model(messages)
     prov = (turn_id,) if turn_id else ()
     items = [MemoryInput(scope, user_input, salience=deps.salience(user_input), provenance=prov)]
