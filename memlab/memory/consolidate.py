@@ -1,0 +1,735 @@
+"""Consolidation: which earlier records a new record supersedes.
+
+When a user corrects a fact ("we moved off Heroku to Fly.io", "standup is at
+9:30 now"), the record that states the old value must stop competing with the
+new one. A ``Consolidator`` decides, for one new trusted record, which earlier
+active records of the same scope it supersedes; the layer then marks them
+(never deletes them) so recall can leave them out.
+
+The interface is built for write time:
+
+- ``decide(new, reader)`` gets the new record (its embedding is already
+  computed) and a ``ScopeReader``: a read-only view of the new record's scope
+  only. The reader exposes the store's column arrays (``candidates``: one
+  vectorized similarity and one BM25 pass over the scope) and ``get_many`` for
+  the few records a consolidator wants to read in full. A consolidator never
+  sees another scope: the reader is bound to one and filters what the store
+  returns.
+- The answer is a list of ``Supersession``s: the old record's id, a reason
+  code, a confidence, and a detail string that ``explain()`` can show.
+
+Trust (see ``RuleConsolidator``): a record from an untrusted source (tool, web)
+never supersedes anything, and by default a trusted record does not supersede
+untrusted ones either. A tool output is evidence of what that tool said when it
+ran; if a user's statement contradicts it, that disagreement is worth seeing,
+not hiding, and untrusted records are already delimited and capped in salience.
+``RulePolicy.supersede_untrusted`` turns the second rule off.
+
+``RuleConsolidator`` (registered as ``rules``) is the LLM-free default;
+``memlab.memory.consolidate_openai.OpenAIConsolidator`` (``openai``) asks a chat
+model for mem0-style decisions; ``NoConsolidator`` (``none``) supersedes nothing
+(the ``memory_no_supersede`` ablation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from memlab.errors import InputError
+from memlab.memory.records import (
+    SOURCE_CODES,
+    UNTRUSTED_SOURCES,
+    MemoryRecord,
+    Source,
+    check_scope,
+)
+from memlab.memory.stores.base import Candidates, MemoryStore
+from memlab.memory.update_text import (
+    ACK_WORDS,
+    FUNCTION_WORDS,
+    Clause,
+    Parsed,
+    contains,
+    diff,
+    key,
+    loose,
+    parse,
+    tokens,
+)
+from memlab.registry import Registry
+
+CONSOLIDATORS: Registry[type] = Registry("consolidator", error=InputError)
+"""Consolidators by name (``rules``, ``none``, ``openai``); each class registers itself
+with ``@CONSOLIDATORS.register("name")``."""
+
+#: Reason codes of a Supersession (``detail`` says which words fired).
+EXPLICIT = "explicit-old-value"  # the new record names the old value as old
+CUE_DIFF = "cue+value-diff"  # a change cue, and the same statement with another value
+VALUE_DIFF = "value-diff"  # no cue, but the same statement with another value
+CUE_SIMILAR = "cue+similar"  # a change cue, and the nearest statement by embedding
+ECHO = "echo"  # repeats a superseded value (an agent's "Noted: Heroku.", an answer)
+LLM_UPDATE = "llm-update"  # a model said UPDATE
+LLM_DELETE = "llm-delete"  # a model said DELETE
+REASONS = (EXPLICIT, CUE_DIFF, VALUE_DIFF, CUE_SIMILAR, ECHO, LLM_UPDATE, LLM_DELETE)
+
+
+@dataclass(frozen=True)
+class Supersession:
+    """One decision: the new record supersedes an old one.
+
+    Attributes:
+        old_id: the superseded record.
+        new_id: the record that supersedes it.
+        reason: one of ``REASONS``.
+        confidence: in [0, 1]; how sure the rule or model is.
+        detail: a human-readable explanation (which cue, which values).
+        old_value: the value the old record stated, as the rule read it ("" if unknown).
+        new_value: the value the new record states instead ("" if unknown or removed).
+        partial: the old record also states other things the new one does not
+            replace (a multi-fact message, a summary note): a layer may want to
+            keep it recallable for those, or re-fold it.
+        span: ``(start, end)`` character offsets of the replaced claim in the old
+            record's content, when a rule located it.
+    """
+
+    old_id: str
+    new_id: str
+    reason: str
+    confidence: float
+    detail: str = ""
+    old_value: str = ""
+    new_value: str = ""
+    partial: bool = False
+    span: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise InputError(f"unknown supersession reason {self.reason!r}; use one of {REASONS}")
+        if not 0.0 <= self.confidence <= 1.0 or math.isnan(self.confidence):
+            raise InputError(f"supersession confidence {self.confidence!r} is outside 0..1")
+        if self.old_id == self.new_id:
+            raise InputError(f"record {self.old_id} cannot supersede itself")
+
+    def explain(self) -> str:
+        """One line: ``superseded by <id> (<reason>, 0.90): <detail>``."""
+        return f"superseded by {self.new_id} ({self.reason}, {self.confidence:.2f})" + (
+            f": {self.detail}" if self.detail else ""
+        )
+
+
+class ScopeReader:
+    """A read-only view of one scope of a store, for a consolidator.
+
+    Args:
+        store: any MemoryStore.
+        scope: the only scope this reader reads.
+        pending: records not yet in the store that count as earlier than the one
+            being decided (the earlier items of a ``remember_many`` batch); they
+            must belong to ``scope``.
+        pool: candidate pool size passed to approximate stores.
+        weights: ranking weights passed to approximate stores (their pool hint).
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        scope: str,
+        *,
+        pending: Sequence[MemoryRecord] = (),
+        pool: int | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.store = store
+        self.scope = check_scope(scope)
+        for r in pending:
+            if r.scope != scope:
+                raise InputError(
+                    f"pending record {r.id} is in scope {r.scope!r}, not {scope!r}; a "
+                    "consolidator only reads the scope of the record it decides on"
+                )
+        self.pending = list(pending)
+        self._pending_by_id = {r.id: r for r in self.pending}
+        self.pool = pool
+        self.weights = dict(weights) if weights is not None else None
+        self.reads = 0  # records read in full (get_many), for cost accounting
+
+    def candidates(self, query: np.ndarray | None = None, *, text: str | None = None) -> Candidates:
+        """Column arrays of the scope's active (not archived) records, pending ones
+        appended (their ``lexical`` is 0: they are not indexed yet)."""
+        cands = self.store.candidates(
+            self.scope,
+            query,
+            include_archived=False,
+            pool=self.pool,
+            text=text,
+            weights=self.weights,
+        )
+        if not self.pending:
+            return cands
+        extra = Candidates.from_records(
+            self.pending, cands.embeddings.shape[1] or len(self.pending[0].embedding)
+        )
+        lexical = None
+        if text is not None:
+            base = cands.lexical if cands.lexical is not None else np.zeros(len(cands))
+            lexical = np.concatenate([base, np.zeros(len(extra))])
+        if len(cands) == 0:
+            extra.lexical = lexical
+            return extra
+        return Candidates(
+            ids=list(cands.ids) + extra.ids,
+            embeddings=np.concatenate([cands.embeddings, extra.embeddings]),
+            created_at=np.concatenate([cands.created_at, extra.created_at]),
+            last_accessed_at=np.concatenate([cands.last_accessed_at, extra.last_accessed_at]),
+            salience=np.concatenate([cands.salience, extra.salience]),
+            access_count=np.concatenate([cands.access_count, extra.access_count]),
+            tokens=np.concatenate([cands.tokens, extra.tokens]),
+            kind=np.concatenate([cands.kind, extra.kind]),
+            source=np.concatenate([cands.source, extra.source]),
+            mask=np.concatenate([cands.mask, extra.mask]),
+            lexical=lexical,
+        )
+
+    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The records with these ids that belong to this scope, in the given order."""
+        wanted = [i for i in ids if i not in self._pending_by_id]
+        found = {r.id: r for r in self.store.get_many(wanted) if r.scope == self.scope}
+        out = []
+        for i in ids:
+            r = self._pending_by_id.get(i) or found.get(i)
+            if r is not None:
+                out.append(r)
+        self.reads += len(out)
+        return out
+
+
+@runtime_checkable
+class Consolidator(Protocol):
+    """Decides which earlier active records of the same scope a new record supersedes.
+
+    ``name`` identifies the consolidator and its settings (it keys caches).
+    ``decide`` must only read through ``reader`` (one scope), must not write,
+    and returns each superseded record at most once.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def decide(self, new: MemoryRecord, reader: ScopeReader) -> list[Supersession]: ...
+
+
+@CONSOLIDATORS.register("none")
+class NoConsolidator:
+    """Supersedes nothing: the layer without supersession (an ablation)."""
+
+    name = "none"
+
+    def decide(self, new: MemoryRecord, reader: ScopeReader) -> list[Supersession]:
+        return []
+
+
+@dataclass(frozen=True)
+class RulePolicy:
+    """The knobs of ``RuleConsolidator``.
+
+    Args:
+        neighbours: the new record is compared with this many nearest earlier
+            records by embedding similarity ...
+        lexical_neighbours: ... and this many by BM25 over the new text.
+        old_value_matches: records looked up per value the new text names as old.
+        min_similarity: neighbours by similarity need at least this cosine.
+        cue_frame: with a change cue, the two statements must share at least this
+            share of content words (``Diff.frame``) ...
+        implicit_frame: ... and without a cue at least this share, and two words.
+        max_value_words: a differing value may span at most this many content words
+            on either side; more means the statements are about different things.
+        common_value_records: a value named as old that occurs in more active
+            records than this is a common word, not a value: it then supersedes
+            only records that share the new statement's frame too.
+        echo_extra_words: an echo may hold this many words besides the value,
+            acknowledgement words and the words of the statements it echoes.
+        echo_after: records made right after a superseded one that are checked as
+            its echo, besides those found by the value.
+        similar_rank: with a change cue, the nearest ``similar_rank`` user
+            statements by embedding may be superseded without a shared word ...
+        min_similar: ... if their cosine is at least this (embedder-dependent:
+            MiniLM puts paraphrases around 0.5, the hash embedder rarely does).
+        min_confidence: decisions below this are dropped.
+        supersede_from: sources whose records may supersede others. The default,
+            the user only: an agent's statements repeat the user's or the model's
+            own, and a model's slip must not retire what the user said.
+        supersede_untrusted: whether trusted records may supersede tool/web ones.
+        scan_rows: similarity is computed over at most this many of the scope's
+            most recent rows (None: all); BM25 still covers the whole scope. A cost
+            cap for very large scopes.
+    """
+
+    neighbours: int = 8
+    lexical_neighbours: int = 8
+    old_value_matches: int = 8
+    min_similarity: float = 0.05
+    cue_frame: float = 0.25
+    implicit_frame: float = 0.5
+    max_value_words: int = 4
+    common_value_records: int = 6
+    echo_extra_words: int = 1
+    echo_after: int = 2
+    similar_rank: int = 1
+    min_similar: float = 0.45
+    min_confidence: float = 0.5
+    supersede_from: frozenset[Source] = frozenset({Source.USER})
+    supersede_untrusted: bool = False
+    scan_rows: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "neighbours", "lexical_neighbours", "old_value_matches", "max_value_words",
+            "similar_rank",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"consolidate.{name} must be an integer >= 1, got {value!r}")
+        for name in ("common_value_records", "echo_extra_words", "echo_after"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise InputError(f"consolidate.{name} must be an integer >= 0, got {value!r}")
+        for name in ("cue_frame", "implicit_frame", "min_confidence"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise InputError(f"consolidate.{name} must be in 0..1, got {value!r}")
+        if not -1.0 <= self.min_similar <= 1.0:
+            raise InputError(f"consolidate.min_similar must be in -1..1, got {self.min_similar!r}")
+        if not -1.0 <= self.min_similarity <= 1.0:
+            raise InputError(
+                f"consolidate.min_similarity must be in -1..1, got {self.min_similarity!r}"
+            )
+        if self.scan_rows is not None and (
+            not isinstance(self.scan_rows, int) or self.scan_rows < 1
+        ):
+            raise InputError(f"consolidate.scan_rows must be >= 1 or None, got {self.scan_rows!r}")
+        object.__setattr__(
+            self, "supersede_from", frozenset(Source(s) for s in self.supersede_from)
+        )
+
+
+@dataclass
+class _Candidate:
+    record: MemoryRecord
+    parsed: Parsed
+    similarity: float
+    rank: int = 0  # by similarity among the user statements read (1 = nearest)
+    best: Supersession | None = None
+    old_keys: frozenset[str] = frozenset()  # the replaced value's keys (for echoes)
+    new_keys: frozenset[str] = frozenset()
+    frame: frozenset[str] = frozenset()  # the old clause's keys
+    blocked: list[str] = field(default_factory=list)
+
+
+_TRUSTED_CODES = np.array(
+    [SOURCE_CODES[s] for s in Source if s not in UNTRUSTED_SOURCES], dtype=np.int8
+)
+
+
+@CONSOLIDATORS.register("rules")
+class RuleConsolidator:
+    """The LLM-free default: similarity and BM25 pick a few neighbours, text rules
+    decide (see ``memlab.memory.update_text`` for the word tables).
+
+    For a new record N (trusted, from a source in ``supersede_from``):
+
+    1. N's clauses are read. A clause that is a question, a hypothetical, about
+       someone else, an addition, history or hearsay states no current fact of the
+       speaker's own and supersedes nothing, unless the old clause carries the same
+       marker ("if" against "if": a conditional rule replacing a conditional rule).
+    2. Candidates: the ``neighbours`` most similar earlier trusted active records,
+       the ``lexical_neighbours`` best by BM25 on N's text, and, for every value N
+       names as old, the records that contain it. Only these are read in full.
+    3. For each candidate O and each pair of (N clause, O clause), the first rule
+       that holds decides:
+
+       - ``explicit-old-value`` (0.9): N names a value as old ("from X to Y",
+         "off X", "X is out", "instead of X", "no longer X", "used to X, now ...")
+         and O's clause states X (not as old itself) and not N's new value. A
+         clause that names its old value supersedes only records that state it.
+       - ``cue+value-diff`` (0.8): N has a change cue ("actually", "now",
+         "switched", ...) and either both clauses hold a distinctive value of the
+         same kind that the other lacks (two e-mails of one domain, two ticket ids
+         with one prefix, two #channels), or they share a frame (``cue_frame``)
+         and each states a value the other lacks (at most ``max_value_words``).
+       - ``value-diff`` (0.6): no cue, but the same statement with another value:
+         a stronger frame (``implicit_frame``, two shared words) and short values.
+       - ``cue+similar`` (0.6): a change cue, O is N's nearest user statement by
+         embedding (``similar_rank``, ``min_similar``) and each states a value the
+         other lacks (a correction phrased unlike the original).
+
+       Rules other than the first only retire user statements: an agent's record
+       is superseded when it states the named old value, or as an echo.
+       In cased text the two differing values must look alike: both names or
+       numbers, or both plain words ("Azure AD" does not replace "new hires").
+    4. Echoes (0.9 x the parent's confidence): a record that repeats a superseded
+       value and little else ("Noted: Heroku.", "Heroku, as you mentioned.") is
+       superseded with it.
+
+    A chain A -> B -> C needs nothing special: A is no longer active when C
+    arrives, so C supersedes B. A revert ("back to X") states X as new: it
+    supersedes the record stating the value in force, never an older X.
+
+    Args:
+        policy: the knobs (RulePolicy).
+    """
+
+    def __init__(self, policy: RulePolicy | None = None) -> None:
+        self.policy = policy or RulePolicy()
+
+    @property
+    def name(self) -> str:
+        return "rules-v1"
+
+    def __repr__(self) -> str:
+        return f"RuleConsolidator({self.policy})"
+
+    # -- the decision -------------------------------------------------------------
+    def decide(self, new: MemoryRecord, reader: ScopeReader) -> list[Supersession]:
+        """The earlier active records of ``new.scope`` that ``new`` supersedes."""
+        policy = self.policy
+        if new.scope != reader.scope:
+            raise InputError(
+                f"record {new.id} is in scope {new.scope!r} but the reader reads {reader.scope!r}"
+            )
+        if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
+            return []
+        parsed = parse(new.content)
+        clauses = [c for c in parsed.clauses if c.states or c.olds]
+        if not clauses:
+            return []
+        cands = reader.candidates(new.embedding, text=new.content)
+        if len(cands) == 0:
+            return []
+        eligible = self._eligible(cands, new)
+        if not eligible.any():
+            return []
+        rows = self._neighbours(cands, eligible, new)
+        olds = list(dict.fromkeys(v for c in clauses for v in c.olds))
+        common: set[str] = set()
+        for value in olds:
+            holding, n_found = self._containing(reader, new, value)
+            rows.update(holding)
+            if n_found > policy.common_value_records:
+                common.add(value)
+        first_pending = len(cands) - len(reader.pending)  # pending rows come last
+        for j, r in enumerate(reader.pending):  # a batch's earlier items: always compare
+            if r.id != new.id:
+                rows.setdefault(first_pending + j, float(r.embedding @ new.embedding))
+        sims = {cands.ids[row]: sim for row, sim in rows.items()}
+        found: list[_Candidate] = []
+        for rec in reader.get_many(list(sims)):
+            if rec.id != new.id and self._may_supersede(new, rec):
+                found.append(_Candidate(rec, parse(rec.content), sims.get(rec.id, 0.0)))
+        statements = [
+            c for c in found
+            if c.record.source not in _ECHO_ONLY and any(cl.states for cl in c.parsed.clauses)
+        ]  # fmt: skip
+        for rank, c in enumerate(sorted(statements, key=lambda c: -c.similarity), start=1):
+            c.rank = rank
+        decided: dict[str, _Candidate] = {}
+        for cand in found:
+            self._judge(new, clauses, cand, common)
+            if cand.best is not None:
+                decided[cand.record.id] = cand
+        decisions = [c.best for c in decided.values() if c.best is not None]
+        decisions += self._echoes(new, parsed, reader, cands, eligible, decided)
+        out = [d for d in decisions if d.confidence >= policy.min_confidence]
+        out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def _may_supersede(self, new: MemoryRecord, old: MemoryRecord) -> bool:
+        if old.source in UNTRUSTED_SOURCES and not self.policy.supersede_untrusted:
+            return False
+        return old.created_at <= new.created_at
+
+    def _eligible(self, cands: Candidates, new: MemoryRecord) -> np.ndarray:
+        eligible = cands.mask & (cands.created_at <= new.created_at)
+        if not self.policy.supersede_untrusted:
+            eligible &= np.isin(cands.source, _TRUSTED_CODES)
+        return eligible
+
+    def _neighbours(
+        self, cands: Candidates, eligible: np.ndarray, new: MemoryRecord
+    ) -> dict[int, float]:
+        """Rows worth reading: top similarity and top BM25 (row -> cosine)."""
+        policy = self.policy
+        rows = np.flatnonzero(eligible)
+        if policy.scan_rows is not None and rows.size > policy.scan_rows:
+            recent = np.argpartition(-cands.created_at[rows], policy.scan_rows - 1)
+            rows = rows[recent[: policy.scan_rows]]
+        out: dict[int, float] = {}
+        if rows.size:
+            sims = cands.embeddings[rows] @ new.embedding
+            k = min(policy.neighbours, rows.size)
+            top = np.argpartition(-sims, k - 1)[:k] if rows.size > k else np.arange(rows.size)
+            for i in top:
+                if sims[i] >= policy.min_similarity:
+                    out[int(rows[i])] = float(sims[i])
+        if cands.lexical is not None:
+            lex = np.where(eligible, cands.lexical, 0.0)
+            k = min(policy.lexical_neighbours, int((lex > 0).sum()))
+            if k:
+                top = np.argpartition(-lex, k - 1)[:k]
+                for row in top:
+                    if lex[row] > 0 and int(row) not in out:
+                        out[int(row)] = float(cands.embeddings[row] @ new.embedding)
+        return out
+
+    def _containing(
+        self, reader: ScopeReader, new: MemoryRecord, value: str
+    ) -> tuple[dict[int, float], int]:
+        """Rows (of a fresh candidates view) that may contain ``value``, best BM25
+        first, and how many active records match any of its words."""
+        # Row numbers of this view equal those of the main view: both come from the
+        # same store state (a consolidator does not write).
+        cands = reader.candidates(None, text=value)
+        if cands.lexical is None or len(cands) == 0:
+            return {}, 0
+        eligible = self._eligible(cands, new)
+        lex = np.where(eligible, cands.lexical, 0.0)
+        hits = np.flatnonzero(lex > 0)
+        n = int(hits.size)
+        k = min(self.policy.old_value_matches, n)
+        if k == 0:
+            return {}, 0
+        top = hits[np.argpartition(-lex[hits], k - 1)[:k]] if n > k else hits
+        return {int(r): float(cands.embeddings[r] @ new.embedding) for r in top}, n
+
+    def _judge(
+        self, new: MemoryRecord, clauses: list[Clause], cand: _Candidate, common: set[str]
+    ) -> None:
+        old = cand.record
+        statement = old.source not in _ECHO_ONLY
+        old_clauses = [c for c in cand.parsed.clauses if c.states]
+        best: tuple[Supersession, frozenset[str], frozenset[str], frozenset[str]] | None = None
+        for nc in clauses:
+            for oc in old_clauses:
+                blocked = nc.blocked_against(oc)
+                if blocked:
+                    cand.blocked.extend(blocked)
+                    continue
+                hit = self._explicit(new, nc, old, oc, common)
+                if hit is None and statement and not nc.olds:
+                    hit = self._value_diff(new, nc, old, oc, cand)
+                if hit is not None and (best is None or hit[0].confidence > best[0].confidence):
+                    best = (*hit, frozenset(oc.keys))
+        if best is None:
+            return
+        decision, old_keys, new_keys, frame = best
+        span = decision.span
+        partial = any(
+            len(c.keys) >= 2 and (span is None or c.start != span[0]) for c in old_clauses
+        )
+        cand.best = replace(decision, partial=partial)
+        cand.old_keys, cand.new_keys, cand.frame = old_keys, new_keys, frame
+
+    def _explicit(
+        self, new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, common: set[str]
+    ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
+        low = loose(oc.text)
+        for value in nc.olds:
+            if not contains(low, value) or any(contains(loose(v), value) for v in oc.olds):
+                continue  # O does not state it, or names it as old itself
+            if any(contains(low, v) for v in nc.news):
+                continue  # O already states the new value (an earlier correction)
+            if value in common and not diff(oc, nc).shared:
+                continue  # a common word: needs the frame too
+            new_value = nc.news[0] if nc.news else ""
+            decision = Supersession(
+                old.id,
+                new.id,
+                EXPLICIT,
+                0.9,
+                f'names "{value}" as old ({", ".join(nc.patterns) or "cue"})',
+                old_value=value,
+                new_value=new_value,
+                span=(oc.start, oc.end),
+            )
+            return decision, _keys(value), _keys(new_value)
+        return None
+
+    def _value_diff(
+        self, new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, cand: _Candidate
+    ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
+        policy = self.policy
+        d = diff(oc, nc)
+        if not d.old_only or not d.new_only:
+            return None  # nothing differs, or N adds nothing: no new value
+        reason = ""
+        why = ""
+        if nc.cues:
+            kinds = {vt for vt, t in nc.typed if t not in oc.tokens} & {
+                vt for vt, t in oc.typed if t not in nc.tokens
+            }
+            if kinds:
+                reason, conf = CUE_DIFF, 0.8
+                why = f"cue {', '.join(nc.cues[:3])}; two values of one kind ({sorted(kinds)[0]})"
+                old_vals = [t for vt, t in oc.typed if vt in kinds and t not in nc.tokens]
+                new_vals = [t for vt, t in nc.typed if vt in kinds and t not in oc.tokens]
+                decision = Supersession(
+                    old.id,
+                    new.id,
+                    reason,
+                    conf,
+                    f'{why}: "{old_vals[0]}" -> "{new_vals[0]}"',
+                    old_value=old_vals[0],
+                    new_value=new_vals[0],
+                    span=(oc.start, oc.end),
+                )
+                return decision, _keys(" ".join(old_vals)), _keys(" ".join(new_vals))
+        if not _shapes_agree(oc, nc, d.old_only, d.new_only):
+            return None
+        short = len(d.old_only) <= policy.max_value_words and (
+            len(d.new_only) <= policy.max_value_words + 1
+        )
+        if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
+            reason, conf = CUE_DIFF, 0.8
+            why = f"cue {', '.join(nc.cues[:3])}; same statement ({' '.join(d.shared[:4])})"
+        elif d.shared and short and d.frame >= policy.implicit_frame and len(d.shared) >= 2:
+            reason, conf = VALUE_DIFF, 0.6
+            why = f"same statement ({' '.join(d.shared[:4])}), no cue"
+        elif (
+            nc.cues
+            and 0 < cand.rank <= policy.similar_rank
+            and cand.similarity >= policy.min_similar
+            and len(d.old_only) <= 2 * policy.max_value_words
+        ):
+            reason, conf = CUE_SIMILAR, 0.6
+            why = (
+                f"cue {', '.join(nc.cues[:3])}; nearest statement "
+                f"(cosine {cand.similarity:.2f}, rank {cand.rank})"
+            )
+        else:
+            return None
+        decision = Supersession(
+            old.id,
+            new.id,
+            reason,
+            conf,
+            f'{why}: "{d.old_value}" -> "{d.new_value}"',
+            old_value=d.old_value,
+            new_value=d.new_value,
+            span=(oc.start, oc.end),
+        )
+        # echoes are found by the value's words: those that look like a value if any
+        # do ("Okta", "$7,500"; not "logins")
+        old_keys = (set(d.old_only) & oc.valuey) or set(d.old_only)
+        return decision, frozenset(old_keys), frozenset(d.new_only)
+
+    def _echoes(
+        self,
+        new: MemoryRecord,
+        parsed: Parsed,
+        reader: ScopeReader,
+        cands: Candidates,
+        eligible: np.ndarray,
+        decided: dict[str, _Candidate],
+    ) -> list[Supersession]:
+        """Records that only repeat a value just superseded."""
+        policy = self.policy
+        parents = [c for c in decided.values() if c.best is not None and c.old_keys]
+        if not parents:
+            return []
+        rows: dict[int, float] = {}
+        row_of: dict[str, int] | None = None
+        order = np.flatnonzero(eligible)
+        for parent in parents:
+            assert parent.best is not None
+            if parent.best.old_value:
+                rows.update(self._containing(reader, new, parent.best.old_value)[0])
+            if policy.echo_after:
+                if row_of is None:
+                    row_of = {rid: i for i, rid in enumerate(cands.ids)}
+                i = row_of.get(parent.record.id)
+                if i is not None:
+                    later = order[cands.created_at[order] >= cands.created_at[i]]
+                    later = later[later != i]
+                    nearest = np.argsort(cands.created_at[later], kind="stable")
+                    for r in later[nearest[: policy.echo_after]]:
+                        rows.setdefault(int(r), 0.0)
+        ids = [cands.ids[r] for r in rows]
+        ids = [i for i in ids if i not in decided and i != new.id]
+        out = []
+        new_keys = parsed.keys
+        for rec in reader.get_many(ids):
+            if not self._may_supersede(new, rec):
+                continue
+            p = parse(rec.content)
+            if any(c.question for c in p.clauses) or not p.clauses:
+                continue
+            keys = {k for k in p.keys if k not in _ACK_KEYS}
+            for parent in parents:
+                best = parent.best
+                assert best is not None
+                overlap = keys & parent.old_keys
+                if not overlap or keys & parent.new_keys:
+                    continue
+                # it must repeat the value, not only name the topic ("I'll keep the
+                # escalation policy in mind"): a word that looks like a value, or
+                # most of the value's words
+                if not (overlap & p.valuey) and 2 * len(overlap) < len(parent.old_keys):
+                    continue
+                extra = keys - parent.old_keys - parent.frame - new_keys
+                if len(extra) > policy.echo_extra_words:
+                    continue
+                out.append(
+                    Supersession(
+                        rec.id,
+                        new.id,
+                        ECHO,
+                        round(0.9 * best.confidence, 4),
+                        f'repeats "{best.old_value}" of {parent.record.id}',
+                        old_value=best.old_value,
+                        new_value=best.new_value,
+                    )
+                )
+                break
+        return out
+
+
+#: Sources whose records are only retired as echoes or by a named old value.
+_ECHO_ONLY = frozenset({Source.AGENT})
+_ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)
+
+
+def _keys(value: str) -> frozenset[str]:
+    return frozenset(key(t) for t in tokens(value) if t not in FUNCTION_WORDS)
+
+
+def _shapes_agree(
+    old: Clause, new: Clause, old_only: Sequence[str], new_only: Sequence[str]
+) -> bool:
+    """In cased text, the two differing values must look alike: each holds a
+    name/number-looking word, or neither does. Lower-case text cannot tell."""
+    if not (old.cased and new.cased):
+        return True
+    return bool(set(old_only) & old.valuey) == bool(set(new_only) & new.valuey)
+
+
+__all__ = [
+    "CONSOLIDATORS",
+    "CUE_DIFF",
+    "CUE_SIMILAR",
+    "ECHO",
+    "EXPLICIT",
+    "LLM_DELETE",
+    "LLM_UPDATE",
+    "REASONS",
+    "VALUE_DIFF",
+    "Consolidator",
+    "NoConsolidator",
+    "RuleConsolidator",
+    "RulePolicy",
+    "ScopeReader",
+    "Supersession",
+]
