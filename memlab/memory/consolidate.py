@@ -556,6 +556,25 @@ class RuleConsolidator:
                 span=(oc.start, oc.end),
             )
             return decision, _keys(value), _keys(new_value)
+        if nc.cues:
+            # a revert: N states a value O named as the one it replaced ("back to GKE"
+            # after "we moved off GKE to EKS"), so O's value is what N replaces
+            new_low = loose(nc.text)
+            for value in oc.olds:
+                if contains(new_low, value) and not any(contains(new_low, v) for v in oc.news):
+                    replaced = oc.news[0] if oc.news else ""
+                    decision = Supersession(
+                        old.id,
+                        new.id,
+                        EXPLICIT,
+                        0.8,
+                        f'reverts to "{value}", which it had replaced'
+                        + (f' with "{replaced}"' if replaced else ""),
+                        old_value=replaced,
+                        new_value=value,
+                        span=(oc.start, oc.end),
+                    )
+                    return decision, _keys(replaced), _keys(value)
         return None
 
     def _value_diff(
@@ -595,7 +614,21 @@ class RuleConsolidator:
         if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
             reason, conf = CUE_DIFF, 0.8
             why = f"cue {', '.join(nc.cues[:3])}; same statement ({' '.join(d.shared[:4])})"
-        elif d.shared and short and d.frame >= policy.implicit_frame and len(d.shared) >= 2:
+        elif (
+            d.shared
+            and short
+            and d.frame >= policy.implicit_frame
+            and (
+                len(d.shared) >= 2
+                or (
+                    len(d.old_only) == 1
+                    and len(d.new_only) <= 2
+                    and (not oc.cased or set(d.old_only) & oc.valuey)
+                )
+            )
+        ):
+            # two shared words, or one shared word and a one-word old value that
+            # looks like one: "builds run on Tekton" -> "builds run on CircleCI"
             reason, conf = VALUE_DIFF, 0.6
             why = f"same statement ({' '.join(d.shared[:4])}), no cue"
         elif (
@@ -709,11 +742,18 @@ def _keys(value: str) -> frozenset[str]:
 def _shapes_agree(
     old: Clause, new: Clause, old_only: Sequence[str], new_only: Sequence[str]
 ) -> bool:
-    """In cased text, the two differing values must look alike: each holds a
-    name/number-looking word, or neither does. Lower-case text cannot tell."""
+    """The differing words must be the values: a clause that holds value-looking
+    words (names, numbers, symbols) must hold one among its differing words, so
+    "new hires can't log in through Okta" does not replace "logins go through Okta"
+    (the value is the same, the frame differs). In cased text the two values must
+    look alike too: each holds such a word, or neither does."""
+    old_v = bool(set(old_only) & old.valuey)
+    new_v = bool(set(new_only) & new.valuey)
+    if (old.valuey and not old_v) or (new.valuey and not new_v):
+        return False
     if not (old.cased and new.cased):
         return True
-    return bool(set(old_only) & old.valuey) == bool(set(new_only) & new.valuey)
+    return old_v == new_v
 
 
 __all__ = [

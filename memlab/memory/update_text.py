@@ -17,8 +17,8 @@ it). Each clause gets:
 - ``olds`` / ``news``: values the clause names as old / new ("we moved off
   Heroku to Fly.io": old "heroku", new "fly.io");
 - ``markers``: why the clause may not state a current fact of the speaker's own:
-  ``question``, ``hypothetical``, ``other`` (someone else's value), ``addition``,
-  ``history``, ``reported``;
+  ``question``, ``request`` (a one-off "please ..."), ``hypothetical``, ``other``
+  (someone else's value), ``addition``, ``history``, ``reported``;
 - ``keys``: its content words as comparison keys (stopwords, fillers and cue words
   dropped; long alphabetic words cut to a 5-letter root so that "escalate" and
   "escalation" match, while values with digits or punctuation are kept whole).
@@ -95,7 +95,9 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("no longer X", re.compile(
         r"\bno longer (?:use|using|on|in|at|with|run|running|have|having|go|going|be|"
         rf"send|sending|work|working|live|living|based in|located in)? ?(?:the |our |my )?{_OLD}{_END}")),
-    ("not X anymore", re.compile(rf"\bnot (?:on |in |at |with |using )?(?:the |our |my )?{_OLD} any ?more\b")),
+    ("not X anymore", re.compile(
+        r"(?:\bnot|n't|\bno) (?:use |using |run |running |have |on |in |at |with |using |go to "
+        rf"|send to )?(?:the |our |my )?{_OLD} any ?more\b")),
     ("not X but Y", re.compile(rf"\bnot (?!sure\b)(?:the |our |my )?{_OLD},? but (?:the |a )?{_NEW}{_END}")),
     ("X became Y", re.compile(rf"(?:^|[,;:—–-] |\b(?:the|our|my) ){_OLD} (?:became|becomes|turned into|is now|are now|changed to|went to) (?:the |a )?{_NEW}{_END}")),
     ("X -> Y", re.compile(rf"{_OLD} (?:->|→|=>) {_NEW}{_END}")),
@@ -170,6 +172,13 @@ MARKER_EXCEPTIONS: dict[str, str] = {
     "plus": r"\bplus\b(?= ?\d)",
     "extra": r"\bextra (?:cost|charge|fee)",
 }
+
+#: A clause that starts with "please" asks for an action ("please kill the contractor's
+#: tokens now"), which states no fact, unless it sets a standing rule with one of these.
+STANDING = re.compile(
+    r"\b(?:from now on|going forward|from here on|in future|in the future|always|never|only|"
+    r"instead|should|every|any ?more|no longer|until further notice)\b"
+)
 
 #: Sentence openers that make a clause a question or a request for information.
 QUESTION_STARTS: frozenset[str] = _words(
@@ -369,7 +378,7 @@ class Clause:
     news: tuple[str, ...]
     patterns: tuple[str, ...]
     markers: dict[str, tuple[str, ...]]
-    cased: bool = False  # the text is not all lower case, so value shapes can be read
+    cased: bool = False  # the text has capitals, so value shapes can be read
     valuey: frozenset[str] = frozenset()  # keys of tokens that look like values
     typed: tuple[tuple[str, str], ...] = ()  # (value_type, token) of distinctive values
 
@@ -387,12 +396,15 @@ class Clause:
         reason this clause does not replace the old one."""
         out = []
         for kind, found in self.markers.items():
-            if kind == "question":
-                out.append("question")
+            if kind in ("question", "request"):
+                if not (kind == "request" and self.names_old):
+                    out.append(kind)
                 continue
             theirs = old.markers.get(kind, ())
             missing = [m for m in found if m not in theirs]
-            if missing and not (kind == "addition" and self.names_old):
+            # "we also moved off X" and "we used to be on X, now Y" name what they
+            # replace: the marker does not make them additions or history
+            if missing and not (kind in ("addition", "history") and self.names_old):
                 out.append(f"{kind} ({', '.join(missing)})")
         return out
 
@@ -426,6 +438,8 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
     first = next((t for t in toks if t not in LEADS), "")
     if low.rstrip().endswith("?") or first in QUESTION_STARTS:
         out["question"] = (first or "?",)
+    elif first == "please" and not STANDING.search(low):
+        out["request"] = ("please",)
     for kind, pats in _MARKER_RES.items():
         found = []
         for marker, pat in pats:
@@ -528,7 +542,9 @@ def parse(text: str) -> Parsed:
         raw_body = " ".join(raw.split())[cut:] if cut else raw
         raws = [m.group(0) for m in _TOKEN.finditer(raw_body)]
         toks = [_norm_token(r) for r in raws]
-        cased = any(c.isupper() for c in raw_body[1:])
+        # a clause written with capitals at all (even only the first letter) shows
+        # how its names look; all-lower-case writing does not
+        cased = any(c.isupper() for c in raw_body)
         content = set(content_tokens(toks))
         keys = tuple(dict.fromkeys(key(t) for t in toks if t in content))
         valuey = frozenset(
