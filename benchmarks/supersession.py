@@ -653,7 +653,13 @@ def _policy(settings: Sequence[str]) -> RulePolicy:
         name, _, raw = item.partition("=")
         if name not in fields:
             raise SystemExit(f"--set {item}: RulePolicy has no field {name!r}")
-        values[name] = None if raw == "None" else type(getattr(RulePolicy(), name) or 0)(raw)
+        default = getattr(RulePolicy(), name)
+        if raw == "None":
+            values[name] = None
+        elif isinstance(default, bool):
+            values[name] = raw.lower() in ("1", "true", "yes")
+        else:
+            values[name] = type(default or 0)(raw)
     return RulePolicy(**values)
 
 

@@ -51,6 +51,7 @@ from memlab.memory.records import (
 from memlab.memory.stores.base import Candidates, MemoryStore
 from memlab.memory.update_text import (
     ACK_WORDS,
+    BROAD_KINDS,
     FUNCTION_WORDS,
     Clause,
     Parsed,
@@ -267,6 +268,8 @@ class RulePolicy:
         scan_rows: similarity is computed over at most this many of the scope's
             most recent rows (None: all); BM25 still covers the whole scope. A cost
             cap for very large scopes.
+        read_all: read every eligible record instead of the neighbours (O(scope):
+            for measuring what the neighbour preselection misses, not for use).
     """
 
     neighbours: int = 8
@@ -285,6 +288,7 @@ class RulePolicy:
     supersede_from: frozenset[Source] = frozenset({Source.USER})
     supersede_untrusted: bool = False
     scan_rows: int | None = None
+    read_all: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -323,6 +327,7 @@ class _Candidate:
     parsed: Parsed
     similarity: float
     rank: int = 0  # by similarity among the user statements read (1 = nearest)
+    kind_ranks: dict[str, int] = field(default_factory=dict)  # the same, per value kind
     best: Supersession | None = None
     old_keys: frozenset[str] = frozenset()  # the replaced value's keys (for echoes)
     new_keys: frozenset[str] = frozenset()
@@ -414,6 +419,9 @@ class RuleConsolidator:
         if not eligible.any():
             return []
         rows = self._neighbours(cands, eligible, new)
+        if policy.read_all:
+            for row in np.flatnonzero(eligible):
+                rows.setdefault(int(row), float(cands.embeddings[row] @ new.embedding))
         olds = list(dict.fromkeys(v for c in clauses for v in c.olds))
         common: set[str] = set()
         for value in olds:
@@ -434,8 +442,11 @@ class RuleConsolidator:
             c for c in found
             if c.record.source not in _ECHO_ONLY and any(cl.states for cl in c.parsed.clauses)
         ]  # fmt: skip
+        by_kind: dict[str, int] = {}
         for rank, c in enumerate(sorted(statements, key=lambda c: -c.similarity), start=1):
             c.rank = rank
+            for k in {vt for cl in c.parsed.clauses if cl.states for vt, _ in cl.typed}:
+                by_kind[k] = c.kind_ranks[k] = by_kind.get(k, 0) + 1
         decided: dict[str, _Candidate] = {}
         for cand in found:
             self._judge(new, clauses, cand, common)
@@ -587,29 +598,47 @@ class RuleConsolidator:
         reason = ""
         why = ""
         if nc.cues:
-            kinds = {vt for vt, t in nc.typed if t not in oc.tokens} & {
-                vt for vt, t in oc.typed if t not in nc.tokens
+            old_low, new_low = loose(oc.text), loose(nc.text)
+            kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
+                vt for vt, t in oc.typed if not contains(new_low, t)
             }
+            # a kind many facts share (money, a duration, a date) needs more: O must
+            # be the nearest statement holding that kind, and alike in words or meaning
+            kinds = {
+                k for k in kinds
+                if k not in BROAD_KINDS
+                or (cand.kind_ranks.get(k) == 1 and (d.shared or cand.rank <= 2))
+            }  # fmt: skip
             if kinds:
                 reason, conf = CUE_DIFF, 0.8
                 why = f"cue {', '.join(nc.cues[:3])}; two values of one kind ({sorted(kinds)[0]})"
-                old_vals = [t for vt, t in oc.typed if vt in kinds and t not in nc.tokens]
-                new_vals = [t for vt, t in nc.typed if vt in kinds and t not in oc.tokens]
+                olds = [t for vt, t in oc.typed if vt in kinds and not contains(new_low, t)]
+                news = [t for vt, t in nc.typed if vt in kinds and not contains(old_low, t)]
                 decision = Supersession(
                     old.id,
                     new.id,
                     reason,
                     conf,
-                    f'{why}: "{old_vals[0]}" -> "{new_vals[0]}"',
-                    old_value=old_vals[0],
-                    new_value=new_vals[0],
+                    f'{why}: "{olds[0]}" -> "{news[0]}"',
+                    old_value=olds[0],
+                    new_value=news[0],
                     span=(oc.start, oc.end),
                 )
-                return decision, _keys(" ".join(old_vals)), _keys(" ".join(new_vals))
+                return decision, _keys(" ".join(olds)), _keys(" ".join(news))
         if not _shapes_agree(oc, nc, d.old_only, d.new_only):
             return None
-        short = len(d.old_only) <= policy.max_value_words and (
-            len(d.new_only) <= policy.max_value_words + 1
+        # the values must be short; where words look like values, only those count
+        # ("logs stay for 30 days" -> "logs are kept for 7 days": one word each)
+        old_vals = (set(d.old_only) & oc.valuey) or set(d.old_only)
+        new_vals = (set(d.new_only) & nc.valuey) or set(d.new_only)
+        old_classes = {oc.classes[k] for k in old_vals if k in oc.classes}
+        new_classes = {nc.classes[k] for k in new_vals if k in nc.classes}
+        if old_classes and new_classes and not old_classes & new_classes:
+            return None  # a number does not replace a #channel
+        short = (
+            len(old_vals) <= policy.max_value_words
+            and len(new_vals) <= policy.max_value_words + 1
+            and len(d.old_only) <= 2 * policy.max_value_words
         )
         if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
             reason, conf = CUE_DIFF, 0.8
@@ -633,6 +662,8 @@ class RuleConsolidator:
             why = f"same statement ({' '.join(d.shared[:4])}), no cue"
         elif (
             nc.cues
+            and (not nc.cased or set(d.new_only) & nc.valuey)  # N names a value
+            and (not oc.cased or set(d.old_only) & oc.valuey)  # and so does O
             and 0 < cand.rank <= policy.similar_rank
             and cand.similarity >= policy.min_similar
             and len(d.old_only) <= 2 * policy.max_value_words
@@ -707,11 +738,17 @@ class RuleConsolidator:
                 overlap = keys & parent.old_keys
                 if not overlap or keys & parent.new_keys:
                     continue
-                # it must repeat the value, not only name the topic ("I'll keep the
-                # escalation policy in mind"): a word that looks like a value, or
-                # most of the value's words
-                if not (overlap & p.valuey) and 2 * len(overlap) < len(parent.old_keys):
-                    continue
+                # it must repeat the value, not only name the topic ("I'll keep your
+                # CDN in mind" is no echo of "Bunny CDN"): a value named as old must
+                # occur whole; otherwise at least half of the value's words must, of
+                # those that look like a value if any do
+                if best.reason == EXPLICIT and best.old_value:
+                    if not contains(loose(rec.content), best.old_value):
+                        continue
+                else:
+                    wanted = parent.old_keys & parent.parsed.valuey or parent.old_keys
+                    if 2 * len(overlap & wanted) < len(wanted):
+                        continue
                 extra = keys - parent.old_keys - parent.frame - new_keys
                 if len(extra) > policy.echo_extra_words:
                     continue

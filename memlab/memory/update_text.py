@@ -27,7 +27,7 @@ it). Each clause gets:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 # ---------------------------------------------------------------------------
@@ -47,7 +47,7 @@ CHANGE_CUES: tuple[str, ...] = (
     "actually", "now", "these days", "nowadays", "currently", "anymore", "any more",
     "instead", "from now on", "going forward", "as of", "effective", "starting",
     "correction", "correct that", "to correct", "update", "updated", "changed", "change",
-    "changes", "switched", "switch", "switching", "moved", "move", "moving", "migrated",
+    "switched", "switch", "switching", "moved", "move", "moving", "migrated",
     "migration", "migrate", "renegotiated", "scratch that", "scratch what",
     "ignore the earlier", "ignore what i said", "ignore my earlier", "disregard", "i meant",
     "typo", "by mistake", "mistake", "wrong", "no longer", "not anymore", "became", "become",
@@ -56,6 +56,7 @@ CHANGE_CUES: tuple[str, ...] = (
     "decreased", "reduced", "dropped", "ditched", "left", "upgraded", "downgraded",
     "transferred", "relocated", "rewrote", "finished the migration", "contract ended",
     "ended", "retired", "deprecated", "new", "latest", "just got", "so far", "right now",
+    "oh wait", "wait", "from today", "starting today", "renamed", "scratch",
 )  # fmt: skip
 
 #: "new" is a cue only before a noun phrase it renews, not in "new york" or
@@ -91,6 +92,12 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("replaced X with Y", re.compile(
         rf"\b(?:replaced|swapped|traded|exchanged|substituted) (?:the |our |my )?{_OLD}"
         rf" (?:with|for|by) (?:the |a )?{_NEW}{_END}")),
+    ("renamed X to Y", re.compile(
+        rf"\b(?:renamed|rebranded|retitled) (?:the |our |my )?{_OLD} (?:to|as|into) "
+        rf"(?:the |a )?{_NEW}{_END}")),
+    ("X swapped with Y", re.compile(
+        rf"(?:^|[,;:—–-] ){_OLD} (?:swapped|traded|switched|handed over|handed off) "
+        rf"(?:shifts |places |roles |the rotation )?(?:with|to) {_NEW}{_END}")),
     ("instead of X", re.compile(rf"\b(?:instead of|rather than|in place of) (?:the |our |my )?{_OLD}{_END}")),
     ("no longer X", re.compile(
         r"\bno longer (?:use|using|on|in|at|with|run|running|have|having|go|going|be|"
@@ -152,6 +159,13 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "reported": (
         "according to", "apparently", "rumor", "rumour", "heard that", "i heard",
         "they say", "someone said", "supposedly", "allegedly", "claims",
+    ),
+    # a report of something failing names a symptom, not a value in force; only ever
+    # counted on the old side (see Clause.blocked_against)
+    "problem": (
+        "fails", "failing", "failed", "error", "errors", "broken", "can't", "cannot",
+        "isn't working", "doesn't work", "not working", "crashed", "crashing", "stuck",
+        "timing out", "times out", "locked out", "invalid", "denied", "missing",
     ),
 }  # fmt: skip
 
@@ -232,7 +246,10 @@ FUNCTION_WORDS: frozenset[str] = _words(
     sit sits sitting set put keep kept via per like need needs want wants wanted should
     everything anything something things stuff lot bit way whole every go goes going gone
     matters matter forget heads great cool awesome perfect nice brilliant star appreciate
-    appreciated help helps helped sense cheers bye ah ha haha lol anyway alright
+    appreciated help helps helped sense cheers bye ah ha haha lol anyway alright must come
+    comes came coming always never let ask asks asking asked tell tells telling say says
+    saying think thinking thought know knew see seeing look looking try trying tried check
+    checking checked wonder guess one good fine rush
     """
 )
 
@@ -308,13 +325,69 @@ def value_type(token: str) -> str | None:
         return f"url:{host}"
     if _AREA.match(token):
         return "area/city"
+    if _CLOCK.match(token):
+        return "clock"
+    if token.endswith("%") and token[:-1].replace(".", "").isdigit():
+        return "percent"
+    if token[:1] in "$€£" and len(token) > 1:
+        return "money"
+    if _CODE.match(token) and any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+        # europe-west1 and europe-west4, us-east-1 and eu-central-1: one shape
+        return "code:" + re.sub(r"[a-z]+", "a", re.sub(r"\d+", "9", token))
     return None
 
 
-#: Numbers written as words are values too ("two years", "twenty engineers").
+_CLOCK = re.compile(r"^\d{1,2}:\d{2}$")
+_CODE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
+MONTHS = _words(
+    "january february march april may june july august september october november "
+    "december jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+DURATION_UNITS = _words(
+    "second seconds minute minutes hour hours day days week weeks month months year years"
+)
+#: Value kinds that many facts share (a sum of money, a duration, a date, a time of
+#: day, a percentage): two of them are one fact's values only if the statements are
+#: otherwise alike (see the consolidator's per-kind nearest rule).
+BROAD_KINDS = frozenset({"money", "duration", "date", "clock", "percent"})
+
+
+def _quantities(toks: list[str]) -> list[tuple[str, str]]:
+    """(kind, token) of durations ("30 days", "one year") and dates ("March 31")."""
+    out = []
+    for i, t in enumerate(toks):
+        number = t.replace(",", "").isdigit() or t in NUMBER_WORDS or t in ("a", "one")
+        if not number:
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        prev = toks[i - 1] if i else ""
+        if nxt in DURATION_UNITS and t != "a":
+            out.append(("duration", f"{t} {nxt}"))
+        elif t.isdigit() and (prev in MONTHS or nxt in MONTHS):
+            out.append(("date", f"{prev} {t}" if prev in MONTHS else f"{t} {nxt}"))
+    return out
+
+
+def value_class(raw: str, token: str) -> str:
+    """What kind of value a value-looking token is: its ``value_type`` without the
+    domain or prefix (``email``, ``id``, ``channel``, ``url``, ``area/city``), else
+    ``number`` (digits, number words, "four-hour"), else ``name``. Two values of one
+    fact are of one class: "#ops" does not replace "20 minutes"."""
+    vt = value_type(token)
+    if vt in ("money", "clock", "percent"):
+        return "number"
+    if vt is not None:
+        return vt.split("@")[0].split(":")[0]
+    if any(c.isdigit() for c in token) or token.split("-")[0] in NUMBER_WORDS:
+        return "number"
+    return "name"
+
+
+#: Numbers written as words are values too ("two years", "twenty engineers"); "one"
+#: is left out (a pronoun as often as a number), except before a unit.
 NUMBER_WORDS: frozenset[str] = _words(
     """
-    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    zero two three four five six seven eight nine ten eleven twelve thirteen fourteen
     fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy
     eighty ninety hundred thousand million dozen half quarter single double
     """
@@ -340,12 +413,21 @@ def _looks_like_value(raw: str, first: bool) -> bool:
 
 
 def key(token: str) -> str:
-    """The comparison key of a token: long alphabetic words are cut to their first
-    five letters (so inflections and derivations match), anything holding a digit
-    or punctuation is kept whole (so ``europe-west1`` never equals ``europe-west4``)."""
-    if len(token) >= 6 and token.isalpha():
-        return token[:5]
-    return token
+    """The comparison key of a token: alphabetic words lose a plural "s" and are cut
+    to their first five letters (so inflections and derivations match); anything
+    holding a digit or punctuation is kept whole (so ``europe-west1`` never equals
+    ``europe-west4``)."""
+    if not token.isalpha():
+        return token
+    if len(token) >= 4 and token.endswith("s") and not token.endswith(("ss", "us", "is", "os")):
+        token = token[:-1]  # "pages" and "page", "logs" and "log"
+    for suffix in ("ing", "ed"):
+        if len(token) >= len(suffix) + 3 and token.endswith(suffix):
+            token = token[: -len(suffix)]  # "hosting", "hosted" and "host"
+            if len(token) >= 3 and token[-1] == token[-2] and token[-1] not in "aeiousl":
+                token = token[:-1]  # "capped" and "cap"
+            break
+    return token[:5] if len(token) >= 6 else token
 
 
 def loose(text: str) -> str:
@@ -381,6 +463,7 @@ class Clause:
     cased: bool = False  # the text has capitals, so value shapes can be read
     valuey: frozenset[str] = frozenset()  # keys of tokens that look like values
     typed: tuple[tuple[str, str], ...] = ()  # (value_type, token) of distinctive values
+    classes: dict[str, str] = field(default_factory=dict)  # value key -> value_class
 
     @property
     def question(self) -> bool:
@@ -395,7 +478,12 @@ class Clause:
         """The markers of this (new) clause that the old clause lacks: each is a
         reason this clause does not replace the old one."""
         out = []
+        for kind, found in old.markers.items():
+            if kind == "problem" and kind not in self.markers:
+                out.append(f"old clause reports a problem ({', '.join(found)})")
         for kind, found in self.markers.items():
+            if kind == "problem":
+                continue
             if kind in ("question", "request"):
                 if not (kind == "request" and self.names_old):
                     out.append(kind)
@@ -544,14 +632,19 @@ def parse(text: str) -> Parsed:
         toks = [_norm_token(r) for r in raws]
         # a clause written with capitals at all (even only the first letter) shows
         # how its names look; all-lower-case writing does not
-        cased = any(c.isupper() for c in raw_body)
+        cased = any(c.isupper() for c in raw)
         content = set(content_tokens(toks))
         keys = tuple(dict.fromkeys(key(t) for t in toks if t in content))
-        valuey = frozenset(
-            key(t) for i, (r, t) in enumerate(zip(raws, toks, strict=True))
+        classes = {
+            key(t): value_class(r, t) for i, (r, t) in enumerate(zip(raws, toks, strict=True))
             if t in content and _looks_like_value(r, i == 0)
-        )  # fmt: skip
-        typed = tuple(dict.fromkeys((vt, t) for t in toks if (vt := value_type(t)) is not None))
+        }  # fmt: skip
+        valuey = frozenset(classes)
+        typed = tuple(
+            dict.fromkeys(
+                [(vt, t) for t in toks if (vt := value_type(t)) is not None] + _quantities(toks)
+            )
+        )
         cues = _cues(body)
         olds, news, names = _values(body)
         markers = _find_markers(body, toks)
@@ -574,6 +667,7 @@ def parse(text: str) -> Parsed:
                 cased=cased,
                 valuey=valuey,
                 typed=typed,
+                classes=classes,
             )
         )
     return Parsed(text, tuple(clauses))
@@ -602,13 +696,25 @@ class Diff:
 
 
 def diff(old: Clause, new: Clause) -> Diff:
-    """Compare the content keys of two clauses (see ``Diff``)."""
-    o, n = old.keys, new.keys
+    """Compare the content keys of two clauses (see ``Diff``). Words the old clause
+    itself names as old ("from AWS CodeCommit to Sourcehut") are not what it states,
+    so they take no part."""
+    o, n = _stated_keys(old), new.keys
     shared = tuple(k for k in o if k in n)
     old_only = tuple(k for k in o if k not in shared)
     new_only = tuple(k for k in n if k not in shared)
     frame = len(shared) / min(len(o), len(n)) if o and n else 0.0
     return Diff(shared, old_only, new_only, frame, _span(old, old_only), _span(new, new_only))
+
+
+def _stated_keys(clause: Clause) -> tuple[str, ...]:
+    if not clause.olds:
+        return clause.keys
+    named = {key(t) for v in clause.olds for t in v.split()} - {
+        key(t) for v in clause.news for t in v.split()
+    }
+    kept = tuple(k for k in clause.keys if k not in named)
+    return kept or clause.keys
 
 
 def _span(clause: Clause, keys: tuple[str, ...]) -> str:
