@@ -72,6 +72,7 @@ from memlab.memory.consolidate import (
     ScopeReader,
     Supersession,
 )
+from memlab.memory.update_text import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "transcripts" / "synthetic"
@@ -463,41 +464,58 @@ def replay_lme(ep: Episode, recs: list[MemoryRecord], det: Consolidator) -> dict
 
 
 # -- cost -------------------------------------------------------------------------
+COST_WORKLOADS = ("bench-corpus", "transcript-user", "transcript-all")
+
+
 def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataFrame:
-    """remember() with and without detection, interleaved in one process."""
+    """remember() with and without detection, interleaved in one process.
+
+    Workloads: ``bench-corpus`` (the store benchmark's synthetic lines, every one a
+    user statement, many with "moved to"/"switched to": a worst case);
+    ``transcript-user`` (user turns of the shipped transcripts only);
+    ``transcript-all`` (every turn with its own source, as a conversation writes
+    them: agent and tool records decide nothing). The scope is filled with ``n``
+    records of the workload first (each parsed once, as detection at their own
+    write would have done).
+    """
     from benchmarks.common import START, corpus, records
 
     emb = HashEmbedder(384)
-    shipped = [t.text for ep in load_transcripts(SHIPPED) for t in ep.turns]
+    turns = [t for ep in load_transcripts(SHIPPED) for t in ep.turns]
     rows = []
     for n in sizes:
-        for workload in ("bench-corpus", "transcript-turns"):
+        for workload in COST_WORKLOADS:
             store = InMemoryStore()
             if workload == "bench-corpus":
                 base = records(n, "alice", emb, seed=11)
-                probe_texts = corpus(writes, seed=12)
+                probes = [(text, Source.USER) for text in corpus(writes, seed=12)]
             else:
-                texts = [f"{shipped[i % len(shipped)]} (#{i})" for i in range(n)]
+                pool = [t for t in turns if workload == "transcript-all" or t.source == "user"]
+                texts = [f"{pool[i % len(pool)].text} (#{i})" for i in range(n)]
                 vecs = emb.embed(texts)
                 base = [
                     MemoryRecord(f"b{i}", texts[i], vecs[i], MemoryKind.EPISODIC, "alice", 0.5,
-                                 -(-len(texts[i]) // 4), START + 60.0 * i, START + 60.0 * i)
+                                 -(-len(texts[i]) // 4), START + 60.0 * i, START + 60.0 * i,
+                                 source=Source(pool[i % len(pool)].source))
                     for i in range(n)
                 ]  # fmt: skip
                 rng = np.random.default_rng(13)
-                probe_texts = [shipped[int(k)] for k in rng.integers(0, len(shipped), writes)]
+                picks = rng.integers(0, len(pool), writes)
+                probes = [(pool[int(k)].text, Source(pool[int(k)].source)) for k in picks]
             for i in range(0, n, 5000):
                 store.put_many(base[i : i + 5000])
+            for r in base:  # as if each had been written with detection (parsed once)
+                parse(r.content)
             now = START + 60.0 * n
             layer = MemoryLayer(store, emb, clock=_fixed(now))
             plain, detect, decide_only, fired = [], [], [], 0
-            for k, text in enumerate(probe_texts):
+            for k, (text, source) in enumerate(probes):
                 t0 = time.perf_counter()
-                layer.remember("alice", text, id=f"p{k}")
+                layer.remember("alice", text, id=f"p{k}", source=source)
                 plain.append(time.perf_counter() - t0)
                 store.delete(f"p{k}")  # keep the scope at n records
                 t0 = time.perf_counter()
-                rec = _record_like_remember(layer, text, f"q{k}", now)
+                rec = _record_like_remember(layer, text, f"q{k}", now, source)
                 t1 = time.perf_counter()
                 decided = det.decide(rec, ScopeReader(store, "alice"))
                 t2 = time.perf_counter()
@@ -511,15 +529,15 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
                 {
                     "records": n,
                     "workload": workload,
-                    "remember_us": 1e6 * p50,
+                    "remember_p50_us": 1e6 * p50,
                     "remember_mean_us": 1e6 * float(np.mean(plain)),
-                    "with_detection_us": 1e6 * float(np.median(detect)),
+                    "with_detection_p50_us": 1e6 * float(np.median(detect)),
                     "with_detection_mean_us": 1e6 * float(np.mean(detect)),
                     "decide_p50_us": 1e6 * float(np.median(decide_only)),
                     "decide_p95_us": 1e6 * float(np.percentile(decide_only, 95)),
                     "ratio_p50": float(np.median(detect)) / p50,
                     "ratio_mean": float(np.mean(detect)) / float(np.mean(plain)),
-                    "fired_share": fired / len(probe_texts),
+                    "fired_share": fired / len(probes),
                 }
             )
             print(f"  cost at {n:,} records ({workload}) done", flush=True)
@@ -530,13 +548,16 @@ def _fixed(now: float) -> Callable[[], float]:
     return lambda: now
 
 
-def _record_like_remember(layer: MemoryLayer, text: str, rid: str, now: float) -> MemoryRecord:
+def _record_like_remember(
+    layer: MemoryLayer, text: str, rid: str, now: float, source: Source = Source.USER
+) -> MemoryRecord:
     """What remember() builds before it writes (embedding included): the work a
     stage-2 remember does before calling the consolidator."""
     vec = layer.embedder.embed([text])[0]
     return MemoryRecord(
-        rid, text, vec, MemoryKind.EPISODIC, "alice", 0.5, layer.count_tokens(text), now, now
-    )
+        rid, text, vec, MemoryKind.EPISODIC, "alice", 0.5, layer.count_tokens(text), now, now,
+        source=source,
+    )  # fmt: skip
 
 
 # -- driver -----------------------------------------------------------------------

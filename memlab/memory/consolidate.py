@@ -266,8 +266,9 @@ class RulePolicy:
             own, and a model's slip must not retire what the user said.
         supersede_untrusted: whether trusted records may supersede tool/web ones.
         scan_rows: similarity is computed over at most this many of the scope's
-            most recent rows (None: all); BM25 still covers the whole scope. A cost
-            cap for very large scopes.
+            newest rows (the last rows of the store's columns, which stores append in
+            write order; None: all); BM25 still covers the whole scope. A cost cap
+            for very large scopes.
         read_all: read every eligible record instead of the neighbours (O(scope):
             for measuring what the neighbour preselection misses, not for use).
     """
@@ -335,9 +336,10 @@ class _Candidate:
     blocked: list[str] = field(default_factory=list)
 
 
-_TRUSTED_CODES = np.array(
-    [SOURCE_CODES[s] for s in Source if s not in UNTRUSTED_SOURCES], dtype=np.int8
-)
+# source code -> trusted (a lookup table: faster than np.isin on every write)
+_TRUSTED_BY_CODE = np.zeros(256, dtype=bool)
+for _source, _code in SOURCE_CODES.items():
+    _TRUSTED_BY_CODE[_code] = _source not in UNTRUSTED_SOURCES
 
 
 @CONSOLIDATORS.register("rules")
@@ -418,7 +420,11 @@ class RuleConsolidator:
         eligible = self._eligible(cands, new)
         if not eligible.any():
             return []
-        rows = self._neighbours(cands, eligible, new)
+        # Only the cue rules can link statements that share no word, so only a
+        # record with a change cue pays for a similarity scan of the scope; the
+        # others are compared with the records BM25 finds.
+        cued = any(c.cues for c in clauses)
+        rows = self._neighbours(cands, eligible, new, scan=cued)
         if policy.read_all:
             for row in np.flatnonzero(eligible):
                 rows.setdefault(int(row), float(cands.embeddings[row] @ new.embedding))
@@ -434,6 +440,7 @@ class RuleConsolidator:
             if r.id != new.id:
                 rows.setdefault(first_pending + j, float(r.embedding @ new.embedding))
         sims = {cands.ids[row]: sim for row, sim in rows.items()}
+        row_of = {cands.ids[row]: row for row in rows}
         found: list[_Candidate] = []
         for rec in reader.get_many(list(sims)):
             if rec.id != new.id and self._may_supersede(new, rec):
@@ -453,7 +460,7 @@ class RuleConsolidator:
             if cand.best is not None:
                 decided[cand.record.id] = cand
         decisions = [c.best for c in decided.values() if c.best is not None]
-        decisions += self._echoes(new, parsed, reader, cands, eligible, decided)
+        decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
         out = [d for d in decisions if d.confidence >= policy.min_confidence]
         out.sort(key=lambda d: (-d.confidence, d.old_id))
         return out
@@ -466,38 +473,39 @@ class RuleConsolidator:
     def _eligible(self, cands: Candidates, new: MemoryRecord) -> np.ndarray:
         eligible = cands.mask & (cands.created_at <= new.created_at)
         if not self.policy.supersede_untrusted:
-            eligible &= np.isin(cands.source, _TRUSTED_CODES)
+            eligible &= _TRUSTED_BY_CODE[cands.source]
         return eligible
 
     def _neighbours(
-        self, cands: Candidates, eligible: np.ndarray, new: MemoryRecord
+        self, cands: Candidates, eligible: np.ndarray, new: MemoryRecord, *, scan: bool
     ) -> dict[int, float]:
-        """Rows worth reading: top similarity and top BM25 (row -> cosine)."""
+        """Rows worth reading: top BM25, and top similarity if ``scan`` (row -> cosine)."""
         policy = self.policy
-        rows = np.flatnonzero(eligible)
-        if policy.scan_rows is not None and rows.size > policy.scan_rows:
-            recent = np.argpartition(-cands.created_at[rows], policy.scan_rows - 1)
-            rows = rows[recent[: policy.scan_rows]]
+        n = len(cands)
         out: dict[int, float] = {}
-        if rows.size:
-            sims = cands.embeddings[rows] @ new.embedding
-            k = min(policy.neighbours, rows.size)
-            top = np.argpartition(-sims, k - 1)[:k] if rows.size > k else np.arange(rows.size)
+        # stores append rows in write order: the last scan_rows rows are the newest
+        start = n if not scan else 0 if policy.scan_rows is None else max(0, n - policy.scan_rows)
+        sims = cands.embeddings[start:] @ new.embedding  # a view: no copy of the matrix
+        sims = np.where(eligible[start:], sims, -np.inf)
+        k = min(policy.neighbours, sims.size)
+        if k:
+            top = np.argpartition(-sims, k - 1)[:k] if sims.size > k else np.arange(sims.size)
             for i in top:
                 if sims[i] >= policy.min_similarity:
-                    out[int(rows[i])] = float(sims[i])
+                    out[start + int(i)] = float(sims[i])
         if cands.lexical is not None:
             lex = np.where(eligible, cands.lexical, 0.0)
-            k = min(policy.lexical_neighbours, int((lex > 0).sum()))
+            hits = np.flatnonzero(lex > 0)
+            k = min(policy.lexical_neighbours, hits.size)
             if k:
-                top = np.argpartition(-lex, k - 1)[:k]
+                top = hits[np.argpartition(-lex[hits], k - 1)[:k]] if hits.size > k else hits
                 for row in top:
-                    if lex[row] > 0 and int(row) not in out:
+                    if int(row) not in out:
                         out[int(row)] = float(cands.embeddings[row] @ new.embedding)
         return out
 
     def _containing(
-        self, reader: ScopeReader, new: MemoryRecord, value: str
+        self, reader: ScopeReader, new: MemoryRecord, value: str, limit: int = 0
     ) -> tuple[dict[int, float], int]:
         """Rows (of a fresh candidates view) that may contain ``value``, best BM25
         first, and how many active records match any of its words."""
@@ -510,7 +518,7 @@ class RuleConsolidator:
         lex = np.where(eligible, cands.lexical, 0.0)
         hits = np.flatnonzero(lex > 0)
         n = int(hits.size)
-        k = min(self.policy.old_value_matches, n)
+        k = min(max(limit, self.policy.old_value_matches), n)
         if k == 0:
             return {}, 0
         top = hits[np.argpartition(-lex[hits], k - 1)[:k]] if n > k else hits
@@ -547,7 +555,7 @@ class RuleConsolidator:
     def _explicit(
         self, new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, common: set[str]
     ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
-        low = loose(oc.text)
+        low = oc.loose
         for value in nc.olds:
             if not contains(low, value) or any(contains(loose(v), value) for v in oc.olds):
                 continue  # O does not state it, or names it as old itself
@@ -570,7 +578,7 @@ class RuleConsolidator:
         if nc.cues:
             # a revert: N states a value O named as the one it replaced ("back to GKE"
             # after "we moved off GKE to EKS"), so O's value is what N replaces
-            new_low = loose(nc.text)
+            new_low = nc.loose
             for value in oc.olds:
                 if contains(new_low, value) and not any(contains(new_low, v) for v in oc.news):
                     replaced = oc.news[0] if oc.news else ""
@@ -598,7 +606,7 @@ class RuleConsolidator:
         reason = ""
         why = ""
         if nc.cues:
-            old_low, new_low = loose(oc.text), loose(nc.text)
+            old_low, new_low = oc.loose, nc.loose
             kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
                 vt for vt, t in oc.typed if not contains(new_low, t)
             }
@@ -698,6 +706,7 @@ class RuleConsolidator:
         cands: Candidates,
         eligible: np.ndarray,
         decided: dict[str, _Candidate],
+        row_of: dict[str, int],
     ) -> list[Supersession]:
         """Records that only repeat a value just superseded."""
         policy = self.policy
@@ -705,17 +714,18 @@ class RuleConsolidator:
         if not parents:
             return []
         rows: dict[int, float] = {}
-        row_of: dict[str, int] | None = None
-        order = np.flatnonzero(eligible)
+        order: np.ndarray | None = None
+        # one BM25 pass for every value just superseded (not one per value)
+        values = " ".join(dict.fromkeys(p.best.old_value for p in parents if p.best))
+        if values.strip():
+            rows.update(self._containing(reader, new, values, limit=4 * len(parents))[0])
         for parent in parents:
             assert parent.best is not None
-            if parent.best.old_value:
-                rows.update(self._containing(reader, new, parent.best.old_value)[0])
             if policy.echo_after:
-                if row_of is None:
-                    row_of = {rid: i for i, rid in enumerate(cands.ids)}
                 i = row_of.get(parent.record.id)
                 if i is not None:
+                    if order is None:
+                        order = np.flatnonzero(eligible)
                     later = order[cands.created_at[order] >= cands.created_at[i]]
                     later = later[later != i]
                     nearest = np.argsort(cands.created_at[later], kind="stable")

@@ -280,12 +280,26 @@ _TOKEN = re.compile(
     re.UNICODE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])")
-_MARKER_RES: dict[str, list[tuple[str, re.Pattern[str]]]] = {
-    kind: [(m, re.compile(r"(?<![\w'])" + re.escape(m) + r"(?![\w'])")) for m in phrases]
-    for kind, phrases in MARKERS.items()
-}
+
+
+def _alternation(phrases: list[str]) -> re.Pattern[str]:
+    """One regex for many phrases as whole words (longest first, so "what if" wins
+    over "if"): one pass over a clause instead of one per phrase."""
+    ordered = sorted(set(phrases), key=lambda p: (-len(p), p))
+    return re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, ordered)) + r")(?![\w'])")
+
+
+_MARKER_KIND = {m: kind for kind, phrases in MARKERS.items() for m in phrases}
+_MARKER_RE = _alternation(list(_MARKER_KIND))
 _EXCEPTION_RES = {m: re.compile(p) for m, p in MARKER_EXCEPTIONS.items()}
-_CUE_RES = [(c, re.compile(r"(?<![\w'])" + re.escape(c) + r"(?![\w'])")) for c in CHANGE_CUES]
+_CUE_RE = _alternation([c for c in CHANGE_CUES if c != "new"])
+#: Words without which no OLD_VALUE_PATTERNS entry can match (a cheap first test).
+_VALUE_TRIGGER = re.compile(
+    r"\b(?:from|off|left|ditched|dropped|abandoned|quit|dumped|replaced|swapped|traded|"
+    r"exchanged|substituted|instead|rather|place|longer|not|n't|no|became|becomes|turned|"
+    r"now|changed|went|is|are|was|were|has|have|contract|subscription|plan|account|deal|"
+    r"used|back|revert\w*|return\w*|renamed|rebranded|retitled|switched|handed)\b|n't\b|->|→|=>"
+)
 _LOOSE = re.compile(r"[^\w@#$%]+", re.UNICODE)
 
 
@@ -464,6 +478,8 @@ class Clause:
     valuey: frozenset[str] = frozenset()  # keys of tokens that look like values
     typed: tuple[tuple[str, str], ...] = ()  # (value_type, token) of distinctive values
     classes: dict[str, str] = field(default_factory=dict)  # value key -> value_class
+    token_keys: tuple[str, ...] = ()  # key() of each token
+    loose: str = ""  # loose(text), for whole-word containment tests
 
     @property
     def question(self) -> bool:
@@ -528,21 +544,23 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
         out["question"] = (first or "?",)
     elif first == "please" and not STANDING.search(low):
         out["request"] = ("please",)
-    for kind, pats in _MARKER_RES.items():
-        found = []
-        for marker, pat in pats:
-            hits = [m.start() for m in pat.finditer(low)]
-            if not hits:
+    found: dict[str, list[str]] = {}
+    excused: dict[str, set[int]] = {}
+    for m in _MARKER_RE.finditer(low):
+        marker = m.group(1)
+        exc = _EXCEPTION_RES.get(marker)
+        if exc is not None:
+            if marker not in excused:
+                excused[marker] = {e.start() for e in exc.finditer(low)}
+            # an exception pattern matched at (or spanning) the marker excuses it
+            if any(e <= m.start() < e + 40 for e in excused[marker]):
                 continue
-            exc = _EXCEPTION_RES.get(marker)
-            if exc is not None:
-                excused = {m.start() for m in exc.finditer(low)}
-                # an exception pattern matched at (or spanning) the marker excuses it
-                hits = [h for h in hits if not any(e <= h < e + 40 for e in excused)]
-            if hits and not (kind == "addition" and marker == "also" and _lead_also(low)):
-                found.append(marker)
-        if found:
-            out[kind] = tuple(found)
+        kind = _MARKER_KIND[marker]
+        if kind == "addition" and marker == "also" and _lead_also(low):
+            continue
+        if marker not in found.setdefault(kind, []):
+            found[kind].append(marker)
+    out.update((kind, tuple(markers)) for kind, markers in found.items())
     return out
 
 
@@ -554,7 +572,7 @@ def _lead_also(low: str) -> bool:
 
 
 def _cues(low: str) -> list[str]:
-    found = [c for c, pat in _CUE_RES if c != "new" and pat.search(low)]
+    found = list(dict.fromkeys(m.group(1) for m in _CUE_RE.finditer(low)))
     if NEW_CUE.search(low):
         found.append("new")
     if "right now" in found and "now" in found:
@@ -584,6 +602,8 @@ def _values(low: str) -> tuple[list[str], list[str], list[str]]:
     olds: list[str] = []
     news: list[str] = []
     names: list[str] = []
+    if not _VALUE_TRIGGER.search(low):
+        return olds, news, names
     for name, pat in OLD_VALUE_PATTERNS:
         for m in pat.finditer(low):
             groups = m.groupdict()
@@ -598,6 +618,10 @@ def _values(low: str) -> tuple[list[str], list[str], list[str]]:
     return list(dict.fromkeys(olds)), list(dict.fromkeys(news)), list(dict.fromkeys(names))
 
 
+#: A sentence longer than this (in tokens) is not read: facts are stated in short
+#: sentences, and tool output or pasted logs would only cost time.
+MAX_CLAUSE_TOKENS = 60
+
 #: Discourse leads removed before a clause is read: they frame the message, not the
 #: fact ("Not sure if it matters, but ..." is not a hypothetical).
 LEAD_PHRASES = re.compile(
@@ -607,7 +631,7 @@ LEAD_PHRASES = re.compile(
 )
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=16384)
 def parse(text: str) -> Parsed:
     """Split a record's text into analysed clauses (cached: a record is parsed once
     however many writes compare against it)."""
@@ -629,12 +653,15 @@ def parse(text: str) -> Parsed:
         body = low[cut:]
         raw_body = " ".join(raw.split())[cut:] if cut else raw
         raws = [m.group(0) for m in _TOKEN.finditer(raw_body)]
+        if len(raws) > MAX_CLAUSE_TOKENS:
+            continue  # a log line or a data dump, not a statement of a fact
         toks = [_norm_token(r) for r in raws]
         # a clause written with capitals at all (even only the first letter) shows
         # how its names look; all-lower-case writing does not
         cased = any(c.isupper() for c in raw)
         content = set(content_tokens(toks))
-        keys = tuple(dict.fromkeys(key(t) for t in toks if t in content))
+        tkeys = [key(t) for t in toks]
+        keys = tuple(dict.fromkeys(k for t, k in zip(toks, tkeys, strict=True) if t in content))
         classes = {
             key(t): value_class(r, t) for i, (r, t) in enumerate(zip(raws, toks, strict=True))
             if t in content and _looks_like_value(r, i == 0)
@@ -657,7 +684,9 @@ def parse(text: str) -> Parsed:
                 text=raw,
                 start=start,
                 end=end,
-                tokens=tuple(t for t in toks if t),
+                tokens=tuple(toks),
+                token_keys=tuple(tkeys),
+                loose=loose(raw),
                 keys=keys,
                 cues=tuple(cues),
                 olds=tuple(olds),
@@ -687,12 +716,21 @@ class Diff:
     statement). ``frame`` = |shared| / min(|old keys|, |new keys|), 0 if either is empty.
     """
 
+    old: Clause
+    new: Clause
     shared: tuple[str, ...]
     old_only: tuple[str, ...]
     new_only: tuple[str, ...]
     frame: float
-    old_value: str  # the old clause's differing words, in its own order and spelling
-    new_value: str
+
+    @property
+    def old_value(self) -> str:
+        """The old clause's differing words, in its own order and spelling."""
+        return _span(self.old, self.old_only)
+
+    @property
+    def new_value(self) -> str:
+        return _span(self.new, self.new_only)
 
 
 def diff(old: Clause, new: Clause) -> Diff:
@@ -704,7 +742,7 @@ def diff(old: Clause, new: Clause) -> Diff:
     old_only = tuple(k for k in o if k not in shared)
     new_only = tuple(k for k in n if k not in shared)
     frame = len(shared) / min(len(o), len(n)) if o and n else 0.0
-    return Diff(shared, old_only, new_only, frame, _span(old, old_only), _span(new, new_only))
+    return Diff(old, new, shared, old_only, new_only, frame)
 
 
 def _stated_keys(clause: Clause) -> tuple[str, ...]:
@@ -724,7 +762,11 @@ def _span(clause: Clause, keys: tuple[str, ...]) -> str:
         return ""
     wanted = set(keys)
     toks = clause.tokens
-    idx = [i for i, t in enumerate(toks) if key(t) in wanted and t not in FUNCTION_WORDS]
+    idx = [
+        i
+        for i, (t, k) in enumerate(zip(toks, clause.token_keys, strict=True))
+        if k in wanted and t not in FUNCTION_WORDS
+    ]
     if not idx:
         return ""
     # the longest contiguous run of value tokens (allowing one function word inside)
