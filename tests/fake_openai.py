@@ -12,6 +12,14 @@ It speaks just enough of the protocol for memlab's clients:
 So a MemoryLayer using ``OpenAIEmbedder`` + ``OpenAISummarizer`` against it must
 behave exactly like one using ``HashEmbedder`` + ``ExtractiveSummarizer``.
 
+Other chat clients (the consolidator, a judge, a reader) script the chat answers
+with ``on_chat``: a script matches requests (by a substring of the system prompt,
+or a predicate over the request body) and answers with fixed content or with a
+function of the body. Scripts are tried newest first; a request no script matches
+gets the summarizer's answer. ``consolidation_answer`` is the script the
+consolidator's tests use: it reads the memories the client sent and answers
+mem0-style events.
+
 Usage::
 
     from tests.fake_openai import FakeOpenAI
@@ -27,6 +35,8 @@ Usage::
         server.fail("embeddings", status=400, after=2)   # let two through, fail the third
         ...
         server.requests   # every request received: Received(path, body, headers)
+        server.on_chat("memory manager", {"memory": []})  # scripted chat answers
+        server.on_chat(lambda body: body.get("model") == "judge", lambda body: "yes")
 
 Faults are consumed in the order they were added, per path. With ``api_key`` set,
 a request without ``Authorization: Bearer <api_key>`` gets a 401 whose message
@@ -40,6 +50,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -71,6 +82,61 @@ class Fault:
     drop: bool = False
     after: int = 0
     times: int = 1
+
+
+ChatAnswer = str | dict[str, Any] | list[Any] | Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class ChatScript:
+    """Scripted answers for chat requests that ``match`` (see ``FakeOpenAI.on_chat``).
+
+    Args:
+        match: a substring of the system prompt, or a predicate over the request body.
+        answer: the assistant's content: a string, a JSON-able object (sent as JSON
+            text), or a function of the request body returning either.
+        times: answer this many matching requests, then stop matching (None: always).
+    """
+
+    match: str | Callable[[dict[str, Any]], bool]
+    answer: ChatAnswer
+    times: int | None = None
+    hits: int = 0
+
+    def matches(self, body: dict[str, Any]) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        if callable(self.match):
+            return bool(self.match(body))
+        messages = body.get("messages") or []
+        system = " ".join(
+            str(m.get("content", "")) for m in messages if isinstance(m, dict) and
+            m.get("role") == "system"
+        )  # fmt: skip
+        return self.match in system
+
+    def content(self, body: dict[str, Any]) -> str:
+        self.hits += 1
+        answer = self.answer(body) if callable(self.answer) else self.answer
+        return answer if isinstance(answer, str) else json.dumps(answer)
+
+
+def consolidation_answer(events: dict[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A chat script for consolidation prompts: reads the JSON the client sent in its
+    last user message (``{"memories": [{"id", "text"}], "new": ...}``) and answers
+    ``{"memory": [{"id", "event"}]}`` with ``events[substring]`` for every memory whose
+    text contains that substring, NONE for the others."""
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        sent = json.loads(users[-1]["content"])
+        out = []
+        for memory in sent["memories"]:
+            event = next((e for sub, e in events.items() if sub in memory["text"]), "NONE")
+            out.append({"id": memory["id"], "text": memory["text"], "event": event})
+        return {"memory": out}
+
+    return answer
 
 
 @dataclass
@@ -110,6 +176,7 @@ class FakeOpenAI:
         self.max_batch = max_batch
         self.requests: list[Received] = []
         self._faults: dict[str, list[Fault]] = {}
+        self._scripts: list[ChatScript] = []
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -161,6 +228,20 @@ class FakeOpenAI:
         with self._lock:
             self._faults.setdefault(path.strip("/"), []).append(f)
         return f
+
+    def on_chat(
+        self,
+        match: str | Callable[[dict[str, Any]], bool],
+        answer: ChatAnswer,
+        *,
+        times: int | None = None,
+    ) -> ChatScript:
+        """Script the answer to chat requests that ``match`` (see ``ChatScript``);
+        newer scripts win over older ones."""
+        script = ChatScript(match, answer, times)
+        with self._lock:
+            self._scripts.insert(0, script)
+        return script
 
     def calls(self, path: str) -> list[Received]:
         """The requests received for ``path`` (e.g. ``"embeddings"``)."""
@@ -221,9 +302,14 @@ class FakeOpenAI:
         users = [m for m in messages if m.get("role") == "user"]
         if not users:
             return 400, _error("no user message")
-        found = _MAX_WORDS.search(system)
-        summarizer = ExtractiveSummarizer(max_words=int(found.group(1)) if found else 120)
-        content = summarizer.summarize([str(users[-1].get("content", ""))])
+        with self._lock:
+            script = next((sc for sc in self._scripts if sc.matches(body)), None)
+        if script is not None:
+            content = script.content(body)
+        else:
+            found = _MAX_WORDS.search(system)
+            summarizer = ExtractiveSummarizer(max_words=int(found.group(1)) if found else 120)
+            content = summarizer.summarize([str(users[-1].get("content", ""))])
         return 200, {
             "id": f"chatcmpl-fake-{len(self.requests)}",
             "object": "chat.completion",

@@ -40,7 +40,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memlab.errors import InputError
+from memlab.errors import InputError, MemlabError
 from memlab.memory.records import (
     SOURCE_CODES,
     UNTRUSTED_SOURCES,
@@ -63,6 +63,12 @@ from memlab.memory.update_text import (
     tokens,
 )
 from memlab.registry import Registry
+
+
+class ConsolidatorError(MemlabError):
+    """A consolidator failed or returned something unusable (a model's answer that is
+    not the JSON it was asked for, an endpoint that keeps failing)."""
+
 
 CONSOLIDATORS: Registry[type] = Registry("consolidator", error=InputError)
 """Consolidators by name (``rules``, ``none``, ``openai``); each class registers itself
@@ -322,6 +328,56 @@ class RulePolicy:
         )
 
 
+def eligible_rows(cands: Candidates, new: MemoryRecord, *, untrusted: bool = False) -> np.ndarray:
+    """Rows ``new`` may supersede: unmasked, made no later than it, and trusted
+    (unless ``untrusted``)."""
+    eligible = cands.mask & (cands.created_at <= new.created_at)
+    if not untrusted:
+        eligible &= _TRUSTED_BY_CODE[cands.source]
+    return eligible
+
+
+def neighbour_rows(
+    cands: Candidates,
+    eligible: np.ndarray,
+    new: MemoryRecord,
+    *,
+    similar: int,
+    lexical: int,
+    min_similarity: float = -1.0,
+    scan_rows: int | None = None,
+) -> dict[int, float]:
+    """The rows worth reading for ``new``: the ``similar`` eligible rows nearest by
+    cosine (at least ``min_similarity``, among the last ``scan_rows`` rows), and the
+    ``lexical`` best by BM25 (``cands.lexical``). Returns row -> cosine.
+
+    One matrix-vector product over a view of the store's columns (no copy) and two
+    partial sorts; 0 for ``similar`` skips the scan.
+    """
+    n = len(cands)
+    out: dict[int, float] = {}
+    # stores append rows in write order: the last scan_rows rows are the newest
+    start = n if similar <= 0 else 0 if scan_rows is None else max(0, n - scan_rows)
+    sims = cands.embeddings[start:] @ new.embedding
+    sims = np.where(eligible[start:], sims, -np.inf)
+    k = min(similar, sims.size)
+    if k > 0:
+        top = np.argpartition(-sims, k - 1)[:k] if sims.size > k else np.arange(sims.size)
+        for i in top:
+            if sims[i] >= min_similarity:
+                out[start + int(i)] = float(sims[i])
+    if cands.lexical is not None and lexical > 0:
+        lex = np.where(eligible, cands.lexical, 0.0)
+        hits = np.flatnonzero(lex > 0)
+        k = min(lexical, hits.size)
+        if k:
+            top = hits[np.argpartition(-lex[hits], k - 1)[:k]] if hits.size > k else hits
+            for row in top:
+                if int(row) not in out:
+                    out[int(row)] = float(cands.embeddings[row] @ new.embedding)
+    return out
+
+
 @dataclass
 class _Candidate:
     record: MemoryRecord
@@ -471,38 +527,17 @@ class RuleConsolidator:
         return old.created_at <= new.created_at
 
     def _eligible(self, cands: Candidates, new: MemoryRecord) -> np.ndarray:
-        eligible = cands.mask & (cands.created_at <= new.created_at)
-        if not self.policy.supersede_untrusted:
-            eligible &= _TRUSTED_BY_CODE[cands.source]
-        return eligible
+        return eligible_rows(cands, new, untrusted=self.policy.supersede_untrusted)
 
     def _neighbours(
         self, cands: Candidates, eligible: np.ndarray, new: MemoryRecord, *, scan: bool
     ) -> dict[int, float]:
-        """Rows worth reading: top BM25, and top similarity if ``scan`` (row -> cosine)."""
-        policy = self.policy
-        n = len(cands)
-        out: dict[int, float] = {}
-        # stores append rows in write order: the last scan_rows rows are the newest
-        start = n if not scan else 0 if policy.scan_rows is None else max(0, n - policy.scan_rows)
-        sims = cands.embeddings[start:] @ new.embedding  # a view: no copy of the matrix
-        sims = np.where(eligible[start:], sims, -np.inf)
-        k = min(policy.neighbours, sims.size)
-        if k:
-            top = np.argpartition(-sims, k - 1)[:k] if sims.size > k else np.arange(sims.size)
-            for i in top:
-                if sims[i] >= policy.min_similarity:
-                    out[start + int(i)] = float(sims[i])
-        if cands.lexical is not None:
-            lex = np.where(eligible, cands.lexical, 0.0)
-            hits = np.flatnonzero(lex > 0)
-            k = min(policy.lexical_neighbours, hits.size)
-            if k:
-                top = hits[np.argpartition(-lex[hits], k - 1)[:k]] if hits.size > k else hits
-                for row in top:
-                    if int(row) not in out:
-                        out[int(row)] = float(cands.embeddings[row] @ new.embedding)
-        return out
+        p = self.policy
+        return neighbour_rows(
+            cands, eligible, new,
+            similar=p.neighbours if scan else 0, lexical=p.lexical_neighbours,
+            min_similarity=p.min_similarity, scan_rows=p.scan_rows,
+        )  # fmt: skip
 
     def _containing(
         self, reader: ScopeReader, new: MemoryRecord, value: str, limit: int = 0
@@ -814,9 +849,12 @@ __all__ = [
     "REASONS",
     "VALUE_DIFF",
     "Consolidator",
+    "ConsolidatorError",
     "NoConsolidator",
     "RuleConsolidator",
     "RulePolicy",
     "ScopeReader",
     "Supersession",
+    "eligible_rows",
+    "neighbour_rows",
 ]
