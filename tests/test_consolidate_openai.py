@@ -50,7 +50,7 @@ def setup(new: tuple[str, str] = NEW) -> tuple[InMemoryStore, MemoryRecord]:
     recs = _records((*EARLIER, new), HASH, "alice")
     decoy = _records(((EARLIER[0][0], "Bob deploys everything on Heroku."),), HASH, "bob")[0]
     decoy.id = "bob-0"
-    store.put_many(recs[:-1] + [decoy])
+    store.put_many([*recs[:-1], decoy])
     return store, recs[-1]
 
 
