@@ -252,7 +252,8 @@ class RulePolicy:
         min_similarity: neighbours by similarity need at least this cosine.
         cue_frame: with a change cue, the two statements must share at least this
             share of content words (``Diff.frame``) ...
-        implicit_frame: ... and without a cue at least this share, and two words.
+        implicit_frame: ... and without a cue at least this share, and two words,
+        implicit_max_words: ... in clauses of at most this many content words.
         max_value_words: a differing value may span at most this many content words
             on either side; more means the statements are about different things.
         common_value_records: a value named as old that occurs in more active
@@ -285,6 +286,7 @@ class RulePolicy:
     min_similarity: float = 0.05
     cue_frame: float = 0.25
     implicit_frame: float = 0.5
+    implicit_max_words: int = 8
     max_value_words: int = 4
     common_value_records: int = 6
     echo_extra_words: int = 1
@@ -300,7 +302,7 @@ class RulePolicy:
     def __post_init__(self) -> None:
         for name in (
             "neighbours", "lexical_neighbours", "old_value_matches", "max_value_words",
-            "similar_rank",
+            "similar_rank", "implicit_max_words",
         ):  # fmt: skip
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -596,8 +598,9 @@ class RuleConsolidator:
                 continue  # O does not state it, or names it as old itself
             if any(contains(low, v) for v in nc.news):
                 continue  # O already states the new value (an earlier correction)
-            if value in common and not diff(oc, nc).shared:
-                continue  # a common word: needs the frame too
+            plain = " " not in value and value not in nc.valuey and value.isalpha()
+            if (value in common or plain) and not diff(oc, nc).shared:
+                continue  # a common or plain word ("action"): needs the frame too
             new_value = nc.news[0] if nc.news else ""
             decision = Supersession(
                 old.id,
@@ -650,7 +653,7 @@ class RuleConsolidator:
             kinds = {
                 k for k in kinds
                 if k not in BROAD_KINDS
-                or (cand.kind_ranks.get(k) == 1 and (d.shared or cand.rank <= 2))
+                or (cand.kind_ranks.get(k) == 1 and d.shared)
             }  # fmt: skip
             if kinds:
                 reason, conf = CUE_DIFF, 0.8
@@ -670,18 +673,18 @@ class RuleConsolidator:
                 return decision, _keys(" ".join(olds)), _keys(" ".join(news))
         if not _shapes_agree(oc, nc, d.old_only, d.new_only):
             return None
-        # the values must be short; where words look like values, only those count
-        # ("logs stay for 30 days" -> "logs are kept for 7 days": one word each)
+        # the kinds of the values must agree; where words look like values, those
+        # are the values ("logs stay for 30 days" -> "logs are kept for 7 days")
         old_vals = (set(d.old_only) & oc.valuey) or set(d.old_only)
         new_vals = (set(d.new_only) & nc.valuey) or set(d.new_only)
         old_classes = {oc.classes[k] for k in old_vals if k in oc.classes}
         new_classes = {nc.classes[k] for k in new_vals if k in nc.classes}
         if old_classes and new_classes and not old_classes & new_classes:
             return None  # a number does not replace a #channel
+        # a statement that differs in more words than a value's is another statement
         short = (
-            len(old_vals) <= policy.max_value_words
-            and len(new_vals) <= policy.max_value_words + 1
-            and len(d.old_only) <= 2 * policy.max_value_words
+            len(d.old_only) <= policy.max_value_words
+            and len(d.new_only) <= policy.max_value_words + 1
         )
         if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
             reason, conf = CUE_DIFF, 0.8
@@ -690,17 +693,16 @@ class RuleConsolidator:
             d.shared
             and short
             and d.frame >= policy.implicit_frame
-            and (
-                len(d.shared) >= 2
-                or (
-                    len(d.old_only) == 1
-                    and len(d.new_only) <= 2
-                    and (not oc.cased or set(d.old_only) & oc.valuey)
-                )
-            )
+            # without a cue only a short statement can be "the same with another
+            # value"; long conversational sentences share words by chance
+            and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
+            and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
+            # in cased text both differing parts must look like values (names,
+            # numbers): "glad" -> "tips" is chat, "Tekton" -> "CircleCI" a value
+            and (not (oc.cased and nc.cased) or (old_vals & oc.valuey and new_vals & nc.valuey))
         ):
-            # two shared words, or one shared word and a one-word old value that
-            # looks like one: "builds run on Tekton" -> "builds run on CircleCI"
+            # two shared words, or one shared word and a one-word old value:
+            # "builds run on Tekton" -> "builds run on CircleCI"
             reason, conf = VALUE_DIFF, 0.6
             why = f"same statement ({' '.join(d.shared[:4])}), no cue"
         elif (

@@ -41,27 +41,36 @@ def _words(text: str) -> frozenset[str]:
 
 
 #: Words that say a statement replaces an earlier one. Matched as whole words or
-#: phrases, case-insensitively. "new" only counts before a noun it can renew
-#: ("new cap is", "the new address"), see NEW_CUE.
+#: phrases, case-insensitively. Words that also carry everyday meanings are only
+#: listed in the phrases that make them a change ("is back to", not "back to the
+#: topic"; "effective immediately", not "an effective way"). "new" only counts in
+#: "new X is" / "new X:" ("new cap is", not "my new bike"), see NEW_CUE.
 CHANGE_CUES: tuple[str, ...] = (
     "actually", "now", "these days", "nowadays", "currently", "anymore", "any more",
-    "instead", "from now on", "going forward", "as of", "effective", "starting",
-    "correction", "correct that", "to correct", "update", "updated", "changed", "change",
-    "switched", "switch", "switching", "moved", "move", "moving", "migrated",
-    "migration", "migrate", "renegotiated", "scratch that", "scratch what",
+    "instead", "from now on", "going forward", "as of", "effective immediately",
+    "effective today", "starting today", "starting tomorrow", "starting next week",
+    "from today", "correction", "correct that", "to correct", "update", "updated", "changed",
+    "policy change", "change of plans", "switched", "switching", "moved to", "moved from",
+    "moved off", "moved over", "moved away", "moved into", "moved out", "moved back",
+    "moved the", "moved our", "moved my", "moved us", "moved everything", "migrated",
+    "migration", "renegotiated", "scratch that", "scratch what", "scratch",
     "ignore the earlier", "ignore what i said", "ignore my earlier", "disregard", "i meant",
-    "typo", "by mistake", "mistake", "wrong", "no longer", "not anymore", "became", "become",
-    "replaced", "replace", "swapped", "swap", "back to", "rather", "took over", "covering",
-    "is out", "is gone", "went from", "raised", "lowered", "bumped", "cut", "increased",
-    "decreased", "reduced", "dropped", "ditched", "left", "upgraded", "downgraded",
-    "transferred", "relocated", "rewrote", "finished the migration", "contract ended",
-    "ended", "retired", "deprecated", "new", "latest", "just got", "so far", "right now",
-    "oh wait", "wait", "from today", "starting today", "renamed", "scratch",
+    "typo", "by mistake", "mistake", "wrong", "no longer", "not anymore", "became",
+    "replaced", "swapped", "rather", "took over", "covering", "is out", "is gone",
+    "went from", "raised", "lowered", "bumped", "increased", "decreased", "reduced",
+    "dropped", "ditched", "upgraded", "downgraded", "transferred", "relocated", "rewrote",
+    "finished the migration", "contract ended", "retired", "deprecated", "just got",
+    "right now", "oh wait", "renamed", "is back to", "are back to", "'s back to",
+    "'re back to", "went back to", "going back to", "switched back to", "moved back to",
+    "changed back to", "back on",
 )  # fmt: skip
 
 #: "new" is a cue only before a noun phrase it renews, not in "new york" or
 #: "brand new laptop" (a description of a thing, not of a change).
-NEW_CUE = re.compile(r"\b(?:the |a |our |my )?new (?!york|zealand|delhi|orleans|jersey|mexico)\w")
+NEW_CUE = re.compile(
+    r"\b(?:the |a |our |my )?new (?!york|zealand|delhi|orleans|jersey|mexico)[\w-]+"
+    r"(?: [\w-]+)?(?: is| are|:)"
+)
 
 #: Patterns that name the old value (group ``old``) and often the new one
 #: (group ``new``). Order matters: the first match on a span wins.
@@ -130,6 +139,14 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "planning to", "plan to", "planning on", "hoping to", "hope to", "dreaming",
         "debating", "tempted", "toying with", "weighing", "looking into", "in the future",
         "may move", "may switch", "we may", "i may", "potentially", "thinking we",
+        "want to", "wanted to", "wants to", "'d like to", "would like to", "'d love to",
+        "would love to", "wish", "trying to", "try to", "goal is", "aiming to",
+    ),
+    # asking for something (advice, ideas) states no fact either
+    "request": (
+        "looking for", "recommend", "recommendation", "recommendations", "suggest",
+        "suggestions", "any ideas", "ideas for", "help me", "can you", "could you",
+        "tips on", "tips for", "advice on", "advice for",
     ),
     "other": (
         "someone else", "somebody else", "a friend", "another team", "the other team",
@@ -172,7 +189,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
 #: Marker phrases that do not count where they are followed by these words
 #: ("would like" states a preference; "too many" is not an addition).
 MARKER_EXCEPTIONS: dict[str, str] = {
-    "would": r"\bwould (?:like|love|prefer|rather|appreciate)\b",
+    "would": r"\bwould (?:like|love|prefer|rather|appreciate)\b(?! to)",
     "could": r"\bcould (?:you|u)\b",
     "too": r"\btoo (?:many|much|few|little|long|big|small|late|early|slow|fast|high|low|"
     r"often|soon|far|old|expensive|busy|hard)\b",
@@ -352,6 +369,7 @@ def value_type(token: str) -> str | None:
 
 
 _CLOCK = re.compile(r"^\d{1,2}:\d{2}$")
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 _CODE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
 MONTHS = _words(
     "january february march april may june july august september october november "
@@ -370,6 +388,7 @@ def _quantities(toks: list[str]) -> list[tuple[str, str]]:
     """(kind, token) of durations ("30 days", "one year") and dates ("March 31")."""
     out = []
     for i, t in enumerate(toks):
+        t = _ORDINAL.sub(r"\1", t)  # "7th" -> "7"
         number = t.replace(",", "").isdigit() or t in NUMBER_WORDS or t in ("a", "one")
         if not number:
             continue
@@ -445,9 +464,11 @@ def key(token: str) -> str:
 
 
 def loose(text: str) -> str:
-    """Casefold, punctuation to spaces, spaces collapsed, padded with one space each
-    side: ``f" {value} " in loose(text)`` tests whole-word containment."""
-    return " " + " ".join(_LOOSE.sub(" ", text.casefold().replace("’", "'")).split()) + " "
+    """Casefold, punctuation to spaces, ordinals to numbers ("7th" -> "7"), spaces
+    collapsed, padded with one space each side: ``f" {value} " in loose(text)``
+    tests whole-word containment."""
+    words = _LOOSE.sub(" ", text.casefold().replace("’", "'")).split()
+    return " " + " ".join(_ORDINAL.sub(r"\1", w) for w in words) + " "
 
 
 def content_tokens(toks: list[str]) -> list[str]:
