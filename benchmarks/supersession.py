@@ -607,6 +607,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list-errors", type=int, default=0, help="print this many misses and extras")
     ap.add_argument("--out", default=str(OUT), help="folder for the CSV tables")
     ap.add_argument("--no-transcripts", action="store_true", help="skip transcript replays")
+    ap.add_argument("--corpus", action="store_true",
+                    help="also run the hand-written cases (tests/consolidate_cases.py)")  # fmt: skip
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a RulePolicy field, e.g. --set min_similar=0.4 (repeatable)")  # fmt: skip
     args = ap.parse_args(argv)
@@ -643,6 +645,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_fmt(style_table))
         table.to_csv(out / "supersession.csv", index=False)
         style_table.to_csv(out / "supersession-styles.csv", index=False)
+        print(f"chart: {chart(table, style_table, out / 'supersession.png')}")
+    if args.corpus:
+        corpus_table = run_corpus(embedders, det)
+        print("\nHand-written cases (tests/consolidate_cases.py): share passed per kind")
+        print(_fmt(corpus_table))
+        corpus_table.to_csv(out / "supersession-corpus.csv", index=False)
     for path in args.longmemeval:
         episodes = load_longmemeval(Path(path))
         for emb_name in embedders:
@@ -665,6 +673,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_fmt(table))
         table.to_csv(out / "supersession-cost.csv", index=False)
     return 0
+
+
+def run_corpus(embedders: Sequence[str], det: Consolidator) -> pd.DataFrame:
+    """The hand-written cases, per kind: how many pass (exactly the expected set)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.consolidate_cases import CASES, STEPS, run_case, run_steps, superseded
+
+    rows = []
+    for emb_name in embedders:
+        emb = make_embedder(emb_name)
+        for c in CASES:
+            got = run_case(c, emb, det)
+            ok = superseded(got) == set(c.expected) and (
+                c.partial is None or all(d.partial == c.partial for d in got)
+            )
+            wrong = bool(superseded(got) - set(c.expected))
+            rows.append({"embedder": emb_name, "kind": c.kind, "passed": ok, "wrong": wrong})
+        for st in STEPS:
+            steps = run_steps(st, emb, det)
+            ok = steps == [set(e) for e in st.expected]
+            wrong = any(g - set(e) for g, e in zip(steps, st.expected, strict=True))
+            rows.append({"embedder": emb_name, "kind": st.kind, "passed": ok, "wrong": wrong})
+    df = pd.DataFrame(rows)
+    g = df.groupby(["embedder", "kind"])
+    table = pd.DataFrame(
+        {"cases": g.size(), "passed": g["passed"].mean(), "over_fired": g["wrong"].mean()}
+    ).reset_index()
+    total = df.groupby("embedder").agg(cases=("passed", "size"), passed=("passed", "mean"),
+                                       over_fired=("wrong", "mean")).reset_index()  # fmt: skip
+    return pd.concat([table, total.assign(kind="ALL")], ignore_index=True)
+
+
+def chart(table: pd.DataFrame, styles: pd.DataFrame, path: Path) -> Path:
+    """Precision and recall of supersession edges per data set and embedder (each
+    write scored alone), and recall per correction style."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    oracle = table[table["mode"] == "oracle"]
+    labels = [f"{d}\n{e}" for d, e in zip(oracle["data"], oracle["embedder"], strict=True)]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    x = np.arange(len(oracle))
+    ax1.bar(x - 0.2, oracle["precision"], 0.4, label="precision")
+    ax1.bar(x + 0.2, oracle["recall"], 0.4, label="recall")
+    ax1.set_xticks(x, labels, fontsize=8)
+    ax1.set_ylim(0, 1)
+    ax1.set_ylabel("share of supersession edges")
+    ax1.set_title("Edges: precision and recall")
+    ax1.legend(loc="lower right")
+    st = styles.assign(label=styles["style"] + "\n" + styles["old_kind"])
+    kinds = list(dict.fromkeys(st["label"]))
+    groups = list(dict.fromkeys(zip(st["data"], st["embedder"], strict=True)))
+    width = 0.8 / max(1, len(groups))
+    for k, (d, e) in enumerate(groups):
+        sub = st[(st["data"] == d) & (st["embedder"] == e)].set_index("label").reindex(kinds)
+        ax2.bar(np.arange(len(kinds)) + k * width, sub["recall"], width, label=f"{d} / {e}")
+    ax2.set_xticks(np.arange(len(kinds)) + width * (len(groups) - 1) / 2, kinds, fontsize=8)
+    ax2.set_ylim(0, 1)
+    ax2.set_ylabel("recall of gold edges")
+    ax2.set_title("Recall by correction style")
+    ax2.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def _policy(settings: Sequence[str]) -> RulePolicy:
