@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench lint demo clean baseline gate
+.PHONY: install run test bench lint demo clean baseline gate docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,10 +51,16 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
 	$(BIN)/python -m benchmarks.bench_embed
 
+# The documentation site (mkdocs.yml, docs/) into site/, git-ignored. --strict turns
+# every warning (a broken link or anchor, a page missing from the nav, an API object
+# that does not resolve) into a failure. Preview with: $(BIN)/mkdocs serve
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests benchmarks
 	$(BIN)/ruff format --check memlab tests benchmarks
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.common import corpus
+from memlab.bench.workload import flat_lines
 from memlab.errors import MissingExtraError
 from memlab.memory import CachedEmbedder, Embedder, HashEmbedder, ModelCache
 
@@ -89,12 +89,12 @@ def second_process(kind: str, cache_path: Path, n: int, seed: int) -> dict:
 
 def worker(kind: str, cache_path: str, n: int, seed: int) -> None:
     emb = make_embedder(kind)
-    print(json.dumps(cached_run(emb, Path(cache_path), corpus(n, seed))))
+    print(json.dumps(cached_run(emb, Path(cache_path), flat_lines(n, seed))))
 
 
 def bench_throughput(args: argparse.Namespace, have_minilm: bool) -> list[dict]:
     rows = []
-    texts = corpus(args.texts, seed=11)
+    texts = flat_lines(args.texts, seed=11)
     rate = texts_per_second(HashEmbedder(384).embed, texts, len(texts))
     rows.append(
         {
@@ -111,7 +111,7 @@ def bench_throughput(args: argparse.Namespace, have_minilm: bool) -> list[dict]:
 
         default_threads = torch.get_num_threads()
         mini = make_embedder("minilm")
-        texts = corpus(args.minilm_texts, seed=12)
+        texts = flat_lines(args.minilm_texts, seed=12)
         for threads in sorted({1, default_threads}):
             torch.set_num_threads(threads)
             rate = texts_per_second(mini.embed, texts, len(texts))
@@ -147,7 +147,7 @@ def bench_cache(args: argparse.Namespace, have_minilm: bool, tmp: Path) -> list[
     for kind in kinds:
         emb = make_embedder(kind)
         seed = 21 if kind == "hash" else 22
-        texts = corpus(args.cache_texts, seed=seed)
+        texts = flat_lines(args.cache_texts, seed=seed)
         path = tmp / f"cache-{kind}.sqlite"
         plain = time.perf_counter()
         for i in range(0, len(texts), CHUNK):
@@ -201,7 +201,7 @@ def main() -> None:
         have_minilm = False
     OUT.mkdir(parents=True, exist_ok=True)
     print("memlab bench: embedders and the embedding cache", flush=True)
-    words = sum(len(t.split()) for t in corpus(200)) / 200
+    words = sum(len(t.split()) for t in flat_lines(200)) / 200
     print(f"  (texts: seeded support-chat lines of ~{words:.0f} words)", flush=True)
     with tempfile.TemporaryDirectory() as d:
         throughput = pd.DataFrame(bench_throughput(args, have_minilm))

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import START, corpus, p, records, timed
+from benchmarks.common import p, timed
 from benchmarks.naive import RewriteJsonStore, loop_recall
+from memlab.bench.workload import START, flat_lines, flat_records
 from memlab.memory import (
     HashEmbedder,
     InMemoryStore,
@@ -33,10 +34,10 @@ OUT = Path("results/bench")
 
 def bench_recall(sizes: list[int], tmp: Path, emb: HashEmbedder) -> list[dict]:
     rows = []
-    queries = corpus(40, seed=99)
-    others = records(2000, "bob", emb, seed=7)  # another scope is always present
+    queries = flat_lines(40, seed=99)
+    others = flat_records(2000, "bob", emb, seed=7)  # another scope is always present
     for n in sizes:
-        recs = records(n, "alice", emb)
+        recs = flat_records(n, "alice", emb)
         now = START + 60.0 * n
         lexical = RankWeights(similarity=0.5, recency=0.0, salience=0.05, usage=0.0, lexical=0.5)
         for name, make, weights in [
@@ -83,7 +84,7 @@ def bench_recall(sizes: list[int], tmp: Path, emb: HashEmbedder) -> list[dict]:
 
 
 def bench_writes(n: int, tmp: Path, emb: HashEmbedder) -> list[dict]:
-    recs = records(n, "alice", emb, seed=3)
+    recs = flat_records(n, "alice", emb, seed=3)
     rows = []
     for name, make in [
         ("jsonl", lambda: JsonlStore(tmp / "writes.jsonl")),

@@ -3,7 +3,7 @@
 Reads the chat turns and questions of the LoCoMo and LongMemEval slices in
 ../shared/datasets, embeds them with all-MiniLM-L6-v2 (offline, through the
 persistent embedding cache, so only the first run pays ~1 min), and prints side
-by side the neighbourhood statistics (``memlab.benchworkload.vector_stats``) of
+by side the neighbourhood statistics (``memlab.bench.workload.vector_stats``) of
 
 - MiniLM on the real turns (what ``MINILM_STATS`` records),
 - the clustered generator at the same sizes (``ClusterShape`` defaults),
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memlab.benchworkload import (
+from memlab.bench.workload import (
     CALIBRATION_QUERIES,
     CALIBRATION_RECORDS,
     MINILM_STATS,
@@ -124,10 +124,10 @@ def hnsw_recall(
     import psycopg
     from psycopg.types import TypeInfo
 
-    from memlab.memory.stores.pgvector import _register_vector
+    from memlab.memory.stores.pg.sql import register_vector
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        _register_vector(conn, TypeInfo.fetch(conn, "vector"))
+        register_vector(conn, TypeInfo.fetch(conn, "vector"))
         conn.execute("DROP SCHEMA IF EXISTS memlab_calibrate CASCADE")
         conn.execute("CREATE SCHEMA memlab_calibrate")
         conn.execute("SET search_path = memlab_calibrate, public")
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nestimate_salience over the turns (value, share):")
     print(", ".join(f"({v:.2f}, {levels[v] / len(turns):.4f})" for v in sorted(levels)))
     if args.hnsw:
-        from memlab.memory.stores.pgserver import embedded_dsn
+        from memlab.memory.stores.pg.server import embedded_dsn
 
         dsn = args.dsn or embedded_dsn()
         q = minilm.embed(questions)

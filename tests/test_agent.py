@@ -55,7 +55,7 @@ def test_order_recall_model_remember_maintain() -> None:
     system = model.seen[1][0]["content"]
     assert MEMORY_HEADER in system and "GKE" in system
     assert model.seen[1][1] == {"role": "user", "content": "Where do we deploy?"}
-    stored = layer.store.get(first.remembered[0])
+    stored = layer.store.get("alice", first.remembered[0])
     assert stored is not None and stored.provenance == ("t0",)
 
 

@@ -37,12 +37,12 @@ def test_ttl_deletes_old_episodes_only_and_respects_the_floor(store: MemoryStore
     fresh = make_record(content="fresh episode", created_at=now - 1 * H, salience=0.1)
     other = make_record("bob", content="bob's old episode", created_at=0.0)
     store.put_many([old_ep, old_protected, old_archived, old_sem, old_proc, fresh, other])
-    store.mark_archived([old_archived.id], at=now - 40 * H)
+    store.mark_archived("alice", [old_archived.id], at=now - 40 * H)
     report = EvictionPolicy(episodic_ttl=24, salience_floor=0.8).apply(store, "alice", now)
     assert set(report.expired) == {old_ep.id, old_archived.id}
     left = {r.id for r in store.list("alice", include_archived=True)}
     assert left == {old_protected.id, old_sem.id, old_proc.id, fresh.id}
-    assert store.get(other.id) is not None  # another scope is untouched
+    assert store.get("bob", other.id) is not None  # another scope is untouched
 
 
 def test_capacity_drops_lowest_scored_evictable(store: MemoryStore) -> None:
@@ -78,19 +78,19 @@ def test_cold_salience_decays_and_then_becomes_evictable(store: MemoryStore) -> 
     vip = make_record(content="once vital", salience=0.9, created_at=0.0)
     used = make_record(content="recalled often", salience=0.9, created_at=0.0)
     store.put_many([vip, used])
-    store.touch([used.id], at=100 * H)
+    store.touch("alice", [used.id], at=100 * H)
     decay_only = EvictionPolicy(salience_floor=0.8, cold_decay=0.5, cold_after=48)
     report = decay_only.apply(store, "alice", 100 * H)
     assert report.decayed == [vip.id]  # two cold periods: 0.9 * 0.5**2
-    assert store.get(vip.id).salience == pytest.approx(0.225)  # type: ignore[union-attr]
-    assert store.get(used.id).salience == 0.9  # type: ignore[union-attr]
+    assert store.get("alice", vip.id).salience == pytest.approx(0.225)  # type: ignore[union-attr]
+    assert store.get("alice", used.id).salience == 0.9  # type: ignore[union-attr]
     # Decay is not applied twice for the same period.
     assert decay_only.apply(store, "alice", 100 * H).decayed == []
     # Without decay the floor would protect it forever; now TTL can take it.
     with_ttl = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
     report = with_ttl.apply(store, "alice", 100 * H)
     assert report.expired == [vip.id]
-    assert store.get(used.id) is not None
+    assert store.get("alice", used.id) is not None
 
 
 def test_decay_and_ttl_in_one_pass(store: MemoryStore) -> None:
@@ -99,4 +99,4 @@ def test_decay_and_ttl_in_one_pass(store: MemoryStore) -> None:
     policy = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
     report = policy.apply(store, "alice", 100 * H)
     assert report.decayed == [vip.id] and report.expired == [vip.id]
-    assert store.get(vip.id) is None
+    assert store.get("alice", vip.id) is None

@@ -1,4 +1,4 @@
-"""memlab.memory.http: the shared retrying JSON client (httpx.MockTransport)."""
+"""memlab.memory.models.http: the shared retrying JSON client (httpx.MockTransport)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from memlab.errors import ConfigError, EmbedderError, SummarizerError
-from memlab.memory.http import (
+from memlab.memory.models.http import (
     JsonApi,
     RetryPolicy,
     check_base_url,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.errors import StoreCorrupted, StoreLocked
+from memlab.errors import MemlabError, StoreCorrupted, StoreError, StoreLocked
 from memlab.memory import JsonlStore
 from memlab.memory.stores.jsonl import TornWriteWarning, encode_line
 from tests.conftest import make_record
@@ -104,14 +104,14 @@ def test_compaction_is_atomic_and_keeps_state(tmp_path: Path) -> None:
     r = make_record(content="hot")
     s.put(r)
     for i in range(200):
-        s.touch([r.id], at=float(i))
+        s.touch("alice", [r.id], at=float(i))
     assert s.compactions >= 1
     assert s.log_lines < 60
     assert not list(tmp_path.glob("*.compact-*"))
-    got = s.get(r.id)
+    got = s.get("alice", r.id)
     assert got is not None and got.access_count == 200 and got.last_accessed_at == 199.0
     s.close()
-    again = JsonlStore(p).get(r.id)
+    again = JsonlStore(p).get("alice", r.id)
     assert again is not None and again.access_count == 200
 
 
@@ -121,11 +121,11 @@ def test_second_handle_sees_writes_and_compaction(tmp_path: Path) -> None:
     b = JsonlStore(p, compact_min_lines=20)
     r = make_record(content="shared")
     a.put(r)
-    assert b.get(r.id) is not None
+    assert b.get("alice", r.id) is not None
     for i in range(60):
-        b.touch([r.id], at=float(i))
+        b.touch("alice", [r.id], at=float(i))
     assert b.compactions >= 1
-    got = a.get(r.id)  # a must notice the file was replaced
+    got = a.get("alice", r.id)  # a must notice the file was replaced
     assert got is not None and got.access_count == 60
     a.put(make_record(content="after compaction"))
     assert b.count("alice") == 2
@@ -136,7 +136,7 @@ def _writer(path: str, worker: int, n: int) -> None:
     for i in range(n):
         s.put(make_record(f"w{worker}", content=f"worker {worker} fact {i}", created_at=i))
         if i % 10 == 0:
-            s.touch([], at=0)
+            s.touch("alice", [], at=0)
     s.close()
 
 
@@ -185,7 +185,7 @@ def _acking_writer(path: str, ack: str) -> None:
             f.write(r.id + "\n")
             f.flush()
             if i % 7 == 0:
-                s.touch([r.id], at=i)
+                s.touch("alice", [r.id], at=i)
 
 
 def test_lock_timeout_is_a_clear_error(tmp_path: Path) -> None:
@@ -201,3 +201,22 @@ def test_lock_timeout_is_a_clear_error(tmp_path: Path) -> None:
     finally:
         other.release()
     s.put(make_record())
+
+
+def test_a_folder_is_not_a_store_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=f"{tmp_path} is a folder") as err:
+        JsonlStore(tmp_path)
+    assert isinstance(err.value, MemlabError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) -> None:
+    typo = tmp_path / "stroes" / "memory.jsonl"
+    with pytest.raises(StoreError, match="does not exist.*create_dirs=True"):
+        JsonlStore(typo)
+    assert not typo.parent.exists()  # nothing created
+    with JsonlStore(typo, create_dirs=True) as s:
+        s.put(make_record())
+    assert typo.is_file()
+    with JsonlStore(typo) as s:  # the folder exists now
+        assert s.count("alice") == 1

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlab.errors import DimensionMismatch, EmbedderError, InputError
+from memlab.errors import DimensionMismatch, EmbedderError, InputError, StoreError
 from memlab.memory import (
     ExtractiveSummarizer,
     HalfLives,
@@ -69,7 +70,7 @@ def test_remember_fills_every_field(layer: MemoryLayer, clock: Clock) -> None:
     assert r.kind is MemoryKind.SEMANTIC and r.tokens == 5
     assert r.created_at == clock.t == r.last_accessed_at
     assert r.embedding.shape == (64,) and r.provenance == ("t0",)
-    assert layer.store.get(r.id) is not None
+    assert layer.store.get("alice", r.id) is not None
 
 
 def test_bad_input_is_a_clear_error(layer: MemoryLayer) -> None:
@@ -130,10 +131,10 @@ def test_recall_touches_what_it_returns(layer: MemoryLayer, clock: Clock) -> Non
     r = layer.remember("alice", "We deploy on GKE.")
     clock.t += 100
     layer.recall(RecallQuery("alice", "deploy"))
-    got = layer.store.get(r.id)
+    got = layer.store.get("alice", r.id)
     assert got is not None and got.access_count == 1 and got.last_accessed_at == clock.t
     layer.recall(RecallQuery("alice", "deploy"), touch=False)
-    assert layer.store.get(r.id).access_count == 1  # type: ignore[union-attr]
+    assert layer.store.get("alice", r.id).access_count == 1  # type: ignore[union-attr]
 
 
 def test_recency_uses_the_injected_clock(store: MemoryStore) -> None:
@@ -162,7 +163,7 @@ def test_untrusted_salience_is_capped_until_approved(layer: MemoryLayer) -> None
     assert r.salience == 0.3
     res = layer.recall(RecallQuery("alice", "refunds", include_untrusted=False))
     assert res.hits == []
-    approved = layer.approve(r.id, salience=0.9, reviewer="ops@example.com")
+    approved = layer.approve("alice", r.id, salience=0.9, reviewer="ops@example.com")
     assert approved.salience == 0.9 and approved.meta["reviewed_by"] == "ops@example.com"
 
 
@@ -243,7 +244,7 @@ def test_summarization_folds_the_tail_and_keeps_provenance() -> None:
     assert set(note.provenance) == {p for r in sources for p in r.provenance}
     assert "GKE" in note.content and "thanks" not in note.content
     for rid in report.archived:
-        archived = store.get(rid)
+        archived = store.get("alice", rid)
         assert archived is not None and archived.archived_at == 1000.0  # archived, not deleted
     active_episodic = sum(
         r.tokens for r in store.list("alice", kinds=["episodic"]) if r.source.trusted
@@ -365,3 +366,65 @@ def test_lexical_signal_through_the_layer(store: MemoryStore) -> None:
         "the ledger runs on postgres",
     ]
     assert res.hits[0].lexical == 1.0 and "lex" in layer.explain(res)
+
+
+# -- the library's edges ----------------------------------------------------------------
+class Closable:
+    """A model part that counts its close() calls and may fail on it."""
+
+    def __init__(self, inner: object, fail: bool = False) -> None:
+        self.inner = inner
+        self.closed = 0
+        self.fail = fail
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def close(self) -> None:
+        self.closed += 1
+        if self.fail:
+            raise EmbedderError("close failed")
+
+
+def test_layer_is_a_context_manager_that_closes_what_it_was_given(tmp_path: Path) -> None:
+    from memlab.memory import SqliteStore
+
+    store = SqliteStore(tmp_path / "m.db")
+    emb = Closable(HashEmbedder(64))
+    summ = Closable(ExtractiveSummarizer())
+    with MemoryLayer(store, emb, summarizer=summ) as layer:  # type: ignore[arg-type]
+        layer.remember("alice", "We deploy on GKE.")
+        assert not layer.closed
+    assert layer.closed and emb.closed == 1 and summ.closed == 1
+    with pytest.raises(StoreError):
+        store.count()  # the store is closed too
+    layer.close()  # idempotent: nothing is closed twice
+    assert emb.closed == 1 and summ.closed == 1
+    for call in (
+        lambda: layer.remember("alice", "more"),
+        lambda: layer.recall(RecallQuery("alice", "gke")),
+        lambda: layer.forget("alice", "x"),
+        lambda: layer.maintain("alice"),
+    ):
+        with pytest.raises(StoreError, match="MemoryLayer is closed"):
+            call()
+    # Parts without close() (HashEmbedder, InMemoryStore) are fine.
+    MemoryLayer(InMemoryStore(), HashEmbedder(64)).close()
+
+
+def test_close_closes_every_part_even_if_one_fails() -> None:
+    emb = Closable(HashEmbedder(64), fail=True)
+    summ = Closable(ExtractiveSummarizer())
+    layer = MemoryLayer(InMemoryStore(), emb, summarizer=summ)  # type: ignore[arg-type]
+    with pytest.raises(EmbedderError, match="close failed"):
+        layer.close()
+    assert emb.closed == 1 and summ.closed == 1 and layer.closed
+
+
+def test_recall_of_a_bare_string_is_a_clear_input_error(layer: MemoryLayer) -> None:
+    layer.remember("alice", "We deploy on GKE.")
+    with pytest.raises(InputError, match=r"recall\(\) takes a RecallQuery.*scope is required"):
+        layer.recall("where do we deploy?")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"explain\(\) takes a RecallQuery"):
+        layer.explain("where do we deploy?")  # type: ignore[arg-type]
+    assert layer.recall(RecallQuery("alice", "where do we deploy?")).hits

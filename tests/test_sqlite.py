@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlab.errors import StoreCorrupted, StoreError
+from memlab.errors import MemlabError, StoreCorrupted, StoreError
 from memlab.memory import SqliteStore
 from memlab.memory.stores.sqlite import SCHEMA_VERSION
 from tests.conftest import make_record, vec
@@ -57,11 +57,11 @@ def test_other_connection_writes_invalidate_cache(tmp_path: Path) -> None:
     assert b.candidates("alice", vec(0)).n_active == 1  # b caches the scope
     r2 = make_record(content="second")
     a.put(r2)
-    a.touch([r.id], at=5.0)
+    a.touch("alice", [r.id], at=5.0)
     c = b.candidates("alice", vec(0))
     assert c.n_active == 2
     assert c.access_count[c.ids.index(r.id)] == 1
-    a.delete([r.id])
+    a.delete("alice", [r.id])
     c = b.candidates("alice", vec(0))
     assert [c.ids[i] for i in np.flatnonzero(c.mask)] == [r2.id]
 
@@ -97,7 +97,7 @@ def test_lexical_signal_sees_other_connections_writes(tmp_path: Path) -> None:
     second = b.candidates("alice", vec(0), text="gke")
     assert second.n_active == 2 and second.lexical is not None
     best = second.ids[int(np.argmax(second.lexical))]
-    assert b.get(best).content == "gke gke gke everywhere"  # type: ignore[union-attr]
+    assert b.get("alice", best).content == "gke gke gke everywhere"  # type: ignore[union-attr]
 
 
 def test_opening_a_fresh_file_waits_for_another_writer(tmp_path: Path) -> None:
@@ -117,3 +117,23 @@ def test_opening_a_fresh_file_waits_for_another_writer(tmp_path: Path) -> None:
         release.join()
         other.close()
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_folder_is_not_a_store_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=f"{tmp_path} is a folder") as err:
+        SqliteStore(tmp_path)
+    assert isinstance(err.value, MemlabError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) -> None:
+    typo = tmp_path / "stroes" / "memory.db"
+    with pytest.raises(StoreError, match="does not exist.*create_dirs=True"):
+        SqliteStore(typo)
+    assert not typo.parent.exists()  # nothing created
+    with SqliteStore(typo, create_dirs=True) as s:
+        s.put(make_record())
+    with SqliteStore(typo) as s:
+        assert s.count("alice") == 1
+    with SqliteStore(":memory:") as s:  # no folder involved
+        assert s.count() == 0

@@ -53,41 +53,79 @@ def test_put_get_roundtrip_keeps_every_field(store: MemoryStore) -> None:
         archived_at=None,
     )
     store.put(r)
-    got = store.get(r.id)
+    got = store.get("alice", r.id)
     assert got is not None and got.same_as(r)
     assert got.embedding.dtype == np.float32
     assert store.dims == DIMS
 
 
 def test_get_missing_is_none(store: MemoryStore) -> None:
-    assert store.get("nope") is None
-    assert store.get_many(["nope"]) == []
+    assert store.get("alice", "nope") is None
+    assert store.get_many("alice", ["nope"]) == []
 
 
 def test_get_many_keeps_order_and_skips_missing(store: MemoryStore) -> None:
     rs = [make_record(content=f"fact {i}", created_at=i) for i in range(5)]
     store.put_many(rs)
     ids = [rs[3].id, "missing", rs[0].id, rs[4].id]
-    assert [r.id for r in store.get_many(ids)] == [rs[3].id, rs[0].id, rs[4].id]
+    assert [r.id for r in store.get_many("alice", ids)] == [rs[3].id, rs[0].id, rs[4].id]
 
 
 def test_put_is_upsert(store: MemoryStore) -> None:
     r = make_record(salience=0.2)
     store.put(r)
     store.put(r.copy(salience=0.9, content="changed"))
-    got = store.get(r.id)
+    got = store.get("alice", r.id)
     assert got is not None and got.salience == 0.9 and got.content == "changed"
     assert store.count("alice") == 1
 
 
-def test_upsert_into_another_scope_moves_the_record(store: MemoryStore) -> None:
+def test_an_id_never_moves_to_another_scope(store: MemoryStore) -> None:
     r = make_record("alice")
     store.put(r)
-    store.put(r.copy(scope="bob"))
-    assert store.list("alice") == []
-    assert [x.id for x in store.list("bob")] == [r.id]
-    assert len(store.candidates("alice")) == 0 or store.candidates("alice").n_active == 0
-    assert store.candidates("bob").n_active == 1
+    fresh = make_record("mallory", content="mallory's own")
+    with pytest.raises(InputError, match="another scope"):
+        store.put(r.copy(scope="mallory", content="taken over"))
+    with pytest.raises(InputError, match="another scope"):  # the whole batch is refused
+        store.put_many([fresh, r.copy(scope="mallory")])
+    assert store.list("mallory") == [] and store.count("mallory") == 0
+    got = store.get("alice", r.id)
+    assert got is not None and got.same_as(r)
+    assert store.candidates("alice").n_active == 1
+    assert store.candidates("mallory").n_active == 0
+
+
+def test_id_taking_methods_never_reach_another_scope(store: MemoryStore) -> None:
+    bob = make_record("bob", content="bob's secret", created_at=1.0)
+    store.put(bob)
+    assert store.get("mallory", bob.id) is None
+    assert store.get_many("mallory", [bob.id]) == []
+    assert store.delete("mallory", [bob.id]) == 0
+    assert store.mark_archived("mallory", [bob.id], at=5.0) == 0
+    assert store.touch("mallory", bob.id, at=6.0) == 0
+    got = store.get("bob", bob.id)
+    assert got is not None and got.same_as(bob)  # unchanged: not archived, not touched
+    assert [r.id for r in store.list("bob")] == [bob.id]
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"id", [1], [None]])
+def test_id_arguments_are_checked(store: MemoryStore, bad: object) -> None:
+    with pytest.raises(InputError):
+        store.delete("alice", bad)  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        store.touch("alice", bad, at=1.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("at", [float("nan"), float("inf"), "soon", None, True])
+def test_times_are_checked(store: MemoryStore, at: object) -> None:
+    r = make_record()
+    store.put(r)
+    with pytest.raises(InputError):
+        store.mark_archived("alice", [r.id], at=at)  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        store.touch("alice", [r.id], at=at)  # type: ignore[arg-type]
+    got = store.get("alice", r.id)
+    assert got is not None and got.same_as(r)
 
 
 def test_list_orders_by_time_and_filters(store: MemoryStore) -> None:
@@ -99,10 +137,10 @@ def test_list_orders_by_time_and_filters(store: MemoryStore) -> None:
     assert [r.content for r in store.list("alice")] == ["b", "c", "a"]
     assert [r.content for r in store.list("alice", kinds=["semantic", "procedural"])] == ["c", "a"]
     assert [r.content for r in store.list("alice", kinds=[MemoryKind.EPISODIC])] == ["b"]
-    store.mark_archived([b.id], at=99)
+    store.mark_archived("alice", [b.id], at=99)
     assert [r.content for r in store.list("alice")] == ["c", "a"]
     assert [r.content for r in store.list("alice", include_archived=True)] == ["b", "c", "a"]
-    assert store.get(b.id).archived_at == 99  # type: ignore[union-attr]
+    assert store.get("alice", b.id).archived_at == 99  # type: ignore[union-attr]
 
 
 def test_delete_archive_touch_count(store: MemoryStore) -> None:
@@ -111,17 +149,17 @@ def test_delete_archive_touch_count(store: MemoryStore) -> None:
     store.put(make_record("bob"))
     assert store.count() == 5
     assert store.count("alice") == 4
-    assert store.delete([rs[0].id, "missing"]) == 1
-    assert store.delete(rs[1].id) == 1
+    assert store.delete("alice", [rs[0].id, "missing"]) == 1
+    assert store.delete("alice", rs[1].id) == 1
     assert store.count("alice") == 2
-    assert store.mark_archived([rs[2].id], at=50.0) == 1
+    assert store.mark_archived("alice", [rs[2].id], at=50.0) == 1
     assert store.count("alice") == 1
     assert store.count("alice", include_archived=True) == 2
-    assert store.touch([rs[3].id], at=77.0) == 1
-    assert store.touch(rs[3].id, at=88.0) == 1
-    got = store.get(rs[3].id)
+    assert store.touch("alice", [rs[3].id], at=77.0) == 1
+    assert store.touch("alice", rs[3].id, at=88.0) == 1
+    got = store.get("alice", rs[3].id)
     assert got is not None and got.access_count == 2 and got.last_accessed_at == 88.0
-    assert store.touch(["missing"], at=1.0) == 0
+    assert store.touch("alice", ["missing"], at=1.0) == 0
     assert store.scopes() == ["alice", "bob"]
 
 
@@ -131,7 +169,7 @@ def test_put_many_rejects_the_whole_batch(store: MemoryStore) -> None:
     store.put(make_record(content="first"))
     with pytest.raises(DimensionMismatch):
         store.put_many([good, bad])
-    assert store.get(good.id) is None
+    assert store.get("alice", good.id) is None
     assert store.count() == 1
 
 
@@ -155,9 +193,9 @@ def test_candidates_match_list(store: MemoryStore) -> None:
     ]
     store.put_many(rs)
     store.put_many([make_record("bob", content=f"b{i}") for i in range(5)])
-    store.delete([rs[0].id])
-    store.mark_archived([rs[1].id], at=5)
-    store.touch([rs[2].id], at=9)
+    store.delete("alice", [rs[0].id])
+    store.mark_archived("alice", [rs[1].id], at=5)
+    store.touch("alice", [rs[2].id], at=9)
     cands = store.candidates("alice", vec(0))
     active = {cands.ids[i] for i in np.flatnonzero(cands.mask)}
     assert active == {r.id for r in store.list("alice")}
@@ -168,7 +206,7 @@ def test_candidates_match_list(store: MemoryStore) -> None:
         r.id for r in store.list("alice", kinds=["semantic"])
     }
     for row in np.flatnonzero(cands.mask):
-        rec = store.get(cands.ids[row])
+        rec = store.get("alice", cands.ids[row])
         assert rec is not None
         assert np.array_equal(cands.embeddings[row], rec.embedding)
         assert cands.salience[row] == np.float32(rec.salience)
@@ -180,7 +218,7 @@ def test_candidates_stay_in_step_after_many_deletes(store: MemoryStore) -> None:
     rs = [make_record(content=f"f{i}", created_at=i) for i in range(300)]
     store.put_many(rs)
     store.candidates("alice", vec(0))  # warm any cache
-    store.delete([r.id for r in rs[:200]])
+    store.delete("alice", [r.id for r in rs[:200]])
     cands = store.candidates("alice", vec(0))
     assert {cands.ids[i] for i in np.flatnonzero(cands.mask)} == {r.id for r in rs[200:]}
 
@@ -252,20 +290,20 @@ def test_persists_across_reopen(backend: StoreBackend, tmp_path: Path) -> None:
     s = backend.open(tmp_path)
     rs = [make_record(content=f"f{i}", created_at=i, provenance=(f"t{i}",)) for i in range(10)]
     s.put_many(rs)
-    s.delete(rs[0].id)
-    s.mark_archived([rs[1].id], at=3.5)
-    s.touch([rs[2].id], at=4.5)
+    s.delete("alice", rs[0].id)
+    s.mark_archived("alice", [rs[1].id], at=3.5)
+    s.touch("alice", [rs[2].id], at=4.5)
     s.put(rs[3].copy(salience=0.99))
     s.close()
     s2 = backend.open(tmp_path)
     try:
-        assert s2.get(rs[0].id) is None
-        assert s2.get(rs[1].id).archived_at == 3.5  # type: ignore[union-attr]
-        got = s2.get(rs[2].id)
+        assert s2.get("alice", rs[0].id) is None
+        assert s2.get("alice", rs[1].id).archived_at == 3.5  # type: ignore[union-attr]
+        got = s2.get("alice", rs[2].id)
         assert got is not None and got.access_count == 1 and got.last_accessed_at == 4.5
-        assert s2.get(rs[3].id).salience == 0.99  # type: ignore[union-attr]
+        assert s2.get("alice", rs[3].id).salience == 0.99  # type: ignore[union-attr]
         for r in rs[4:]:
-            assert s2.get(r.id).same_as(r)  # type: ignore[union-attr]
+            assert s2.get("alice", r.id).same_as(r)  # type: ignore[union-attr]
         assert s2.dims == DIMS
         assert s2.size_bytes() > 0
     finally:
@@ -280,6 +318,20 @@ def test_closed_store_raises(backend: StoreBackend, tmp_path: Path) -> None:
     s.close()
     with pytest.raises(StoreError):
         s.list("alice")
+
+
+def test_is_a_context_manager_and_close_is_idempotent(
+    backend: StoreBackend, tmp_path: Path
+) -> None:
+    with backend.open(tmp_path) as s:
+        s.put(make_record())
+        assert s.count("alice") == 1
+    s.close()  # again: harmless
+    if backend.durable:
+        with pytest.raises(StoreError):
+            s.count("alice")
+        with backend.open(tmp_path) as again:  # what the block wrote is there
+            assert again.count("alice") == 1
 
 
 def _lexical_matches_reference(store: MemoryStore, scope: str, query: str) -> None:
@@ -309,11 +361,13 @@ def test_lexical_index_follows_writes_archives_and_deletes(store: MemoryStore) -
     )  # another scope's stats never count
     query = "where do we deploy on gke"
     _lexical_matches_reference(store, "alice", query)
-    store.mark_archived([r.id for r in rs[:10]], at=500.0)
+    store.mark_archived("alice", [r.id for r in rs[:10]], at=500.0)
     _lexical_matches_reference(store, "alice", query)
     store.put(rs[20].copy(content="completely different billing words"))
     _lexical_matches_reference(store, "alice", query)
-    store.delete([r.id for r in rs[30:110]])  # enough to force a compaction of the column cache
+    store.delete(
+        "alice", [r.id for r in rs[30:110]]
+    )  # enough to force a compaction of the column cache
     _lexical_matches_reference(store, "alice", query)
     store.put(make_record(content="deploy gke nomad", created_at=999))
     _lexical_matches_reference(store, "alice", query)

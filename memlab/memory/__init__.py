@@ -5,16 +5,6 @@ never the other way round).
 """
 
 from memlab.memory.agent import AgentDeps, ChatModel, TurnResult, format_memory, run_turn
-from memlab.memory.cache import (
-    CachedEmbedder,
-    CachedSummarizer,
-    CacheStats,
-    MemoEmbedder,
-    ModelCache,
-    default_cache_path,
-)
-from memlab.memory.embed import EMBEDDERS, Embedder, HashEmbedder
-from memlab.memory.embedders import MiniLMEmbedder, OpenAIEmbedder
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.layer import (
     MaintenanceReport,
@@ -23,6 +13,23 @@ from memlab.memory.layer import (
     NeighborPolicy,
     RecallResult,
     SummarizePolicy,
+)
+from memlab.memory.models import (
+    EMBEDDERS,
+    SUMMARIZERS,
+    CachedEmbedder,
+    CachedSummarizer,
+    CacheStats,
+    Embedder,
+    ExtractiveSummarizer,
+    HashEmbedder,
+    MemoEmbedder,
+    MiniLMEmbedder,
+    ModelCache,
+    OpenAIEmbedder,
+    OpenAISummarizer,
+    Summarizer,
+    default_cache_path,
 )
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
@@ -37,10 +44,8 @@ from memlab.memory.stores import (
     PgVectorStore,
     SqliteStore,
 )
-from memlab.memory.summarize import SUMMARIZERS, ExtractiveSummarizer, Summarizer
-from memlab.memory.summarizers import OpenAISummarizer
+from memlab.memory.text import estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
-from memlab.memory.tokens import estimate_tokens
 
 __all__ = [
     "EMBEDDERS",

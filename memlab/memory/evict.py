@@ -123,7 +123,7 @@ class EvictionPolicy:
                     expired[r.id] = None
         report.expired = list(expired)
         if report.expired:
-            store.delete(report.expired)
+            store.delete(scope, report.expired)
         if self.max_records is not None:
             gone = set(report.expired)
             active = [r for r in records if r.archived_at is None and r.id not in gone]
@@ -133,7 +133,7 @@ class EvictionPolicy:
                 order = _keep_order(evictable, now, ranker or HybridRanker())
                 report.dropped = [evictable[i].id for i in order[:excess]]
                 if report.dropped:
-                    store.delete(report.dropped)
+                    store.delete(scope, report.dropped)
                 report.over_capacity = excess - len(report.dropped)
         return report
 

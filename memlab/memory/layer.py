@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from memlab.errors import DimensionMismatch, InputError
-from memlab.memory.embed import Embedder, check_embeddings
+from memlab.errors import DimensionMismatch, InputError, StoreError
 from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.models.embedder import Embedder, check_embeddings
+from memlab.memory.models.summarizer import Summarizer
 from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
 from memlab.memory.records import (
     SOURCE_CODES,
@@ -33,9 +34,8 @@ from memlab.memory.records import (
 )
 from memlab.memory.rewrite import QueryRewriter
 from memlab.memory.stores.base import MemoryStore
-from memlab.memory.summarize import Summarizer
+from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
-from memlab.memory.tokens import TokenCounter, estimate_tokens
 
 Clock = Callable[[], float]
 
@@ -169,6 +169,15 @@ class MemoryLayer:
         rewriter: turns "what did I tell you about X?" into "X" before recall
             (None: the query is used as is).
         neighbors: pack hits' neighbouring records too (None: off).
+
+    A layer owns what it is given: ``close()`` (or leaving a ``with`` block)
+    closes the store, and the embedder and summarizer when they have a
+    ``close()``. A closed layer raises ``StoreError``; closing twice is harmless.
+    Share a model between layers by closing the layers' stores yourself instead.
+
+        with MemoryLayer(SqliteStore("memory.db"), HashEmbedder()) as layer:
+            layer.remember("alice", "We deploy on GKE.")
+            hits = layer.recall(RecallQuery("alice", "where do we deploy?"))
     """
 
     def __init__(
@@ -193,6 +202,8 @@ class MemoryLayer:
             raise InputError(
                 f"untrusted_salience_cap must be in 0..1, got {untrusted_salience_cap}"
             )
+        if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1:
+            raise InputError(f"pool must be an integer >= 1, got {pool!r}")
         self.store = store
         self.embedder = embedder
         self.ranker = ranker or HybridRanker(weights or RankWeights(), half_life or HalfLives())
@@ -206,6 +217,7 @@ class MemoryLayer:
         self.rewriter = rewriter
         self.neighbors = neighbors
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._closed = False
         dims = store.dims
         if dims is not None and dims != embedder.dims:
             raise DimensionMismatch(
@@ -217,6 +229,43 @@ class MemoryLayer:
     @property
     def weights(self) -> RankWeights:
         return self.ranker.weights
+
+    # -- life cycle ---------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Close the store, then the embedder and summarizer if they have ``close()``.
+
+        Idempotent. Every part is closed even if an earlier one fails; the first
+        failure is raised after.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._query_cache.clear()
+        error: BaseException | None = None
+        for part in (self.store, self.embedder, self.summarizer):
+            close = getattr(part, "close", None)
+            if close is None:
+                continue
+            try:
+                close()
+            except BaseException as exc:  # close the rest, then report the first
+                error = error or exc
+        if error is not None:
+            raise error
+
+    def __enter__(self) -> MemoryLayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("this MemoryLayer is closed (and its store); open a new one")
 
     # -- writing ------------------------------------------------------------------
     def remember(
@@ -249,6 +298,7 @@ class MemoryLayer:
 
         If embedding fails nothing is stored.
         """
+        self._check_open()
         if not items:
             return []
         now = self.clock()
@@ -293,15 +343,22 @@ class MemoryLayer:
         created = float(item.created_at) if item.created_at is not None else now
         return item, item.content.strip(), kind, source, salience, created
 
-    def approve(self, record_id: str, *, salience: float, reviewer: str) -> MemoryRecord:
+    def approve(
+        self, scope: str, record_id: str, *, salience: float, reviewer: str
+    ) -> MemoryRecord:
         """Lift an untrusted memory's salience after a human or policy reviewed it.
 
         This is the only way a tool/web memory gets above the cap; the reviewer is
         kept in ``meta['reviewed_by']``.
+
+        Raises:
+            InputError: no record with this id in ``scope`` (another scope's record
+                is never found), or a bad salience or reviewer.
         """
-        record = self.store.get(record_id)
+        self._check_open()
+        record = self.store.get(scope, record_id)
         if record is None:
-            raise InputError(f"no memory with id {record_id!r} to approve")
+            raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to approve")
         if not 0.0 <= salience <= 1.0:
             raise InputError(f"salience must be in 0..1, got {salience!r}")
         if not reviewer:
@@ -311,9 +368,11 @@ class MemoryLayer:
         self.store.put(updated)
         return updated
 
-    def forget(self, ids: str | Sequence[str]) -> int:
-        """Delete records by id; return how many existed."""
-        return self.store.delete(ids)
+    def forget(self, scope: str, ids: str | Sequence[str]) -> int:
+        """Delete the scope's records with these ids; return how many existed
+        (ids of other scopes are never touched)."""
+        self._check_open()
+        return self.store.delete(scope, ids)
 
     # -- recall -------------------------------------------------------------------
     def embed_query(self, text: str) -> np.ndarray:
@@ -337,7 +396,14 @@ class MemoryLayer:
         signal is computed when ``weights.lexical`` > 0. Only records of
         ``query.scope`` are ever considered. Returned records are touched (access
         count and last access) unless ``touch=False``.
+
+        Raises:
+            InputError: ``query`` is not a RecallQuery (a bare string has no scope,
+                and scope is never guessed).
         """
+        if not isinstance(query, RecallQuery):
+            raise InputError(_not_a_query("recall", query))
+        self._check_open()
         now = float(query.now) if query.now is not None else self.clock()
         text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
         window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
@@ -383,7 +449,7 @@ class MemoryLayer:
             neighbor_of=neighbor_rows,
         )
         ids = [cands.ids[r] for r in rows]
-        records = {r.id: r for r in self.store.get_many(ids)}
+        records = {r.id: r for r in self.store.get_many(query.scope, ids)}
         weights = scored.weights
         hits: list[Hit] = []
         for row in rows:
@@ -406,7 +472,7 @@ class MemoryLayer:
                 )
             )
         if touch and hits:
-            self.store.touch([h.record.id for h in hits], now)
+            self.store.touch(query.scope, [h.record.id for h in hits], now)
         return RecallResult(query, hits, now, cands.n_active, text, window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
@@ -418,6 +484,8 @@ class MemoryLayer:
         """
         if isinstance(result, RecallQuery):
             result = self.recall(result, touch=False)
+        elif not isinstance(result, RecallResult):
+            raise InputError(_not_a_query("explain", result))
         q = result.query
         signals = [("similarity", "sim"), ("lexical", "lex"), ("recency", "rec"), ("time", "time"),
                    ("salience", "sal"), ("usage", "use")]  # fmt: skip
@@ -477,6 +545,7 @@ class MemoryLayer:
         provenance (plus the source ids); sources are archived, not deleted.
         Untrusted (tool/web) records are never folded. Returns the new notes.
         """
+        self._check_open()
         if self.summarizer is None:
             return []
         policy = self.summarize_policy
@@ -529,11 +598,12 @@ class MemoryLayer:
                 ]
             )[0]
         # Archive even when nothing was worth keeping: the episodes stay on disk.
-        self.store.mark_archived(ids, now)
+        self.store.mark_archived(scope, ids, now)
         return note
 
     def maintain(self, scope: str, now: float | None = None) -> MaintenanceReport:
         """Summarize, then evict, one scope."""
+        self._check_open()
         now = self.clock() if now is None else now
         report = MaintenanceReport()
         for note in self.maybe_summarize(scope, now):
@@ -542,6 +612,14 @@ class MemoryLayer:
         if self.eviction is not None:
             report.eviction = self.eviction.apply(self.store, scope, now, self.ranker)
         return report
+
+
+def _not_a_query(method: str, got: object) -> str:
+    example = repr(got) if isinstance(got, str) and len(got) <= 60 else "'...'"
+    return (
+        f"{method}() takes a RecallQuery, not {type(got).__name__}; the scope is required, "
+        f"e.g. layer.{method}(RecallQuery('alice', {example}))"
+    )
 
 
 def _threshold(scores: np.ndarray, query: RecallQuery) -> float:

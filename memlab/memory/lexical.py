@@ -14,14 +14,12 @@ only the active (live, not archived) records of the scope.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 
 import numpy as np
 
-from memlab.memory.embed import STOPWORDS
+from memlab.memory.text import content_words
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "s", "ly")
 
 
@@ -39,7 +37,7 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Index terms of a text: lower-cased words, stopwords dropped, lightly stemmed."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    return [stem(w) for w in content_words(text)]
 
 
 def _grow(arr: np.ndarray, size: int) -> np.ndarray:

@@ -1,16 +1,18 @@
-"""The MemoryStore contract and the columnar scope index the exact stores share."""
+"""The MemoryStore contract: the protocol every backend implements, the Candidates
+columns a ranker scores, the STORES registry and the argument checks stores share."""
 
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memlab.errors import DimensionMismatch, InputError
-from memlab.memory.lexical import LexicalIndex
+from memlab.errors import DimensionMismatch, InputError, StoreError
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
@@ -90,9 +92,13 @@ class Candidates:
 class MemoryStore(Protocol):
     """Where memory records live. Every backend passes the same contract suite.
 
-    Scope is an exact match everywhere. ``put`` of an existing id replaces the
-    record (upsert). Ids that do not exist are ignored by ``delete``,
-    ``mark_archived`` and ``touch``, which return how many records they changed.
+    Scope is an exact match everywhere, and a security boundary: every method
+    that takes record ids also takes the scope, and treats a record of another
+    scope exactly like a missing one (``get`` returns None; ``delete``,
+    ``mark_archived`` and ``touch`` ignore it and count only what they changed).
+    Ids are unique across the store and bound to their scope: ``put`` of an
+    existing id replaces the record (upsert) only within the same scope; an id
+    that belongs to another scope is an InputError and nothing is written.
     """
 
     @property
@@ -103,13 +109,21 @@ class MemoryStore(Protocol):
     def put(self, record: MemoryRecord) -> None: ...
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
-        """Write all records atomically: either every record is stored or none."""
+        """Write all records atomically: either every record is stored or none.
+
+        Raises:
+            InputError: a record is invalid, or its id belongs to a record of
+                another scope (ids never move between scopes).
+        """
         ...
 
-    def get(self, record_id: str) -> MemoryRecord | None: ...
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        """The record of ``scope`` with this id, or None (also for another scope's id)."""
+        ...
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        """The records with these ids, in the given order; missing ids are skipped."""
+    def get_many(self, scope: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The scope's records with these ids, in the given order; ids that are
+        missing or belong to another scope are skipped."""
         ...
 
     def list(
@@ -121,12 +135,17 @@ class MemoryStore(Protocol):
         """A scope's records ordered by (created_at, id)."""
         ...
 
-    def delete(self, ids: str | Sequence[str]) -> int: ...
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        """Delete the scope's records with these ids; return how many existed."""
+        ...
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int: ...
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        """Archive the scope's records with these ids at ``at``; return how many."""
+        ...
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
-        """Record a recall: ``access_count += 1`` and ``last_accessed_at = at``."""
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        """Record a recall of the scope's records: ``access_count += 1`` and
+        ``last_accessed_at = at``; return how many records changed."""
         ...
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int: ...
@@ -166,10 +185,56 @@ class MemoryStore(Protocol):
 
 
 def as_ids(ids: str | Iterable[str]) -> list[str]:
-    """Normalize a single id or an iterable of ids to a list."""
+    """Normalize a single id or an iterable of ids to a list of strings.
+
+    Raises:
+        InputError: if ``ids`` is not a string or an iterable of strings.
+    """
     if isinstance(ids, str):
         return [ids]
-    return list(ids)
+    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
+        raise InputError(f"ids must be a string or a list of strings, got {type(ids).__name__}")
+    out = list(ids)
+    for i in out:
+        if not isinstance(i, str):
+            raise InputError(f"record ids must be strings, got {type(i).__name__} {i!r}")
+    return out
+
+
+def check_time(at: object, what: str) -> float:
+    """A finite epoch-seconds timestamp as float.
+
+    Raises:
+        InputError: naming ``what`` if ``at`` is not a finite number.
+    """
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        raise InputError(f"{what}: the time must be finite epoch seconds, got {at!r}")
+    return float(at)
+
+
+def scoped_ids(scope: str, ids: str | Iterable[str]) -> list[str]:
+    """Check a scope and normalize ids (see ``as_ids``) for an id-taking method."""
+    check_scope(scope)
+    return as_ids(ids)
+
+
+def foreign_ids(records: Sequence[MemoryRecord], scope_of: Mapping[str, str]) -> None:
+    """Refuse a write that would move a record to another scope.
+
+    Args:
+        records: the records to write.
+        scope_of: the current scope of each of their ids that already exists.
+
+    Raises:
+        InputError: naming the first id that belongs to another scope.
+    """
+    for r in records:
+        current = scope_of.get(r.id)
+        if current is not None and current != r.scope:
+            raise InputError(
+                f"record id {r.id!r} already belongs to another scope; ids are unique across "
+                "the store and never move between scopes: use a new id (or omit it)"
+            )
 
 
 def kind_filter(kinds: Iterable[MemoryKind | str] | None) -> frozenset[MemoryKind] | None:
@@ -178,6 +243,35 @@ def kind_filter(kinds: Iterable[MemoryKind | str] | None) -> frozenset[MemoryKin
     from memlab.memory.records import as_kind
 
     return frozenset(as_kind(k) for k in kinds)
+
+
+def check_store_path(path: Path, create_dirs: bool, who: str) -> None:
+    """Check that a file store's ``path`` can hold its file, creating its folder
+    when ``create_dirs`` is true.
+
+    Raises:
+        StoreError: ``path`` is a folder; or its folder is missing (and
+            ``create_dirs`` is false) or cannot be created. The message names the path.
+    """
+    if path.is_dir():
+        raise StoreError(
+            f"{who}: {path} is a folder; give the path of the store's file inside it, "
+            f"e.g. {path / ('memory.db' if who == 'SqliteStore' else 'memory.jsonl')}"
+        )
+    folder = path.parent
+    if folder.is_dir():
+        return
+    if not create_dirs:
+        raise StoreError(
+            f"{who}: the folder {folder} of {path} does not exist; check the path for a "
+            "typo, create the folder, or pass create_dirs=True"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"{who}: cannot create the folder {folder}: {exc.strerror or exc}"
+        ) from None
 
 
 def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) -> int | None:
@@ -197,270 +291,3 @@ def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) ->
     if len(set(ids)) != len(ids):
         raise InputError(f"{where}: the batch holds the same record id twice")
     return dims
-
-
-class ScopeIndex:
-    """Growable column arrays for one scope, so a recall never rebuilds a matrix.
-
-    Rows are appended (capacity doubles); deletes leave a dead row that is
-    compacted away once dead rows are a quarter of the index.
-    """
-
-    def __init__(self, dims: int) -> None:
-        self.dims = dims
-        self.ids: list[str] = []
-        self.row: dict[str, int] = {}
-        self.n = 0
-        self.dead = 0
-        self.contents: list[str] = []
-        self.lexical = LexicalIndex()
-        self._alloc(16)
-
-    def _alloc(self, cap: int) -> None:
-        def grow(old: np.ndarray | None, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-            new: np.ndarray = np.zeros(shape, dtype=dtype)
-            if old is not None and self.n:
-                new[: self.n] = old[: self.n]
-            return new
-
-        d = self.dims
-        self.cap = cap
-        get = self.__dict__.get
-        self.emb = grow(get("emb"), (cap, d), np.float32)
-        self.created = grow(get("created"), (cap,), np.float64)
-        self.accessed = grow(get("accessed"), (cap,), np.float64)
-        self.salience = grow(get("salience"), (cap,), np.float32)
-        self.access = grow(get("access"), (cap,), np.int64)
-        self.tokens = grow(get("tokens"), (cap,), np.int64)
-        self.kind = grow(get("kind"), (cap,), np.int8)
-        self.source = grow(get("source"), (cap,), np.int8)
-        self.archived = grow(get("archived"), (cap,), np.bool_)
-        self.alive = grow(get("alive"), (cap,), np.bool_)
-
-    def __len__(self) -> int:
-        return len(self.row)
-
-    def upsert(self, r: MemoryRecord) -> None:
-        i = self.row.get(r.id)
-        if i is None:
-            if self.n == self.cap:
-                self._alloc(self.cap * 2)
-            i = self.n
-            self.n += 1
-            self.ids.append(r.id)
-            self.contents.append("")
-            self.row[r.id] = i
-        self.emb[i] = r.embedding
-        self.created[i] = r.created_at
-        self.accessed[i] = r.last_accessed_at
-        self.salience[i] = r.salience
-        self.access[i] = r.access_count
-        self.tokens[i] = r.tokens
-        self.kind[i] = KIND_CODES[r.kind]
-        self.source[i] = SOURCE_CODES[r.source]
-        self.archived[i] = r.archived_at is not None
-        self.alive[i] = True
-        active = r.archived_at is None
-        if self.contents[i] != r.content:  # upserts that keep the text skip re-indexing
-            self.contents[i] = r.content
-            self.lexical.set_text(i, r.content, active)
-        else:
-            self.lexical.set_active(i, active)
-
-    def remove(self, record_id: str) -> None:
-        i = self.row.pop(record_id, None)
-        if i is None:
-            return
-        self.alive[i] = False
-        self.lexical.set_active(i, False)
-        self.dead += 1
-        if self.dead > 64 and self.dead * 4 > self.n:
-            self._compact()
-
-    def set_archived(self, record_id: str, archived: bool) -> None:
-        i = self.row.get(record_id)
-        if i is not None:
-            self.archived[i] = archived
-            self.lexical.set_active(i, not archived)
-
-    def touch(self, record_id: str, at: float) -> None:
-        i = self.row.get(record_id)
-        if i is not None:
-            self.access[i] += 1
-            self.accessed[i] = at
-
-    def _compact(self) -> None:
-        keep = np.flatnonzero(self.alive[: self.n])
-        for name in (
-            "emb", "created", "accessed", "salience", "access", "tokens",
-            "kind", "source", "archived", "alive",
-        ):  # fmt: skip
-            arr = getattr(self, name)
-            arr[: len(keep)] = arr[keep]
-            arr[len(keep) : self.n] = 0
-        self.ids = [self.ids[i] for i in keep]
-        self.contents = [self.contents[i] for i in keep]
-        self.lexical.renumber(keep)
-        self.row = {rid: j for j, rid in enumerate(self.ids)}
-        self.n = len(keep)
-        self.dead = 0
-
-    def view(
-        self, kinds: frozenset[MemoryKind] | None, include_archived: bool, text: str | None = None
-    ) -> Candidates:
-        n = self.n
-        mask = self.alive[:n].copy()
-        if not include_archived:
-            mask &= ~self.archived[:n]
-        if kinds is not None and len(kinds) < len(KIND_CODES):
-            codes = np.array([KIND_CODES[k] for k in kinds], dtype=np.int8)
-            mask &= np.isin(self.kind[:n], codes)
-        return Candidates(
-            ids=self.ids,
-            embeddings=self.emb[:n],
-            created_at=self.created[:n],
-            last_accessed_at=self.accessed[:n],
-            salience=self.salience[:n],
-            access_count=self.access[:n],
-            tokens=self.tokens[:n],
-            kind=self.kind[:n],
-            source=self.source[:n],
-            mask=mask,
-            lexical=self.lexical.scores(text, n) if text is not None else None,
-        )
-
-
-class IndexedStore:
-    """A store whose records all live in process memory, with per-scope indexes.
-
-    InMemoryStore is this class; JsonlStore adds a durable log underneath.
-    Subclasses call the ``_apply_*`` methods to change state.
-    """
-
-    def __init__(self) -> None:
-        self._records: dict[str, MemoryRecord] = {}
-        self._by_scope: dict[str, dict[str, MemoryRecord]] = {}
-        self._index: dict[str, ScopeIndex] = {}
-        self._dims: int | None = None
-
-    # -- state changes (no I/O) -------------------------------------------------
-    def _apply_put(self, records: Sequence[MemoryRecord]) -> None:
-        for r in records:
-            old = self._records.get(r.id)
-            if old is not None and old.scope != r.scope:
-                self._drop(old)
-            stored = r.copy()
-            self._records[r.id] = stored
-            self._by_scope.setdefault(r.scope, {})[r.id] = stored
-            if self._dims is None:
-                self._dims = int(r.embedding.shape[0])
-            idx = self._index.get(r.scope)
-            if idx is None:
-                idx = self._index[r.scope] = ScopeIndex(self._dims)
-            idx.upsert(stored)
-
-    def _drop(self, r: MemoryRecord) -> None:
-        del self._records[r.id]
-        scope_map = self._by_scope[r.scope]
-        del scope_map[r.id]
-        self._index[r.scope].remove(r.id)
-        if not scope_map:
-            del self._by_scope[r.scope]
-            del self._index[r.scope]
-
-    def _apply_delete(self, ids: Sequence[str]) -> int:
-        n = 0
-        for rid in ids:
-            r = self._records.get(rid)
-            if r is not None:
-                self._drop(r)
-                n += 1
-        return n
-
-    def _apply_archive(self, ids: Sequence[str], at: float | None) -> int:
-        n = 0
-        for rid in ids:
-            r = self._records.get(rid)
-            if r is not None:
-                r.archived_at = at
-                self._index[r.scope].set_archived(rid, at is not None)
-                n += 1
-        return n
-
-    def _apply_touch(self, ids: Sequence[str], at: float) -> int:
-        n = 0
-        for rid in ids:
-            r = self._records.get(rid)
-            if r is not None:
-                r.access_count += 1
-                r.last_accessed_at = at
-                self._index[r.scope].touch(rid, at)
-                n += 1
-        return n
-
-    # -- reads ------------------------------------------------------------------
-    @property
-    def dims(self) -> int | None:
-        return self._dims
-
-    def _sync(self) -> None:
-        """Hook for stores that must catch up with other processes before a read."""
-
-    def get(self, record_id: str) -> MemoryRecord | None:
-        self._sync()
-        r = self._records.get(record_id)
-        return r.copy() if r is not None else None
-
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        self._sync()
-        return [r.copy() for r in (self._records.get(i) for i in ids) if r is not None]
-
-    def list(
-        self,
-        scope: str,
-        kinds: Iterable[MemoryKind | str] | None = None,
-        include_archived: bool = False,
-    ) -> builtins.list[MemoryRecord]:
-        check_scope(scope)
-        self._sync()
-        wanted = kind_filter(kinds)
-        out = [
-            r.copy()
-            for r in self._by_scope.get(scope, {}).values()
-            if (include_archived or r.archived_at is None) and (wanted is None or r.kind in wanted)
-        ]
-        out.sort(key=lambda r: (r.created_at, r.id))
-        return out
-
-    def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
-        self._sync()
-        if scope is None:
-            pool: Iterable[MemoryRecord] = self._records.values()
-        else:
-            check_scope(scope)
-            pool = self._by_scope.get(scope, {}).values()
-        if include_archived:
-            return sum(1 for _ in pool)
-        return sum(1 for r in pool if r.archived_at is None)
-
-    def scopes(self) -> builtins.list[str]:
-        self._sync()
-        return sorted(self._by_scope)
-
-    def candidates(
-        self,
-        scope: str,
-        query: np.ndarray | None = None,
-        *,
-        kinds: Iterable[MemoryKind | str] | None = None,
-        include_archived: bool = False,
-        pool: int | None = None,
-        text: str | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> Candidates:
-        check_scope(scope)
-        self._sync()
-        idx = self._index.get(scope)
-        if idx is None:
-            return Candidates.empty(self._dims or 0)
-        return idx.view(kind_filter(kinds), include_archived, text)

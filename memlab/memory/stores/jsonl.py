@@ -30,8 +30,16 @@ import filelock
 
 from memlab.errors import StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import (
+    STORES,
+    check_dims,
+    check_store_path,
+    check_time,
+    foreign_ids,
+    scoped_ids,
+)
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
+from memlab.memory.stores.indexed import IndexedStore
 
 FORMAT = "memlab.jsonl/1"
 _CRC_KEY = b',"crc":"'
@@ -61,12 +69,20 @@ class JsonlStore(IndexedStore):
     """A durable MemoryStore in one JSON Lines file.
 
     Args:
-        path: the log file; created (with its folder) on first write.
+        path: the log file, created on first write. Its folder must exist unless
+            ``create_dirs`` is true (so a mistyped path raises instead of starting
+            a new, empty store).
         fsync: fsync after every append. Without it an acknowledged write survives
             a process crash (it is in the OS page cache) but not a power loss.
         compact_min_lines: never compact logs shorter than this.
         compact_ratio: compact when lines exceed this multiple of live records.
         lock_timeout: seconds to wait for another process's lock.
+        create_dirs: create the folder of ``path`` (and its parents) if missing.
+
+    Raises:
+        StoreError: ``path`` is a folder, or its folder is missing and
+            ``create_dirs`` is false.
+        StoreCorrupted: the file exists but is not an intact memlab log.
     """
 
     def __init__(
@@ -77,9 +93,12 @@ class JsonlStore(IndexedStore):
         compact_min_lines: int = 1000,
         compact_ratio: float = 2.0,
         lock_timeout: float = 30.0,
+        create_dirs: bool = False,
     ) -> None:
         super().__init__()
         self.path = Path(path)
+        self.create_dirs = create_dirs
+        check_store_path(self.path, create_dirs, "JsonlStore")
         self.fsync = fsync
         self.compact_min_lines = compact_min_lines
         self.compact_ratio = compact_ratio
@@ -187,11 +206,11 @@ class JsonlStore(IndexedStore):
             self._dims = check_dims(records, self._dims, "log")
             self._apply_put(records)
         elif op == "delete":
-            self._apply_delete(obj["ids"])
+            self._apply_delete(obj["ids"], obj.get("scope"))
         elif op == "archive":
-            self._apply_archive(obj["ids"], obj["at"])
+            self._apply_archive(obj["ids"], obj["at"], obj.get("scope"))
         elif op == "touch":
-            self._apply_touch(obj["ids"], float(obj["at"]))
+            self._apply_touch(obj["ids"], float(obj["at"]), obj.get("scope"))
         else:
             raise ValueError(f"unknown op {op!r}")
 
@@ -201,10 +220,7 @@ class JsonlStore(IndexedStore):
             raise StoreError(f"memory store {self.path} is closed")
 
     def _locked(self) -> filelock.BaseFileLock:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the folder for {self.path}: {exc}") from None
+        check_store_path(self.path, self.create_dirs, "JsonlStore")
         return self._lock
 
     def _append(self, op: dict[str, Any]) -> None:
@@ -277,40 +293,42 @@ class JsonlStore(IndexedStore):
             self._check_open()
             self._sync()
             check_dims(records, self._dims, f"JsonlStore({self.path}).put")
+            foreign_ids(records, self._scope_of(records))
             op = {"op": "put", "records": [record_to_dict(r) for r in records]}
 
             def apply() -> None:
-                # Re-check under the lock: another process may have fixed the dims.
+                # Re-check under the lock: another process may have fixed the dims
+                # or written these ids.
                 self._dims = check_dims(records, self._dims, f"JsonlStore({self.path}).put")
+                foreign_ids(records, self._scope_of(records))
                 self._apply_put(records)
 
             self._write(op, apply)
 
-    def delete(self, ids: str | Sequence[str]) -> int:
-        ids = as_ids(ids)
+    # Ops carry the scope, so a replay applies them only to that scope's records
+    # (logs written before ids were scope-bound have no "scope" key).
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        ids = scoped_ids(scope, ids)
         if not ids:
             return 0
-        return int(self._write({"op": "delete", "ids": ids}, lambda: self._apply_delete(ids)))
+        op = {"op": "delete", "scope": scope, "ids": ids}
+        return int(self._write(op, lambda: self._apply_delete(ids, scope)))
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "mark_archived")
         if not ids:
             return 0
-        at = float(at)
-        return int(
-            self._write(
-                {"op": "archive", "ids": ids, "at": at}, lambda: self._apply_archive(ids, at)
-            )
-        )
+        op = {"op": "archive", "scope": scope, "ids": ids, "at": at}
+        return int(self._write(op, lambda: self._apply_archive(ids, at, scope)))
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "touch")
         if not ids:
             return 0
-        at = float(at)
-        return int(
-            self._write({"op": "touch", "ids": ids, "at": at}, lambda: self._apply_touch(ids, at))
-        )
+        op = {"op": "touch", "scope": scope, "ids": ids, "at": at}
+        return int(self._write(op, lambda: self._apply_touch(ids, at, scope)))
 
     # -- compaction ---------------------------------------------------------------
     def _maybe_compact(self) -> None:

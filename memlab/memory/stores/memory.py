@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, IndexedStore, as_ids, check_dims
+from memlab.memory.stores.base import STORES, check_dims, check_time, foreign_ids, scoped_ids
+from memlab.memory.stores.indexed import IndexedStore
 
 
 @STORES.register("memory")
@@ -19,17 +20,21 @@ class InMemoryStore(IndexedStore):
         records = list(records)
         if not records:
             return
-        self._dims = check_dims(records, self._dims, "InMemoryStore.put")
+        dims = check_dims(records, self._dims, "InMemoryStore.put")
+        foreign_ids(records, self._scope_of(records))
+        self._dims = dims
         self._apply_put(records)
 
-    def delete(self, ids: str | Sequence[str]) -> int:
-        return self._apply_delete(as_ids(ids))
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        return self._apply_delete(scoped_ids(scope, ids), scope)
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int:
-        return self._apply_archive(as_ids(ids), float(at))
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        return self._apply_archive(ids, check_time(at, "mark_archived"), scope)
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
-        return self._apply_touch(as_ids(ids), float(at))
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        return self._apply_touch(ids, check_time(at, "touch"), scope)
 
     def size_bytes(self) -> int:
         return 0

@@ -25,11 +25,14 @@ from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     STORES,
     Candidates,
-    ScopeIndex,
-    as_ids,
     check_dims,
+    check_store_path,
+    check_time,
+    foreign_ids,
     kind_filter,
+    scoped_ids,
 )
+from memlab.memory.stores.indexed import ScopeIndex
 
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
 MIGRATIONS: list[str] = [
@@ -132,14 +135,24 @@ class SqliteStore:
     """A durable MemoryStore backed by SQLite.
 
     Args:
-        path: the database file (created with its folder); ``":memory:"`` works too.
+        path: the database file, created if absent; ``":memory:"`` works too. Its
+            folder must exist unless ``create_dirs`` is true (so a mistyped path
+            raises instead of starting a new, empty store).
         timeout: seconds to wait for another process's write lock.
+        create_dirs: create the folder of ``path`` (and its parents) if missing.
+
+    Raises:
+        StoreError: ``path`` is a folder, or its folder is missing and
+            ``create_dirs`` is false.
+        StoreCorrupted: the file is not an intact SQLite database.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 30.0, create_dirs: bool = False
+    ) -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            check_store_path(Path(self.path), create_dirs, "SqliteStore")
         self._mutex = threading.RLock()
         self._cache: dict[str, ScopeIndex] = {}
         self._closed = False
@@ -254,74 +267,86 @@ class SqliteStore:
             dims = check_dims(records, current, f"SqliteStore({self.path}).put")
             if current is None:
                 db.execute("INSERT INTO meta (key, value) VALUES ('dims', ?)", (str(dims),))
-            moved: dict[str, str] = {}
+            existing: dict[str, str] = {}
             ids = [r.id for r in records]
             for chunk in _chunks(ids):
                 q = f"SELECT id, scope FROM records WHERE id IN ({','.join('?' * len(chunk))})"
-                moved.update(db.execute(q, chunk).fetchall())
+                existing.update(db.execute(q, chunk).fetchall())
+            foreign_ids(records, existing)  # raises inside the transaction: rolled back
             db.executemany(
                 f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES ({','.join('?' * 14)})",
                 [_record_to_row(r) for r in records],
             )
         self._dims = dims
         for r in records:
-            old_scope = moved.get(r.id)
-            if old_scope is not None and old_scope != r.scope and old_scope in self._cache:
-                self._cache[old_scope].remove(r.id)
             idx = self._cache.get(r.scope)
             if idx is not None:
                 idx.upsert(r)
 
-    def delete(self, ids: str | Sequence[str]) -> int:
-        ids = as_ids(ids)
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        ids = scoped_ids(scope, ids)
         n = 0
         with self._tx() as db:
             for chunk in _chunks(ids):
                 cur = db.execute(
-                    f"DELETE FROM records WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    f"DELETE FROM records WHERE scope = ? AND id IN ({','.join('?' * len(chunk))})",
+                    (scope, *chunk),
                 )
                 n += cur.rowcount
-        for idx in self._cache.values():
+        idx = self._cache.get(scope)
+        if idx is not None:
             for rid in ids:
                 idx.remove(rid)
         return n
 
-    def mark_archived(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "mark_archived")
         with self._tx() as db:
             cur = db.executemany(
-                "UPDATE records SET archived_at = ? WHERE id = ?", [(float(at), i) for i in ids]
+                "UPDATE records SET archived_at = ? WHERE scope = ? AND id = ?",
+                [(at, scope, i) for i in ids],
             )
             n = cur.rowcount
-        for idx in self._cache.values():
+        idx = self._cache.get(scope)
+        if idx is not None:
             for rid in ids:
                 idx.set_archived(rid, True)
         return n
 
-    def touch(self, ids: str | Sequence[str], at: float) -> int:
-        ids = as_ids(ids)
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "touch")
         with self._tx() as db:
             cur = db.executemany(
                 "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
-                "WHERE id = ?",
-                [(float(at), i) for i in ids],
+                "WHERE scope = ? AND id = ?",
+                [(at, scope, i) for i in ids],
             )
             n = cur.rowcount
-        for idx in self._cache.values():
+        idx = self._cache.get(scope)
+        if idx is not None:
             for rid in ids:
-                idx.touch(rid, float(at))
+                idx.touch(rid, at)
         return n
 
     # -- reads --------------------------------------------------------------------
-    def get(self, record_id: str) -> MemoryRecord | None:
-        rows = self._select(f"SELECT {_COLUMNS} FROM records WHERE id = ?", (record_id,))
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        (record_id,) = scoped_ids(scope, [record_id])
+        rows = self._select(
+            f"SELECT {_COLUMNS} FROM records WHERE scope = ? AND id = ?", (scope, record_id)
+        )
         return _row_to_record(rows[0]) if rows else None
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+    def get_many(self, scope: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        ids = scoped_ids(scope, ids)
         found: dict[str, MemoryRecord] = {}
-        for chunk in _chunks(list(ids)):
-            q = f"SELECT {_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))})"
-            for row in self._select(q, chunk):
+        for chunk in _chunks(ids):
+            q = (
+                f"SELECT {_COLUMNS} FROM records "
+                f"WHERE scope = ? AND id IN ({','.join('?' * len(chunk))})"
+            )
+            for row in self._select(q, (scope, *chunk)):
                 found[row[0]] = _row_to_record(row)
         return [found[i] for i in ids if i in found]
 

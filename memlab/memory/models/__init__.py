@@ -1,0 +1,41 @@
+"""Model adapters of the memory layer: embedders and summarizers behind one
+protocol each, the HTTP client they share, and the caches in front of them.
+
+- ``embedder``: the ``Embedder`` protocol, ``EMBEDDERS`` and the offline ``HashEmbedder``;
+- ``summarizer``: the ``Summarizer`` protocol, ``SUMMARIZERS`` and the offline
+  ``ExtractiveSummarizer``;
+- ``minilm``: a local sentence-transformers model (extra ``minilm``, imported on use);
+- ``openai``: embeddings and summaries from any OpenAI-compatible endpoint;
+- ``http``: the retrying JSON client those use;
+- ``cache``: the on-disk ``ModelCache``; ``cached``: the wrappers that answer from it.
+
+Every module here registers its classes on import (``EMBEDDERS`` and
+``SUMMARIZERS`` import the whole package on first lookup), so none may import a
+heavy dependency at import time.
+"""
+
+from memlab.memory.models.cache import ModelCache, default_cache_dir, default_cache_path
+from memlab.memory.models.cached import CachedEmbedder, CachedSummarizer, CacheStats, MemoEmbedder
+from memlab.memory.models.embedder import EMBEDDERS, Embedder, HashEmbedder
+from memlab.memory.models.minilm import MiniLMEmbedder
+from memlab.memory.models.openai import OpenAIEmbedder, OpenAISummarizer
+from memlab.memory.models.summarizer import SUMMARIZERS, ExtractiveSummarizer, Summarizer
+
+__all__ = [
+    "EMBEDDERS",
+    "SUMMARIZERS",
+    "CacheStats",
+    "CachedEmbedder",
+    "CachedSummarizer",
+    "Embedder",
+    "ExtractiveSummarizer",
+    "HashEmbedder",
+    "MemoEmbedder",
+    "MiniLMEmbedder",
+    "ModelCache",
+    "OpenAIEmbedder",
+    "OpenAISummarizer",
+    "Summarizer",
+    "default_cache_dir",
+    "default_cache_path",
+]

@@ -1,0 +1,395 @@
+"""A persistent cache of model outputs (embeddings and summaries) in one SQLite file.
+
+Embedding a text or summarizing a list of texts with the same model always gives
+the same answer, and real models are slow or cost money, so every run and every
+sweep job on a machine shares one cache:
+
+- location: ``$MEMLAB_CACHE_DIR/embeddings.sqlite`` if that variable is set, else
+  ``$XDG_CACHE_HOME/memlab/embeddings.sqlite``, else
+  ``~/.cache/memlab/embeddings.sqlite``; or any path given to ``ModelCache``;
+- key: the model's identity (its ``name``, which includes model and dims) and the
+  sha256 of the text (embeddings) or of the JSON list of input texts (summaries);
+- values: little-endian float32 BLOBs, and summary strings;
+- SQLite in WAL mode, one transaction per batch written, so parallel processes
+  read and write it safely (``INSERT OR IGNORE``: the first writer of a key wins,
+  and every writer would have written the same value).
+
+A damaged file, or an SQLite file that is not a memlab cache, raises
+``CacheCorrupted`` and is never modified or replaced.
+
+``CachedEmbedder`` and ``CachedSummarizer`` (``memlab.memory.models.cached``) wrap
+any Embedder / Summarizer with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import CacheCorrupted, CacheError, InputError
+from memlab.memory.stores.sqlite import enable_wal
+
+CACHE_DIR_ENV = "MEMLAB_CACHE_DIR"
+CACHE_FILE = "embeddings.sqlite"
+APPLICATION_ID = 0x6D6C6162  # "mlab" in the SQLite header marks the file as ours
+_CHUNK = 900  # stay far below SQLite's bound-parameter limit
+_INHERITED: list[sqlite3.Connection] = []  # connections inherited across fork()
+
+# Each entry moves the schema from version i to i + 1. Never edit a released one.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE IF NOT EXISTS models (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            dims INTEGER NOT NULL,
+            UNIQUE (kind, name, dims)
+        )""",
+        """CREATE TABLE IF NOT EXISTS embeddings (
+            model INTEGER NOT NULL,
+            key BLOB NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, key)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS summaries (
+            model INTEGER NOT NULL,
+            key BLOB NOT NULL,
+            summary TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (model, key)
+        ) WITHOUT ROWID""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def default_cache_dir() -> Path:
+    """``$MEMLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/memlab``, else ``~/.cache/memlab``."""
+    env = os.environ.get(CACHE_DIR_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    # The XDG spec says relative values are invalid and must be ignored.
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "memlab"
+
+
+def default_cache_path() -> Path:
+    """The cache file used when no path is given (see ``default_cache_dir``)."""
+    return default_cache_dir() / CACHE_FILE
+
+
+def text_key(text: str) -> bytes:
+    """sha256 of a text's UTF-8 bytes: the embedding cache key of that text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def texts_key(texts: Sequence[str]) -> bytes:
+    """sha256 of the JSON list of texts: the summary cache key of that input."""
+    blob = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
+
+class ModelCache:
+    """The on-disk cache of embeddings and summaries (see the module docstring).
+
+    Safe to share between threads and processes; a handle that crosses a fork or
+    a pickle reconnects in the new process.
+
+    Args:
+        path: the SQLite file (created with its folder). None: ``default_cache_path()``.
+        timeout: seconds to wait for another process's write lock.
+
+    Raises:
+        CacheCorrupted: the file is damaged or is not a memlab cache (left untouched).
+        CacheError: the file cannot be created or opened, or has a newer schema.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, timeout: float = 30.0) -> None:
+        self.path = Path(path).expanduser() if path else default_cache_path()
+        self.timeout = float(timeout)
+        self._lock = threading.RLock()
+        self._models: dict[tuple[str, str, int], int] = {}
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+        self._connect()
+
+    def __repr__(self) -> str:
+        return f"ModelCache({str(self.path)!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "timeout": self.timeout}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self.timeout = state["timeout"]
+        self._lock = threading.RLock()
+        self._models = {}
+        self._db = None
+        self._pid = 0
+
+    # -- connection ----------------------------------------------------------------
+    def _error(self, exc: sqlite3.Error) -> CacheError:
+        msg = str(exc)
+        if "locked" in msg or "busy" in msg:
+            return CacheError(
+                f"embedding cache {self.path} stayed locked by another process for "
+                f"{self.timeout:g} s ({msg}); retry, or give this run its own cache path"
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and (
+            "not a database" in msg or "malformed" in msg or "corrupt" in msg
+        ):
+            return CacheCorrupted(self.path, msg)
+        return CacheError(f"embedding cache {self.path}: {msg}")
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create the cache folder {self.path.parent}: {exc.strerror or exc}; "
+                f"set {CACHE_DIR_ENV} to a writable folder"
+            ) from None
+        if self.path.is_dir():
+            raise CacheError(f"embedding cache path {self.path} is a folder, not a file")
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(
+                str(self.path),
+                timeout=self.timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._check_and_migrate(db)
+        except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
+            raise self._error(exc) from None
+        except CacheError:
+            if db is not None:
+                db.close()
+            raise
+        self._db = db
+        self._pid = os.getpid()
+        self._models.clear()
+        return db
+
+    def _check_and_migrate(self, db: sqlite3.Connection) -> None:
+        app_id, version = self._header(db)
+        if version > SCHEMA_VERSION:
+            raise CacheError(
+                f"embedding cache {self.path} has schema version {version}, newer than this "
+                f"memlab understands ({SCHEMA_VERSION}); upgrade memlab or use another cache path"
+            )
+        enable_wal(db, self.timeout)
+        db.execute("PRAGMA synchronous=NORMAL")
+        if version == SCHEMA_VERSION:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            app_id, version = self._header(db)  # another process may have migrated
+            for step in MIGRATIONS[version:]:
+                for statement in step:
+                    db.execute(statement)
+            if app_id != APPLICATION_ID:
+                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _header(self, db: sqlite3.Connection) -> tuple[int, int]:
+        # The three reads must see one snapshot: between separate reads another
+        # process may create the cache (tables + application_id in one commit), and
+        # "no application_id but tables" would then look like a foreign database.
+        own = not db.in_transaction
+        if own:
+            db.execute("BEGIN")
+        try:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        finally:
+            if own:
+                db.execute("COMMIT")
+        if app_id != APPLICATION_ID and (app_id != 0 or tables):
+            raise CacheCorrupted(
+                self.path,
+                "it is an SQLite database but not a memlab cache "
+                f"(application_id {app_id:#x}, {tables} schema objects)",
+            )
+        return app_id, version
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._db is None or self._pid != os.getpid():
+                if self._db is not None:
+                    # A connection must not be used across fork(), and closing it in
+                    # the child could checkpoint the parent's WAL: keep it, unused.
+                    _INHERITED.append(self._db)
+                    self._db = None
+                self._connect()
+            assert self._db is not None
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise self._error(exc) from None
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._conn() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _model_id(
+        self, db: sqlite3.Connection, kind: str, name: str, dims: int, *, create: bool
+    ) -> int | None:
+        key = (kind, name, dims)
+        found = self._models.get(key)
+        if found is not None:
+            return found
+        if create:
+            db.execute("INSERT OR IGNORE INTO models (kind, name, dims) VALUES (?, ?, ?)", key)
+        row = db.execute(
+            "SELECT id FROM models WHERE kind = ? AND name = ? AND dims = ?", key
+        ).fetchone()
+        if row is None:
+            return None
+        self._models[key] = int(row[0])
+        return int(row[0])
+
+    # -- embeddings ----------------------------------------------------------------
+    def get_embeddings(
+        self, name: str, dims: int, keys: Sequence[bytes]
+    ) -> dict[bytes, np.ndarray]:
+        """Cached vectors of ``keys`` (``text_key`` values) for the embedder ``name``.
+
+        Returns:
+            key -> float32 vector of ``dims``, for the keys found (read-only arrays).
+
+        Raises:
+            CacheCorrupted: the file is damaged, or a stored vector has the wrong size.
+        """
+        out: dict[bytes, np.ndarray] = {}
+        if not keys:
+            return out
+        with self._conn() as db:
+            model = self._model_id(db, "embedding", name, dims, create=False)
+            if model is None:
+                return out
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT key, vector FROM embeddings WHERE model = ? AND key IN ({marks})",
+                    (model, *chunk),
+                ).fetchall()
+                for key, blob in rows:
+                    if len(blob) != 4 * dims:
+                        raise CacheCorrupted(
+                            self.path,
+                            f"a cached vector of {name} has {len(blob)} bytes, expected {4 * dims}",
+                        )
+                    out[bytes(key)] = np.frombuffer(blob, dtype="<f4")
+        return out
+
+    def put_embeddings(
+        self, name: str, dims: int, items: Sequence[tuple[bytes, np.ndarray]]
+    ) -> None:
+        """Store ``(key, vector)`` pairs for the embedder ``name`` in one transaction."""
+        if not items:
+            return
+        rows = []
+        for key, vec in items:
+            arr = np.asarray(vec, dtype="<f4")
+            if arr.shape != (dims,):
+                raise InputError(
+                    f"cannot cache a vector of shape {arr.shape} for {name} ({dims} dims)"
+                )
+            rows.append((key, arr.tobytes()))
+        with self._write() as db:
+            model = self._model_id(db, "embedding", name, dims, create=True)
+            db.executemany(
+                "INSERT OR IGNORE INTO embeddings (model, key, vector) VALUES (?, ?, ?)",
+                [(model, k, v) for k, v in rows],
+            )
+
+    # -- summaries -----------------------------------------------------------------
+    def get_summary(self, name: str, key: bytes) -> str | None:
+        """The cached summary of the input ``key`` (``texts_key``) by ``name``, or None."""
+        with self._conn() as db:
+            model = self._model_id(db, "summary", name, 0, create=False)
+            if model is None:
+                return None
+            row = db.execute(
+                "SELECT summary FROM summaries WHERE model = ? AND key = ?", (model, key)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_summary(self, name: str, key: bytes, summary: str) -> None:
+        """Store one summary (the first writer of a key wins)."""
+        with self._write() as db:
+            model = self._model_id(db, "summary", name, 0, create=True)
+            db.execute(
+                "INSERT OR IGNORE INTO summaries (model, key, summary, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (model, key, summary, time.time()),
+            )
+
+    # -- housekeeping --------------------------------------------------------------
+    def info(self) -> dict[str, int]:
+        """Entries per kind and the file's size in bytes (WAL included)."""
+        with self._conn() as db:
+            embeddings = db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            summaries = db.execute("SELECT count(*) FROM summaries").fetchone()[0]
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+        return {"embeddings": int(embeddings), "summaries": int(summaries), "bytes": size}
+
+    def check(self) -> None:
+        """Run SQLite's full integrity check (reads the whole file).
+
+        Raises:
+            CacheCorrupted: naming what SQLite found.
+        """
+        with self._conn() as db:
+            problems = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
+        if problems != ["ok"]:
+            raise CacheCorrupted(self.path, "; ".join(problems[:5]))
+
+    def close(self) -> None:
+        """Close this process's connection (it reopens on next use)."""
+        with self._lock:
+            if self._db is not None and self._pid == os.getpid():
+                self._db.close()
+            self._db = None
+
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "ModelCache",
+    "default_cache_dir",
+    "default_cache_path",
+    "text_key",
+    "texts_key",
+]

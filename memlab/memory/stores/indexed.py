@@ -1,0 +1,299 @@
+"""The column index the exact stores share.
+
+``ScopeIndex`` keeps one scope's records as growable numpy columns (plus a BM25
+index of their text), so a recall ranks them without rebuilding a matrix.
+``IndexedStore`` holds every record in process memory with one ScopeIndex per
+scope: InMemoryStore is this class, JsonlStore adds a durable log underneath,
+and SqliteStore caches each scope it recalls from in a ScopeIndex.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from memlab.memory.lexical import LexicalIndex
+from memlab.memory.records import KIND_CODES, SOURCE_CODES, MemoryKind, MemoryRecord, check_scope
+from memlab.memory.stores.base import Candidates, kind_filter, scoped_ids
+
+
+class ScopeIndex:
+    """Growable column arrays for one scope, so a recall never rebuilds a matrix.
+
+    Rows are appended (capacity doubles); deletes leave a dead row that is
+    compacted away once dead rows are a quarter of the index.
+    """
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+        self.ids: list[str] = []
+        self.row: dict[str, int] = {}
+        self.n = 0
+        self.dead = 0
+        self.contents: list[str] = []
+        self.lexical = LexicalIndex()
+        self._alloc(16)
+
+    def _alloc(self, cap: int) -> None:
+        def grow(old: np.ndarray | None, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+            new: np.ndarray = np.zeros(shape, dtype=dtype)
+            if old is not None and self.n:
+                new[: self.n] = old[: self.n]
+            return new
+
+        d = self.dims
+        self.cap = cap
+        get = self.__dict__.get
+        self.emb = grow(get("emb"), (cap, d), np.float32)
+        self.created = grow(get("created"), (cap,), np.float64)
+        self.accessed = grow(get("accessed"), (cap,), np.float64)
+        self.salience = grow(get("salience"), (cap,), np.float32)
+        self.access = grow(get("access"), (cap,), np.int64)
+        self.tokens = grow(get("tokens"), (cap,), np.int64)
+        self.kind = grow(get("kind"), (cap,), np.int8)
+        self.source = grow(get("source"), (cap,), np.int8)
+        self.archived = grow(get("archived"), (cap,), np.bool_)
+        self.alive = grow(get("alive"), (cap,), np.bool_)
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def upsert(self, r: MemoryRecord) -> None:
+        i = self.row.get(r.id)
+        if i is None:
+            if self.n == self.cap:
+                self._alloc(self.cap * 2)
+            i = self.n
+            self.n += 1
+            self.ids.append(r.id)
+            self.contents.append("")
+            self.row[r.id] = i
+        self.emb[i] = r.embedding
+        self.created[i] = r.created_at
+        self.accessed[i] = r.last_accessed_at
+        self.salience[i] = r.salience
+        self.access[i] = r.access_count
+        self.tokens[i] = r.tokens
+        self.kind[i] = KIND_CODES[r.kind]
+        self.source[i] = SOURCE_CODES[r.source]
+        self.archived[i] = r.archived_at is not None
+        self.alive[i] = True
+        active = r.archived_at is None
+        if self.contents[i] != r.content:  # upserts that keep the text skip re-indexing
+            self.contents[i] = r.content
+            self.lexical.set_text(i, r.content, active)
+        else:
+            self.lexical.set_active(i, active)
+
+    def remove(self, record_id: str) -> None:
+        i = self.row.pop(record_id, None)
+        if i is None:
+            return
+        self.alive[i] = False
+        self.lexical.set_active(i, False)
+        self.dead += 1
+        if self.dead > 64 and self.dead * 4 > self.n:
+            self._compact()
+
+    def set_archived(self, record_id: str, archived: bool) -> None:
+        i = self.row.get(record_id)
+        if i is not None:
+            self.archived[i] = archived
+            self.lexical.set_active(i, not archived)
+
+    def touch(self, record_id: str, at: float) -> None:
+        i = self.row.get(record_id)
+        if i is not None:
+            self.access[i] += 1
+            self.accessed[i] = at
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.n])
+        for name in (
+            "emb", "created", "accessed", "salience", "access", "tokens",
+            "kind", "source", "archived", "alive",
+        ):  # fmt: skip
+            arr = getattr(self, name)
+            arr[: len(keep)] = arr[keep]
+            arr[len(keep) : self.n] = 0
+        self.ids = [self.ids[i] for i in keep]
+        self.contents = [self.contents[i] for i in keep]
+        self.lexical.renumber(keep)
+        self.row = {rid: j for j, rid in enumerate(self.ids)}
+        self.n = len(keep)
+        self.dead = 0
+
+    def view(
+        self, kinds: frozenset[MemoryKind] | None, include_archived: bool, text: str | None = None
+    ) -> Candidates:
+        n = self.n
+        mask = self.alive[:n].copy()
+        if not include_archived:
+            mask &= ~self.archived[:n]
+        if kinds is not None and len(kinds) < len(KIND_CODES):
+            codes = np.array([KIND_CODES[k] for k in kinds], dtype=np.int8)
+            mask &= np.isin(self.kind[:n], codes)
+        return Candidates(
+            ids=self.ids,
+            embeddings=self.emb[:n],
+            created_at=self.created[:n],
+            last_accessed_at=self.accessed[:n],
+            salience=self.salience[:n],
+            access_count=self.access[:n],
+            tokens=self.tokens[:n],
+            kind=self.kind[:n],
+            source=self.source[:n],
+            mask=mask,
+            lexical=self.lexical.scores(text, n) if text is not None else None,
+        )
+
+
+class IndexedStore:
+    """A store whose records all live in process memory, with per-scope indexes.
+
+    InMemoryStore is this class; JsonlStore adds a durable log underneath.
+    Subclasses call the ``_apply_*`` methods to change state.
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[str, MemoryRecord] = {}
+        self._by_scope: dict[str, dict[str, MemoryRecord]] = {}
+        self._index: dict[str, ScopeIndex] = {}
+        self._dims: int | None = None
+
+    # -- state changes (no I/O) -------------------------------------------------
+    def _apply_put(self, records: Sequence[MemoryRecord]) -> None:
+        for r in records:
+            old = self._records.get(r.id)
+            if old is not None and old.scope != r.scope:
+                self._drop(old)
+            stored = r.copy()
+            self._records[r.id] = stored
+            self._by_scope.setdefault(r.scope, {})[r.id] = stored
+            if self._dims is None:
+                self._dims = int(r.embedding.shape[0])
+            idx = self._index.get(r.scope)
+            if idx is None:
+                idx = self._index[r.scope] = ScopeIndex(self._dims)
+            idx.upsert(stored)
+
+    def _drop(self, r: MemoryRecord) -> None:
+        del self._records[r.id]
+        scope_map = self._by_scope[r.scope]
+        del scope_map[r.id]
+        self._index[r.scope].remove(r.id)
+        if not scope_map:
+            del self._by_scope[r.scope]
+            del self._index[r.scope]
+
+    def _owned(self, scope: str | None, rid: str) -> MemoryRecord | None:
+        """The record with this id if it belongs to ``scope`` (None: any scope,
+        for replaying logs written before ids were scope-bound)."""
+        r = self._records.get(rid)
+        if r is None or (scope is not None and r.scope != scope):
+            return None
+        return r
+
+    def _scope_of(self, records: Sequence[MemoryRecord]) -> dict[str, str]:
+        return {r.id: old.scope for r in records if (old := self._records.get(r.id)) is not None}
+
+    def _apply_delete(self, ids: Sequence[str], scope: str | None = None) -> int:
+        n = 0
+        for rid in ids:
+            r = self._owned(scope, rid)
+            if r is not None:
+                self._drop(r)
+                n += 1
+        return n
+
+    def _apply_archive(self, ids: Sequence[str], at: float | None, scope: str | None = None) -> int:
+        n = 0
+        for rid in ids:
+            r = self._owned(scope, rid)
+            if r is not None:
+                r.archived_at = at
+                self._index[r.scope].set_archived(rid, at is not None)
+                n += 1
+        return n
+
+    def _apply_touch(self, ids: Sequence[str], at: float, scope: str | None = None) -> int:
+        n = 0
+        for rid in ids:
+            r = self._owned(scope, rid)
+            if r is not None:
+                r.access_count += 1
+                r.last_accessed_at = at
+                self._index[r.scope].touch(rid, at)
+                n += 1
+        return n
+
+    # -- reads ------------------------------------------------------------------
+    @property
+    def dims(self) -> int | None:
+        return self._dims
+
+    def _sync(self) -> None:
+        """Hook for stores that must catch up with other processes before a read."""
+
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        (record_id,) = scoped_ids(scope, [record_id])
+        self._sync()
+        r = self._owned(scope, record_id)
+        return r.copy() if r is not None else None
+
+    def get_many(self, scope: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        ids = scoped_ids(scope, ids)
+        self._sync()
+        return [r.copy() for r in (self._owned(scope, i) for i in ids) if r is not None]
+
+    def list(
+        self,
+        scope: str,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_archived: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        check_scope(scope)
+        self._sync()
+        wanted = kind_filter(kinds)
+        out = [
+            r.copy()
+            for r in self._by_scope.get(scope, {}).values()
+            if (include_archived or r.archived_at is None) and (wanted is None or r.kind in wanted)
+        ]
+        out.sort(key=lambda r: (r.created_at, r.id))
+        return out
+
+    def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        self._sync()
+        if scope is None:
+            pool: Iterable[MemoryRecord] = self._records.values()
+        else:
+            check_scope(scope)
+            pool = self._by_scope.get(scope, {}).values()
+        if include_archived:
+            return sum(1 for _ in pool)
+        return sum(1 for r in pool if r.archived_at is None)
+
+    def scopes(self) -> builtins.list[str]:
+        self._sync()
+        return sorted(self._by_scope)
+
+    def candidates(
+        self,
+        scope: str,
+        query: np.ndarray | None = None,
+        *,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_archived: bool = False,
+        pool: int | None = None,
+        text: str | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> Candidates:
+        check_scope(scope)
+        self._sync()
+        idx = self._index.get(scope)
+        if idx is None:
+            return Candidates.empty(self._dims or 0)
+        return idx.view(kind_filter(kinds), include_archived, text)

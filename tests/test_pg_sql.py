@@ -1,0 +1,66 @@
+"""memlab.memory.stores.pg.sql: lossless text escaping and the approximate stage's arithmetic
+(no server needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memlab.errors import InputError
+from memlab.memory import MemoryKind
+from memlab.memory.stores.pg import sql as pgmod
+from memlab.memory.stores.pg.sql import escape_text, unescape_text
+
+
+# -- lossless text ------------------------------------------------------------------
+@given(st.text())
+def test_escape_is_lossless_and_nul_free(s: str) -> None:
+    e = escape_text(s)
+    assert "\x00" not in e
+    assert unescape_text(e) == s
+
+
+@given(st.text(), st.text())
+def test_escape_is_injective(a: str, b: str) -> None:
+    if a != b:
+        assert escape_text(a) != escape_text(b)
+
+
+# -- the approximate stage's arithmetic (no server) -----------------------------------
+def test_allocate_splits_the_pool_evenly_and_passes_on_what_a_kind_cannot_use() -> None:
+    E, S, P = MemoryKind.EPISODIC, MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL
+    assert pgmod.allocate(150, {E: 151, S: 20, P: 0}) == {E: 130, S: 20, P: 0}
+    assert pgmod.allocate(90, {E: 500, S: 500, P: 500}) == {E: 30, S: 30, P: 30}
+    assert pgmod.allocate(10, {E: 500, S: 500, P: 500}) == {E: 4, S: 3, P: 3}
+    assert pgmod.allocate(50, {E: 3}) == {E: 3}
+
+
+@given(
+    pool=st.integers(1, 500),
+    counts=st.lists(st.integers(0, 600), min_size=1, max_size=3),
+)
+def test_allocate_never_exceeds_the_pool_or_a_kind(pool: int, counts: list[int]) -> None:
+    kinds = list(MemoryKind)[: len(counts)]
+    got = pgmod.allocate(pool, dict(zip(kinds, counts, strict=True)))
+    assert sum(got.values()) == min(pool, sum(counts))
+    assert all(0 <= got[k] <= c for k, c in zip(kinds, counts, strict=True))
+
+
+def test_augmented_inner_product_is_the_weighted_similarity_plus_salience() -> None:
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(8).astype(np.float32)
+    v /= np.linalg.norm(v)
+    q = rng.standard_normal(8).astype(np.float32)
+    q /= np.linalg.norm(q)
+    s = 0.7
+    stored = np.concatenate([v, [s, np.sqrt(1 - s * s)]])
+    assert float(np.linalg.norm(stored)) == pytest.approx(np.sqrt(2), rel=1e-6)
+    w_sim, w_sal = pgmod.ann_weights({"similarity": 0.6, "salience": 0.2, "recency": 0.3})
+    assert (w_sim, w_sal) == (0.6, 0.2)
+    got = float(stored @ pgmod.aug_query(q, w_sim, w_sal))
+    assert got == pytest.approx(0.6 * float(v @ q) + 0.2 * s, abs=1e-6)
+    assert pgmod.ann_weights(None) == (1.0, 0.0)
+    with pytest.raises(InputError):
+        pgmod.ann_weights({"similarity": -1.0})

@@ -1,0 +1,390 @@
+"""PgVectorStore specifics, against the session's embedded PostgreSQL server:
+migrations, dims, connection errors, the candidate pool, parity with the exact
+stores, and the embedded server's start-up (stale pid, reuse, concurrent starters)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("psycopg", reason="memlab[pg] is not installed")
+
+from memlab.errors import InputError
+from memlab.memory import (
+    HashEmbedder,
+    MemoryInput,
+    MemoryLayer,
+    MemoryRecord,
+    RankWeights,
+    RecallQuery,
+    SqliteStore,
+)
+from memlab.memory.stores.pg.store import PgVectorStore
+from tests.conftest import admin, make_record, vec
+
+DIMS = 16
+
+
+def test_nul_and_escape_char_survive_every_text_field(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema)
+    try:
+        r = make_record(
+            "sc\x00ope\u2400",
+            "con\x00tent \u24000 \u2400\u2400 end",
+            id="i\x00d\u2400",
+            provenance=("t\x001", "\u2400"),
+            meta={"k\x00": "v\x00\u2400", "n": [1, 2.5, None]},
+        )
+        s.put(r)
+        got = s.get(r.scope, r.id)
+        assert got is not None and got.same_as(r)
+        assert s.scopes() == ["sc\x00ope\u2400"]
+        assert [x.id for x in s.list("sc\x00ope\u2400")] == [r.id]
+        assert s.list("sc\x00ope") == [] and s.list("sc\u24000ope\u2400") == []
+        assert s.touch(r.scope, [r.id, r.id], at=5.0) == 2
+        assert s.get(r.scope, r.id).access_count == 2  # type: ignore[union-attr]
+        assert s.mark_archived(r.scope, [r.id], at=6.0) == 1
+        assert s.delete(r.scope, [r.id]) == 1
+    finally:
+        s.close()
+
+
+def test_big_put_many_is_atomic(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema)
+    rs = [make_record(content=f"f{i}", embedding=vec(i % 50)) for i in range(12_000)]
+    bad = rs[-1].copy(tokens=2**31)  # fits Python, not the int4 column: fails in chunk 3
+    with pytest.raises(InputError, match="out of range"):
+        s.put_many([*rs[:-1], bad])
+    assert s.count() == 0  # nothing of the first two chunks stayed
+    s.put_many(rs)
+    assert s.count() == 12_000
+    s.close()
+
+
+def test_touch_is_a_hot_update_that_leaves_the_hnsw_index_alone(dsn: str, schema: str) -> None:
+    """Recall touches what it returns; with 384-dim rows that must not re-insert
+    them into the HNSW graph (which costs more than the recall)."""
+    s = PgVectorStore(dsn, schema=schema, dims=384)
+    rs = [make_record(content=f"f{i}", embedding=vec(i, 384), dims=384) for i in range(300)]
+    s.put_many(rs)
+    conn = s._db()
+
+    def index_size() -> int:
+        return int(
+            conn.execute(
+                "SELECT pg_relation_size(%s::regclass)",
+                (f'"{schema}".memlab_records_aug_episodic',),
+            ).fetchone()[0]
+        )
+
+    before = index_size()
+    rng = np.random.default_rng(0)
+    for call in range(90):  # like recalls: 10 hits each, popular records recur
+        hits = rng.choice(300, size=10, replace=False, p=_zipf(300))
+        s.touch("alice", [rs[i].id for i in hits], at=float(call))
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    with admin(dsn) as other:
+        updates, hot = other.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+            "WHERE schemaname = %s AND relname = 'memlab_records'",
+            (schema,),
+        ).fetchone()
+    assert updates == 900 and hot >= 0.9 * updates, f"only {hot} of {updates} HOT"
+    assert index_size() <= before * 1.05
+    s.close()
+
+
+def _zipf(n: int) -> np.ndarray:
+    p = 1.0 / np.arange(1, n + 1)
+    return p / p.sum()
+
+
+# -- the candidate pool ------------------------------------------------------------
+def _near(base: np.ndarray, rng: np.random.Generator, spread: float) -> np.ndarray:
+    v = base + spread * rng.standard_normal(base.shape[0]).astype(np.float32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def test_small_scope_is_returned_whole(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema, pool=50)
+    rs = [make_record(content=f"f{i}", created_at=i) for i in range(50)]
+    s.put_many(rs + [make_record("bob", content=f"b{i}") for i in range(100)])
+    c = s.candidates("alice", vec(0), pool=50)
+    assert c.n_active == 50 and set(c.ids) == {r.id for r in rs}
+    s.close()
+
+
+def test_big_scope_pool_holds_neighbours_salient_and_recent(dsn: str, schema: str) -> None:
+    rng = np.random.default_rng(1)
+    q = vec("query")
+    s = PgVectorStore(dsn, schema=schema, salient=5, recent=5)
+    rs = [
+        make_record(
+            content=f"f{i}",
+            created_at=float(i),
+            salience=float(rng.uniform(0, 0.9)),
+            kind="semantic" if i % 3 == 0 else "episodic",
+            embedding=_near(q, rng, 0.5),
+        )
+        for i in range(1500)
+    ]
+    rs[7].salience = 0.99  # the most salient, not necessarily near
+    others = [make_record("bob", content=f"b{i}", embedding=_near(q, rng, 0.1)) for i in range(500)]
+    s.put_many(rs + others)
+    s.mark_archived("alice", [rs[-1].id], at=2000.0)  # newest, but archived
+    s.analyze()
+    c = s.candidates("alice", q, pool=100)
+    ids = set(c.ids)
+    assert c.mask.all() and len(c) <= 3 * 34 + 5 + 5 and len(ids) == len(c)
+    assert ids <= {r.id for r in rs[:-1]}  # this scope only, nothing archived
+    active = rs[:-1]
+    for kind in ("episodic", "semantic"):  # each kind's ceil(100 / 3) nearest
+        mine = [r for r in active if r.kind.value == kind]
+        sims = np.array([r.embedding @ q for r in mine])
+        exact = {mine[i].id for i in np.argsort(-sims)[:34]}
+        assert len(ids & exact) >= 32, kind  # approximate nearest neighbours
+    assert rs[7].id in ids
+    newest = sorted(active, key=lambda r: -r.created_at)[:5]
+    assert {r.id for r in newest} <= ids
+    sem = s.candidates("alice", q, pool=100, kinds=["semantic"])
+    assert {r.kind.value for r in s.get_many("alice", sem.ids)} == {"semantic"}
+    # Without a usable query: the most salient and the most recent.
+    z = s.candidates("alice", np.zeros(DIMS, dtype=np.float32), pool=100)
+    assert rs[7].id in z.ids and newest[0].id in z.ids and len(z) <= 200
+    s.close()
+
+
+def test_bm25_of_a_pool_uses_the_whole_scope(dsn: str, schema: str) -> None:
+    """Beyond the pool, lexical scores still use the scope's N, df and average
+    length, not the pool's."""
+    from tests.test_lexical import reference_bm25
+
+    words = ["deploy", "region", "billing", "pager", "coffee", "gke", "eks", "nomad"]
+    rs = [
+        make_record(
+            content=" ".join(words[(i * 5 + j) % len(words)] for j in range(1 + i % 5)),
+            created_at=float(i),
+        )
+        for i in range(300)
+    ]
+    s = PgVectorStore(dsn, schema=schema, salient=5, recent=5)
+    s.put_many([*rs, make_record("bob", content="deploy gke gke")])
+    s.mark_archived("alice", [r.id for r in rs[:40]], at=1.0)
+    query = "deploy to gke, or eks?"
+    c = s.candidates("alice", vec(0), pool=50, text=query)
+    assert len(c) < 260 and c.lexical is not None
+    active = {r.id: r.content for r in s.list("alice")}
+    ref = dict(
+        zip(active, reference_bm25(dict(enumerate(active.values())), query).values(), strict=True)
+    )
+    for row, rid in enumerate(c.ids):
+        assert c.lexical[row] == pytest.approx(ref[rid], rel=1e-6, abs=1e-9)
+    assert s.candidates("alice", vec(0), pool=50).lexical is None
+    s.close()
+
+
+def test_iterative_scan_fills_the_pool_under_a_selective_scope(dsn: str, schema: str) -> None:
+    """With the HNSW index forced, a scope holding 5% of the rows still gets a full
+    pool thanks to the iterative scan; without it, ef_search rows are scanned and
+    the scope filter leaves few."""
+    rng = np.random.default_rng(2)
+    q = vec("q")
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0, ef_search=40)
+    mine = [make_record(content=f"m{i}", embedding=_near(q, rng, 0.8)) for i in range(200)]
+    theirs = [
+        make_record("bob", content=f"b{i}", embedding=_near(q, rng, 0.8)) for i in range(3800)
+    ]
+    s.put_many(mine + theirs)
+    s.analyze()
+    conn = s._db()
+    conn.execute("SET enable_sort = off")  # ORDER BY distance must come from the index
+    conn.execute("SET enable_seqscan = off")
+    assert "aug_episodic" in s.explain_candidates("alice", q, pool=100)
+    assert len(s.candidates("alice", q, pool=100)) == 100
+    conn.execute("SET hnsw.iterative_scan = off")
+    assert len(s.candidates("alice", q, pool=100)) < 50
+    s.close()
+
+
+def test_old_salient_fact_is_found_through_the_salient_additions(
+    dsn: str, schema: str, tmp_path: Path
+) -> None:
+    """Many recent records are near the query; one old, vital fact is not. With a
+    salience-heavy ranking the fact is the exact top hit. A cosine pool misses it.
+    A graph search may miss an isolated point too (none of its neighbours is near
+    the query), so the scope's most salient records are added to every pool."""
+    rng = np.random.default_rng(3)
+    q = vec("deploy")
+    now = 400 * 86400.0
+    near = [
+        make_record(
+            content=f"chatter {i}",
+            kind=("episodic", "semantic")[i % 2],
+            created_at=now - 3600.0 * i,
+            salience=0.1,
+            embedding=_near(q, rng, 0.3),
+        )
+        for i in range(400)
+    ]
+    fact = make_record(
+        content="Always page me on PagerDuty, never email.",
+        kind="semantic",
+        salience=1.0,
+        created_at=now - 300 * 86400.0,
+        embedding=vec("pagerduty"),
+    )
+    weights = RankWeights(similarity=0.3, recency=0.0, salience=0.7, usage=0.0)
+
+    class Fixed(HashEmbedder):
+        def embed(self, texts: Any) -> np.ndarray:
+            return np.stack([q for _ in texts])
+
+    def top(store: Any) -> str:
+        layer = MemoryLayer(store, Fixed(DIMS), weights=weights, clock=lambda: now, pool=50)
+        return layer.recall(RecallQuery("alice", "how do I reach you?"), touch=False)[0].record.id
+
+    exact = SqliteStore(tmp_path / "m.db")
+    exact.put_many([*near, fact])
+    assert top(exact) == fact.id
+    s = PgVectorStore(dsn, schema=schema, salient=10, recent=10)
+    s.put_many([*near, fact])
+    assert top(s) == fact.id
+    s.salient = 0
+    assert fact.id not in s.candidates("alice", q, pool=50).ids  # by cosine alone
+    s.close()
+
+
+def test_the_search_weighs_similarity_and_salience_as_asked(dsn: str, schema: str) -> None:
+    """Half the scope is near the query with low salience, half further away with
+    high salience: the pool follows the weights the caller passes, per query."""
+    rng = np.random.default_rng(7)
+    dims = 64
+    q = vec("q", dims)
+
+    def rec(i: int, salience: float, spread: float) -> MemoryRecord:
+        return make_record(
+            content=f"r{i}", salience=salience, dims=dims, embedding=_near(q, rng, spread)
+        )
+
+    near = [rec(i, 0.05 + 0.1 * rng.uniform(), 0.1) for i in range(600)]
+    vital = [rec(i, 0.9 + 0.1 * rng.uniform(), 1.5) for i in range(600, 1200)]
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)
+    s.put_many(near + vital)
+    s.analyze()
+    conn = s._db()
+    conn.execute("SET enable_sort = off")  # the order must come from the HNSW index
+    conn.execute("SET enable_seqscan = off")
+    assert "aug_episodic" in s.explain_candidates("alice", q, pool=60)
+    everyone = near + vital
+
+    def overlap(w_sim: float, w_sal: float) -> float:
+        """Share of the exact top 60 by w_sim * cos + w_sal * salience in the pool."""
+        weights = {"similarity": w_sim, "salience": w_sal, "recency": 0.5}
+        c = s.candidates("alice", q, pool=60, weights=weights)
+        assert len(c) == 60
+        score = [w_sim * float(r.embedding @ q) + w_sal * r.salience for r in everyone]
+        best = {everyone[i].id for i in np.argsort(score)[::-1][:60]}
+        return len(best & set(c.ids)) / 60
+
+    for w_sim, w_sal in [(1.0, 0.0), (0.6, 0.2), (0.3, 0.3), (0.2, 0.8), (0.0, 1.0)]:
+        assert overlap(w_sim, w_sal) >= 0.9, (w_sim, w_sal)
+    vital_ids = {r.id for r in vital}
+    assert not vital_ids & set(s.candidates("alice", q, pool=60).ids)  # cosine by default
+    sal = s.candidates("alice", q, pool=60, weights={"similarity": 0.1, "salience": 0.9})
+    assert set(sal.ids) <= vital_ids
+    with pytest.raises(InputError, match="weights"):
+        s.candidates("alice", q, pool=60, weights={"similarity": -1.0})
+    s.close()
+
+
+# -- parity with the exact stores -------------------------------------------------
+def _texts(n: int, seed: int) -> tuple[list[str], list[str]]:
+    from memlab.bench.workload import Corpus
+
+    gen = Corpus(max(3, n // 60), seed)
+    return gen.lines(n, seed), gen.queries(25, seed + 1)
+
+
+def test_recall_matches_sqlite_for_small_scopes(dsn: str, schema: str, tmp_path: Path) -> None:
+    texts, queries = _texts(600, 4)
+    rng = np.random.default_rng(4)
+    scopes = ["alice", "bob", "carol:ops", "al'ice%"]
+    items = [
+        MemoryInput(
+            scopes[i % len(scopes)],
+            t,
+            kind=("episodic", "semantic", "procedural")[i % 3],
+            salience=float(rng.uniform()),
+            created_at=1_000_000.0 + 600.0 * i,
+            id=f"r{i}",
+        )
+        for i, t in enumerate(texts)
+    ]
+    now = 1_000_000.0 + 600.0 * len(texts) + 3600.0
+    emb = HashEmbedder(64)
+    exact = MemoryLayer(SqliteStore(tmp_path / "m.db"), emb, clock=lambda: now)
+    approx = MemoryLayer(PgVectorStore(dsn, schema=schema), emb, clock=lambda: now, pool=200)
+    exact.remember_many(items)
+    approx.remember_many(items)
+    for round_ in range(2):  # the second round sees the first round's touches
+        for scope in scopes:
+            for qt in queries:
+                a = exact.recall(RecallQuery(scope, qt, token_budget=400))
+                b = approx.recall(RecallQuery(scope, qt, token_budget=400))
+                assert [h.record.id for h in b] == [h.record.id for h in a], (round_, scope, qt)
+                assert [h.score for h in b] == pytest.approx([h.score for h in a], abs=1e-6)
+    approx.store.close()
+
+
+def test_recall_at_10_against_exact_at_thousands(dsn: str, schema: str) -> None:
+    """A 3,000-record scope (+1,500 elsewhere) goes through the HNSW pool; its top-10
+    agrees with the exact ranking on at least 95% of ids. (At this size the planner
+    may prefer an exact sort for a big pool, so the index is forced here.)"""
+    from memlab.memory import InMemoryStore
+
+    texts, queries = _texts(4500, 5)
+    rng = np.random.default_rng(5)
+    items = [
+        MemoryInput(
+            "alice" if i % 3 else "bob",
+            t,
+            salience=float(rng.uniform()),
+            created_at=1_000_000.0 + 60.0 * i,
+            id=f"r{i}",
+        )
+        for i, t in enumerate(texts)
+    ]
+    now = 1_000_000.0 + 60.0 * len(texts) + 3600.0
+    emb = HashEmbedder(64)
+    exact = MemoryLayer(InMemoryStore(), emb, clock=lambda: now)
+    store = PgVectorStore(dsn, schema=schema)
+    approx = MemoryLayer(store, emb, clock=lambda: now, pool=200)
+    exact.remember_many(items)
+    approx.remember_many(items)
+    store.analyze()
+    store._db().execute("SET enable_sort = off")
+    store._db().execute("SET enable_seqscan = off")
+    assert "aug_episodic" in store.explain_candidates("alice", emb.embed([queries[0]])[0], 200)
+    hits = []
+    for qt in queries:
+        q = RecallQuery("alice", qt, token_budget=100_000, max_hits=10)
+        a = {h.record.id for h in exact.recall(q, touch=False)}
+        b = {h.record.id for h in approx.recall(q, touch=False)}
+        hits.append(len(a & b) / 10)
+    assert float(np.mean(hits)) >= 0.95
+    store.close()
+
+
+def test_size_bytes_counts_table_and_indexes(dsn: str, schema: str) -> None:
+    s = PgVectorStore(dsn, schema=schema)
+    s.put_many([make_record(content=f"f{i}") for i in range(200)])
+    size = s.size_bytes()
+    with admin(dsn) as conn:
+        table = conn.execute(f"SELECT pg_relation_size('\"{schema}\".memlab_records')").fetchone()[
+            0
+        ]
+    assert size > table > 0
+    s.close()
