@@ -305,7 +305,7 @@ def replay(
         else:
             retire = {j: d.span if d.partial else None for j, d in pred.items()}
         if retire:
-            store.mark_archived([turns[j].id for j in retire], t.time)
+            store.mark_archived(rec.scope, [turns[j].id for j in retire], t.time)
         for j, span in retire.items():
             whole[j] = ""
             text = visible.get(j, "")
@@ -432,7 +432,7 @@ def replay_lme(ep: Episode, recs: list[MemoryRecord], det: Consolidator) -> dict
         store.put(rec)
         olds = [d.old_id for d in superseded.values() if d.new_id == rec.id]
         if olds:
-            store.mark_archived(olds, t.time)
+            store.mark_archived(rec.scope, olds, t.time)
     evidence = [t for t in ep.turns if t.evidence]
     sessions = sorted(
         {t.id.rsplit("_", 1)[0] for t in evidence},
@@ -513,7 +513,7 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
                 t0 = time.perf_counter()
                 layer.remember("alice", text, id=f"p{k}", source=source)
                 plain.append(time.perf_counter() - t0)
-                store.delete(f"p{k}")  # keep the scope at n records
+                store.delete("alice", f"p{k}")  # keep the scope at n records
                 t0 = time.perf_counter()
                 rec = _record_like_remember(layer, text, f"q{k}", now, source)
                 t1 = time.perf_counter()
@@ -523,7 +523,7 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
                 detect.append(time.perf_counter() - t0)
                 decide_only.append(t2 - t1)
                 fired += bool(decided)
-                store.delete(f"q{k}")
+                store.delete("alice", f"q{k}")
             p50 = float(np.median(plain))
             rows.append(
                 {

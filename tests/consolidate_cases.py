@@ -380,7 +380,7 @@ def run_steps(s: Steps, embedder: Embedder, consolidator: Consolidator) -> list[
         decisions = consolidator.decide(r, ScopeReader(store, "alice"))
         store.put(r)
         if decisions:
-            store.mark_archived([d.old_id for d in decisions], r.created_at)
+            store.mark_archived("alice", [d.old_id for d in decisions], r.created_at)
         out.append(superseded(decisions))
     return out
 

@@ -370,5 +370,5 @@ def test_decisions_keep_the_invariants(conv: list[tuple[str, str, str]]) -> None
         store.put(rec)
         written[rec.id] = rec
         if ids:
-            store.mark_archived(ids, rec.created_at)
+            store.mark_archived(scope, ids, rec.created_at)
             retired.update(ids)

@@ -26,8 +26,8 @@ not hiding, and untrusted records are already delimited and capped in salience.
 ``RulePolicy.supersede_untrusted`` turns the second rule off.
 
 ``RuleConsolidator`` (registered as ``rules``) is the LLM-free default;
-``memlab.memory.consolidate_openai.OpenAIConsolidator`` (``openai``) asks a chat
-model for mem0-style decisions; ``NoConsolidator`` (``none``) supersedes nothing
+``memlab.memory.models.openai_consolidator.OpenAIConsolidator`` (``openai``) asks a
+chat model for mem0-style decisions; ``NoConsolidator`` (``none``) supersedes nothing
 (the ``memory_no_supersede`` ablation).
 """
 
@@ -70,9 +70,10 @@ class ConsolidatorError(MemlabError):
     not the JSON it was asked for, an endpoint that keeps failing)."""
 
 
-CONSOLIDATORS: Registry[type] = Registry("consolidator", error=InputError)
-"""Consolidators by name (``rules``, ``none``, ``openai``); each class registers itself
-with ``@CONSOLIDATORS.register("name")``."""
+CONSOLIDATORS: Registry[type] = Registry("consolidator", "memlab.memory.models", error=InputError)
+"""Consolidators by name (``rules``, ``none`` here; ``openai`` in
+``memlab.memory.models.openai_consolidator``, found by importing the models package on
+first lookup); each class registers itself with ``@CONSOLIDATORS.register("name")``."""
 
 #: Reason codes of a Supersession (``detail`` says which words fired).
 EXPLICIT = "explicit-old-value"  # the new record names the old value as old
@@ -205,7 +206,7 @@ class ScopeReader:
     def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """The records with these ids that belong to this scope, in the given order."""
         wanted = [i for i in ids if i not in self._pending_by_id]
-        found = {r.id: r for r in self.store.get_many(wanted) if r.scope == self.scope}
+        found = {r.id: r for r in self.store.get_many(self.scope, wanted) if r.scope == self.scope}
         out = []
         for i in ids:
             r = self._pending_by_id.get(i) or found.get(i)

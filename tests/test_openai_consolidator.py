@@ -22,7 +22,11 @@ from memlab.memory.consolidate import (
     ConsolidatorError,
     ScopeReader,
 )
-from memlab.memory.consolidate_openai import PROMPT_VERSION, UPDATE_PROMPT, OpenAIConsolidator
+from memlab.memory.models.openai_consolidator import (
+    PROMPT_VERSION,
+    UPDATE_PROMPT,
+    OpenAIConsolidator,
+)
 from tests.consolidate_cases import _records
 from tests.fake_openai import FakeOpenAI, consolidation_answer
 
@@ -129,7 +133,7 @@ def test_the_cache_replays_decisions(server: FakeOpenAI, tmp_path: Path) -> None
     assert {d.old_id for d in first} == {"r0", "r1"}
     assert script.hits == 1 and again.hits == 1 and again.calls == 0
     # other candidates, or another prompt version's name: another key
-    store.delete("r1")
+    store.delete("alice", "r1")
     third = again.decide(new, ScopeReader(store, "alice"))
     assert {d.old_id for d in third} == {"r0"} and script.hits == 2
     assert again.name == f"openai-consolidate-fake-llm-prompt-v{PROMPT_VERSION}@" + (

@@ -12,7 +12,7 @@ a correction (hypotheticals, someone else's value, additions, history, questions
 and that the texts are data, not instructions.
 
 The same retry and error rules as the other OpenAI clients apply
-(``memlab.memory.http``). With a ``ModelCache``, an answer is stored under the
+(``memlab.memory.models.http``). With a ``ModelCache``, an answer is stored under the
 consolidator's ``name`` (model, prompt version, host) and the sha256 of the prompt
 inputs, so a rerun replays the same decisions without calling the model.
 """
@@ -30,7 +30,6 @@ from typing import Any
 import httpx
 
 from memlab.errors import ConfigError
-from memlab.memory.cache import ModelCache, texts_key
 from memlab.memory.consolidate import (
     CONSOLIDATORS,
     LLM_DELETE,
@@ -41,7 +40,8 @@ from memlab.memory.consolidate import (
     eligible_rows,
     neighbour_rows,
 )
-from memlab.memory.http import JsonApi, RetryPolicy, display_url
+from memlab.memory.models.cache import ModelCache, texts_key
+from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,8 @@ class OpenAIConsolidator:
         json_mode: send ``response_format={"type": "json_object"}`` (servers that
             reject it: set False; the prompt still asks for JSON).
         api_key_env, api_key_header, max_tokens, timeout, max_retries, backoff,
-        max_delay, client, transport, sleep, seed: as for ``OpenAISummarizer``.
+        max_delay, client, transport, sleep, seed: as for ``OpenAISummarizer``
+            (``memlab.memory.models.openai``).
 
     Raises:
         ConfigError: on a bad setting, or when ``api_key_env`` names an unset variable.
