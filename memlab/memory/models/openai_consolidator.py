@@ -117,9 +117,18 @@ class OpenAIConsolidator:
         supersede_from: sources whose records may supersede others (default: user).
         json_mode: send ``response_format={"type": "json_object"}`` (servers that
             reject it: set False; the prompt still asks for JSON).
-        api_key_env, api_key_header, max_tokens, timeout, max_retries, backoff,
-        max_delay, client, transport, sleep, seed: as for ``OpenAISummarizer``
-            (``memlab.memory.models.openai``).
+        api_key_env: NAME of the environment variable holding the key (None or
+            "" for endpoints without auth). The key itself is never stored.
+        api_key_header: ``Authorization`` (Bearer) or e.g. ``api-key`` (Azure).
+        max_tokens: sent as ``max_tokens`` when set (None: the server's default).
+        timeout: seconds per connect/read/write.
+        max_retries: retries after the first attempt.
+        backoff: base backoff delay in seconds (doubles per retry, with jitter).
+        max_delay: cap on one wait, and on an honoured Retry-After.
+        client: an httpx.Client to use (not closed by us).
+        transport: an httpx transport for the client we create (tests).
+        sleep: replaces ``time.sleep`` between retries (tests).
+        seed: seeds the backoff jitter.
 
     Raises:
         ConfigError: on a bad setting, or when ``api_key_env`` names an unset variable.
