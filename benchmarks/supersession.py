@@ -470,15 +470,15 @@ COST_WORKLOADS = ("bench-corpus", "transcript-user", "transcript-all")
 def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataFrame:
     """remember() with and without detection, interleaved in one process.
 
-    Workloads: ``bench-corpus`` (the store benchmark's synthetic lines, every one a
-    user statement, many with "moved to"/"switched to": a worst case);
+    Workloads: ``bench-corpus`` (``make bench``'s lines from memlab.bench.workload,
+    every one a user statement, many with "moved to"/"switched to": a worst case);
     ``transcript-user`` (user turns of the shipped transcripts only);
     ``transcript-all`` (every turn with its own source, as a conversation writes
     them: agent and tool records decide nothing). The scope is filled with ``n``
     records of the workload first (each parsed once, as detection at their own
     write would have done).
     """
-    from benchmarks.common import START, corpus, records
+    from memlab.bench.workload import START, flat_lines, flat_records
 
     emb = HashEmbedder(384)
     turns = [t for ep in load_transcripts(SHIPPED) for t in ep.turns]
@@ -487,8 +487,8 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
         for workload in COST_WORKLOADS:
             store = InMemoryStore()
             if workload == "bench-corpus":
-                base = records(n, "alice", emb, seed=11)
-                probes = [(text, Source.USER) for text in corpus(writes, seed=12)]
+                base = flat_records(n, "alice", emb, seed=11)
+                probes = [(text, Source.USER) for text in flat_lines(writes, seed=12)]
             else:
                 pool = [t for t in turns if workload == "transcript-all" or t.source == "user"]
                 texts = [f"{pool[i % len(pool)].text} (#{i})" for i in range(n)]
