@@ -509,6 +509,7 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
             now = START + 60.0 * n
             layer = MemoryLayer(store, emb, clock=_fixed(now))
             plain, detect, decide_only, fired = [], [], [], 0
+            build_only, put_only = [], []
             for k, (text, source) in enumerate(probes):
                 t0 = time.perf_counter()
                 layer.remember("alice", text, id=f"p{k}", source=source)
@@ -520,8 +521,11 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
                 decided = det.decide(rec, ScopeReader(store, "alice"))
                 t2 = time.perf_counter()
                 store.put_many([rec])
-                detect.append(time.perf_counter() - t0)
+                t3 = time.perf_counter()
+                detect.append(t3 - t0)
+                build_only.append(t1 - t0)
                 decide_only.append(t2 - t1)
+                put_only.append(t3 - t2)
                 fired += bool(decided)
                 store.delete("alice", f"q{k}")
             p50 = float(np.median(plain))
@@ -533,8 +537,10 @@ def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataF
                     "remember_mean_us": 1e6 * float(np.mean(plain)),
                     "with_detection_p50_us": 1e6 * float(np.median(detect)),
                     "with_detection_mean_us": 1e6 * float(np.mean(detect)),
+                    "embed_p50_us": 1e6 * float(np.median(build_only)),
                     "decide_p50_us": 1e6 * float(np.median(decide_only)),
                     "decide_p95_us": 1e6 * float(np.percentile(decide_only, 95)),
+                    "put_p50_us": 1e6 * float(np.median(put_only)),
                     "ratio_p50": float(np.median(detect)) / p50,
                     "ratio_mean": float(np.mean(detect)) / float(np.mean(plain)),
                     "fired_share": fired / len(probes),
