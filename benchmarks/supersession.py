@@ -67,11 +67,10 @@ from memlab.memory import (
 )
 from memlab.memory.consolidate import (
     Consolidator,
-    RuleConsolidator,
-    RulePolicy,
     ScopeReader,
     Supersession,
 )
+from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.update_text import parse
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,8 @@ from benchmarks.supersession import (
     replay,
     style_of,
 )
-from memlab.memory.consolidate import NoConsolidator, RuleConsolidator
+from memlab.memory.consolidate import NoConsolidator
+from memlab.memory.rule_consolidator import RuleConsolidator
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -28,11 +28,10 @@ from memlab.memory.consolidate import (
     REASONS,
     Consolidator,
     NoConsolidator,
-    RuleConsolidator,
-    RulePolicy,
     ScopeReader,
     Supersession,
 )
+from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.update_text import contains, key, loose, parse, tokens, value_type
 from tests.consolidate_cases import (
     CASES,
