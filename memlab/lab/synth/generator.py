@@ -12,11 +12,12 @@ from memlab.errors import InputError, MemlabError
 from memlab.lab.synth import catalog as cat
 from memlab.lab.synth.plan import _interleave, _Planner, _Retry, _segment_blocks
 from memlab.lab.synth.render import N_TURNS, _Renderer, _sessions, _stamp
+from memlab.lab.synth.updates import PHRASINGS
 from memlab.lab.synth.words import PARAPHRASE_MAX_OVERLAP, contains_value, normalize, word_overlap
 from memlab.lab.transcripts import Transcript, dumps, save
 
 GENERATOR = "memlab.synth"
-VERSION = 1
+VERSION = 2
 SCENARIO = "support"
 SCENARIO_TWO_USERS = "support-two-users"
 #: probes go in the last third: turn index >= LATE_START
@@ -33,18 +34,27 @@ def transcript_id(seed: int) -> str:
     return f"support-{seed:04d}"
 
 
-def generate(seed: int) -> Transcript:
+def generate(seed: int, *, phrasings: str = "all") -> Transcript:
     """Generate one transcript from ``seed`` (same seed, same bytes, on any machine).
 
+    ``phrasings`` picks the half of the update phrasings (``memlab.lab.synth.updates``)
+    that corrections and false corrections are drawn from: ``all`` (the shipped
+    transcripts), ``dev`` (for developing rules; also the catalog's own correction
+    templates) or ``heldout`` (for reporting figures: only phrasings no rule was
+    developed on).
+
     Raises:
-        InputError: ``seed`` is not a non-negative integer.
+        InputError: ``seed`` is not a non-negative integer, or unknown ``phrasings``.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"synth seed must be a non-negative integer, got {seed!r}")
+    if phrasings not in PHRASINGS:
+        raise InputError(f"synth phrasings must be one of {list(PHRASINGS)}, got {phrasings!r}")
     for attempt in range(MAX_ATTEMPTS):
-        rng = Random(f"{GENERATOR}/{VERSION}:{seed}:{attempt}")
+        salt = "" if phrasings == "all" else f"/{phrasings}"
+        rng = Random(f"{GENERATOR}/{VERSION}{salt}:{seed}:{attempt}")
         try:
-            data = _attempt(rng, seed, attempt)
+            data = _attempt(rng, seed, attempt, phrasings)
             _check(data)
         except _Retry:
             continue
@@ -55,15 +65,17 @@ def generate(seed: int) -> Transcript:
     )
 
 
-def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
-    planner = _Planner(rng)
+def _attempt(rng: Random, seed: int, attempt: int, phrasings: str = "all") -> dict[str, Any]:
+    planner = _Planner(rng, phrasings)
     two = seed % TWO_USER_EVERY == 0
     early_len = LATE_START + rng.randint(0, 3)
     late_len = N_TURNS - early_len
     if not two:
         n = rng.randint(8, 11)
         kinds = planner.pick_kinds(n, (), rng.randint(2, 3), rng.randint(1, 2))
-        user = planner.user([], [], kinds, rng.randint(2, 3), rng.randint(4, 6))
+        user = planner.user(
+            [], [], kinds, rng.randint(2, 3), rng.randint(4, 6), n_false=1 + (rng.random() < 0.3)
+        )
         users = [user]
         early, late = _segment_blocks(rng, 0, user, early_len, late_len, rng.choice((0, 1, 1, 2)))
         blocks = early + late
@@ -108,7 +120,7 @@ def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
                 break
 
     breaks = _sessions(rng, blocks)
-    renderer = _Renderer(rng, users)
+    renderer = _Renderer(rng, users, phrasings)
     pos = 0
     for blk in blocks:
         greeting = None
@@ -130,6 +142,8 @@ def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
         "topics": [u.topics[0].id for u in users],
         "scopes": [u.scope for u in users],
     }
+    if phrasings != "all":
+        meta["phrasings"] = phrasings
     if attempt:
         meta["attempt"] = attempt
     return {
@@ -173,9 +187,16 @@ class WriteResult:
 
 
 def write(
-    out: str | Path, n: int, seed: int, *, force: bool = False, progress: bool | None = False
+    out: str | Path,
+    n: int,
+    seed: int,
+    *,
+    force: bool = False,
+    progress: bool | None = False,
+    phrasings: str = "all",
 ) -> WriteResult:
-    """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``.
+    """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``
+    (``phrasings``: see ``generate``).
 
     Files are named ``support-<seed>.json``. A file that already exists with the
     same bytes is left alone; one with different content is an error unless
@@ -190,6 +211,8 @@ def write(
         raise InputError(f"synth --n must be a positive integer, got {n!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"synth --seed must be a non-negative integer, got {seed!r}")
+    if phrasings not in PHRASINGS:
+        raise InputError(f"synth --phrasings must be one of {list(PHRASINGS)}, got {phrasings!r}")
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"synth --out {folder} exists and is not a folder; choose a folder")
@@ -202,7 +225,7 @@ def write(
             if not p.is_file():
                 raise InputError(f"{p} exists and is not a file; remove it or choose another --out")
             try:
-                same = p.read_bytes() == dumps(generate(s)).encode("utf-8")
+                same = p.read_bytes() == dumps(generate(s, phrasings=phrasings)).encode("utf-8")
             except OSError as exc:
                 raise InputError(f"cannot read {p}: {exc.strerror}") from None
             (result.unchanged if same else conflicts).append(p)
@@ -219,7 +242,7 @@ def write(
         p = folder / f"{transcript_id(s)}.json"
         if p in result.unchanged:
             continue
-        save(generate(s), p)  # OutputError when the folder cannot be written
+        save(generate(s, phrasings=phrasings), p)  # OutputError when the folder cannot be written
         (result.replaced if p in conflicts else result.written).append(p)
     return result
 
