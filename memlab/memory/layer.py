@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
+from memlab.memory.consolidate import Consolidator
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
@@ -33,7 +34,14 @@ from memlab.memory.records import (
     new_id,
 )
 from memlab.memory.rewrite import QueryRewriter
-from memlab.memory.stores.base import MemoryStore
+from memlab.memory.stores.base import Candidates, MemoryStore
+from memlab.memory.supersede import (
+    SupersedePolicy,
+    lift,
+    mode_of,
+    valid_at_for,
+)
+from memlab.memory.supersede import consolidate as supersede_batch
 from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 
@@ -125,6 +133,9 @@ class RecallResult:
     considered: int  # active candidate records that were scored
     search_text: str = ""  # the query text after rewriting
     window: TimeWindow | None = None  # the period the query names, if any
+    superseded: str = "exclude"  # how superseded records were treated
+    # (older id, newer id, why) for each record the recall guard left out
+    guarded: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:
@@ -169,6 +180,12 @@ class MemoryLayer:
         rewriter: turns "what did I tell you about X?" into "X" before recall
             (None: the query is used as is).
         neighbors: pack hits' neighbouring records too (None: off).
+        consolidator: decides, for each new trusted record, which earlier records
+            of its scope it supersedes (``memlab.memory.consolidate``; e.g.
+            ``RuleConsolidator()``); None: nothing is superseded at write time.
+        supersede: how superseded records are recalled (SupersedePolicy; the
+            default excludes them and runs the recall guard when a consolidator
+            is given).
 
     A layer owns what it is given: ``close()`` (or leaving a ``with`` block)
     closes the store, and the embedder and summarizer when they have a
@@ -197,6 +214,8 @@ class MemoryLayer:
         pool: int = 200,
         rewriter: QueryRewriter | None = None,
         neighbors: NeighborPolicy | None = None,
+        consolidator: Consolidator | None = None,
+        supersede: SupersedePolicy | None = None,
     ) -> None:
         if not 0.0 <= untrusted_salience_cap <= 1.0:
             raise InputError(
@@ -216,6 +235,15 @@ class MemoryLayer:
         self.pool = pool
         self.rewriter = rewriter
         self.neighbors = neighbors
+        self.consolidator = consolidator
+        if supersede is None:
+            supersede = SupersedePolicy(guard=consolidator is not None)
+        self.supersede = supersede
+        self._guard = None
+        if supersede.guard:
+            from memlab.memory.recall_guard import RuleGuard
+
+            self._guard = RuleGuard()
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._closed = False
         dims = store.dims
@@ -296,8 +324,20 @@ class MemoryLayer:
     def remember_many(self, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
         """Embed all contents in one batched call and store them in one write.
 
-        If embedding fails nothing is stored.
+        With a consolidator, each new trusted record is checked, in order, against
+        the records of its scope in force (and the batch's earlier items); the
+        records it supersedes are rewritten with a ``Superseded`` entry in the same
+        atomic write. If embedding or a decision fails nothing is stored.
+
+        Raises:
+            InputError: a bad item (nothing stored).
+            ConsolidatorError: the consolidator failed or made an unusable decision.
         """
+        return self._remember_many(items)
+
+    def _remember_many(
+        self, items: Sequence[MemoryInput], *, consolidate: bool = True
+    ) -> list[MemoryRecord]:
         self._check_open()
         if not items:
             return []
@@ -324,7 +364,17 @@ class MemoryLayer:
             )
             for i, (item, text, kind, source, salience, created) in enumerate(prepared)
         ]
-        self.store.put_many(records)
+        updated: list[MemoryRecord] = []
+        if self.consolidator is not None and consolidate:
+            done = supersede_batch(
+                self.store,
+                self.consolidator,
+                records,
+                min_confidence=self.supersede.min_confidence,
+                pool=self.pool,
+            )
+            records, updated = done.records, done.updated
+        self.store.put_many(records + updated)
         return records
 
     def _prepare(
@@ -370,9 +420,43 @@ class MemoryLayer:
 
     def forget(self, scope: str, ids: str | Sequence[str]) -> int:
         """Delete the scope's records with these ids; return how many existed
-        (ids of other scopes are never touched)."""
+        (ids of other scopes are never touched). What the forgotten records
+        superseded is in force again (their entries are lifted)."""
         self._check_open()
-        return self.store.delete(scope, ids)
+        gone = {ids} if isinstance(ids, str) else set(ids)
+        n = self.store.delete(scope, ids)
+        if n:
+            self._lift(scope, gone)
+        return n
+
+    def reinstate(self, scope: str, record_id: str) -> MemoryRecord:
+        """Undo every supersession of a record (after a review found it wrong).
+
+        Raises:
+            InputError: no record with this id in ``scope``.
+        """
+        self._check_open()
+        record = self.store.get(scope, record_id)
+        if record is None:
+            raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to reinstate")
+        lifted = lift(record)
+        if lifted is None:
+            return record
+        self.store.put(lifted)
+        return lifted
+
+    def _lift(self, scope: str, by: set[str]) -> None:
+        changed = [
+            r
+            for r in (
+                lift(rec, by)
+                for rec in self.store.list(scope, include_archived=True)
+                if rec.superseded
+            )
+            if r is not None
+        ]
+        if changed:
+            self.store.put_many(changed)
 
     # -- recall -------------------------------------------------------------------
     def embed_query(self, text: str) -> np.ndarray:
@@ -394,8 +478,11 @@ class MemoryLayer:
         The query text is rewritten first (if a rewriter is set); a period it names
         ("last week") feeds the time signal when ``weights.time`` > 0; the lexical
         signal is computed when ``weights.lexical`` > 0. Only records of
-        ``query.scope`` are ever considered. Returned records are touched (access
-        count and last access) unless ``touch=False``.
+        ``query.scope`` are ever considered. Superseded records are left out,
+        down-weighted or included as ``query.superseded`` (or the layer's
+        SupersedePolicy) says; ``query.as_of`` recalls what the memory held at
+        that time. Returned records are touched (access count and last access)
+        unless ``touch=False`` or the query travels in time.
 
         Raises:
             InputError: ``query`` is not a RecallQuery (a bare string has no scope,
@@ -404,10 +491,16 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("recall", query))
         self._check_open()
-        now = float(query.now) if query.now is not None else self.clock()
+        mode = mode_of(self.supersede, query.superseded)
+        as_of = query.as_of
+        if query.now is not None:
+            now = float(query.now)
+        else:
+            now = float(as_of) if as_of is not None else self.clock()
         text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
         window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
         qvec = self.embed_query(text)
+        valid_at = valid_at_for(mode, as_of)
         cands = self.store.candidates(
             query.scope,
             qvec,
@@ -416,9 +509,10 @@ class MemoryLayer:
             pool=self.pool,
             text=text if self.ranker.uses_lexical else None,
             weights=self.ranker.weights.as_dict(),
+            valid_at=valid_at,
         )
         if len(cands) == 0:
-            return RecallResult(query, [], now, 0, text, window)
+            return RecallResult(query, [], now, 0, text, window, mode)
         mask = cands.mask
         if not query.include_untrusted:
             untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
@@ -426,6 +520,13 @@ class MemoryLayer:
             cands = dataclasses.replace(cands, mask=mask)
         scored = self.ranker.score(cands, qvec, now, window=window)
         scores = scored.scores
+        conflict = None
+        if valid_at is None:  # superseded records are candidates in this mode
+            stale = cands.superseded & mask
+            if stale.any():
+                if mode == "downweight":
+                    scores = np.where(stale, scores * self.supersede.factor, scores)
+                conflict = self._superseder_rows(query.scope, cands, stale)
         neighbor_rows: dict[int, int] = {}
         expand = None
         policy = self.neighbors
@@ -436,26 +537,47 @@ class MemoryLayer:
             expand = lambda row: adjacent_rows(  # noqa: E731
                 row, cands.created_at, near, before=policy.before, after=policy.after
             )
-        rows = pack(
-            scores,
-            cands.tokens,
-            query.token_budget,
-            ids=cands.ids,
-            tiebreak=cands.created_at,
-            max_hits=query.max_hits,
-            min_score=_threshold(scores, query),
-            expand=expand,
-            expand_top=policy.top if policy is not None else None,
-            neighbor_of=neighbor_rows,
-        )
-        ids = [cands.ids[r] for r in rows]
-        records = {r.id: r for r in self.store.get_many(query.scope, ids)}
+        guarded: list[tuple[str, str, str]] = []
+        records: dict[str, MemoryRecord] = {}
+        for _ in range(3):  # the guard may leave hits out: pack again without them
+            neighbor_rows.clear()
+            rows = pack(
+                scores,
+                cands.tokens,
+                query.token_budget,
+                ids=cands.ids,
+                tiebreak=cands.created_at,
+                max_hits=query.max_hits,
+                min_score=_threshold(scores, query),
+                expand=expand,
+                expand_top=policy.top if policy is not None else None,
+                neighbor_of=neighbor_rows,
+                conflict=conflict,
+            )
+            wanted = [cands.ids[r] for r in rows if cands.ids[r] not in records]
+            records.update((r.id, r) for r in self.store.get_many(query.scope, wanted))
+            if self._guard is None or mode == "include":
+                break
+            found = self._guard.conflicts(
+                [records[cands.ids[r]] for r in rows if cands.ids[r] in records], as_of
+            )
+            if not found:
+                break
+            scores = scores.copy()
+            row_of = {cands.ids[r]: r for r in rows}
+            for old_id, new_id, why in found:
+                r = row_of[old_id]
+                scores[r] = -np.inf if mode == "exclude" else scores[r] * self.supersede.factor
+                guarded.append((old_id, new_id, why))
         weights = scored.weights
         hits: list[Hit] = []
         for row in rows:
             record = records.get(cands.ids[row])
             if record is None or record.scope != query.scope:  # vanished meanwhile
                 continue
+            shown = record.content if mode == "include" else record.text_at(as_of)
+            if not shown:
+                continue  # every claim in it is superseded
             components = {name: float(arr[row]) for name, arr in scored.components.items()}
             contributions = {
                 name: weights.get(name, 0.0) * value for name, value in components.items()
@@ -469,11 +591,37 @@ class MemoryLayer:
                     components,
                     contributions,
                     neighbor_of=cands.ids[anchor] if anchor is not None else None,
+                    text=shown,
                 )
             )
-        if touch and hits:
+        if touch and hits and as_of is None:
             self.store.touch(query.scope, [h.record.id for h in hits], now)
-        return RecallResult(query, hits, now, cands.n_active, text, window)
+        return RecallResult(
+            query, hits, now, cands.n_active, text, window, mode, guarded
+        )
+
+    def _superseder_rows(
+        self, scope: str, cands: Candidates, stale: np.ndarray
+    ) -> Callable[[int], int | None]:
+        """For packing: row -> the row of the record that superseded it (None if it
+        is in force, or its superseder is not a candidate). Read lazily: only the
+        superseded rows packing considers are looked up."""
+        row_of: dict[str, int] | None = None
+        cache: dict[int, int | None] = {}
+
+        def conflict(row: int) -> int | None:
+            nonlocal row_of
+            if not stale[row]:
+                return None
+            if row not in cache:
+                found = self.store.get_many(scope, [cands.ids[row]])
+                by = found[0].superseded_by if found else None
+                if row_of is None:
+                    row_of = {rid: i for i, rid in enumerate(cands.ids)}
+                cache[row] = row_of.get(by) if by is not None else None
+            return cache[row]
+
+        return conflict
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.
@@ -571,15 +719,19 @@ class MemoryLayer:
 
     def _fold(self, scope: str, cluster: list[MemoryRecord], now: float) -> MemoryRecord | None:
         assert self.summarizer is not None
-        text = self.summarizer.summarize([r.content for r in cluster]).strip()
+        # fold only what is in force: a superseded episode states nothing any more,
+        # and a superseded claim is cut from the episode that made it
+        in_force = [(r, r.text_at()) for r in cluster if r.invalid_at is None]
+        in_force = [(r, t) for r, t in in_force if t]
+        text = self.summarizer.summarize([t for _, t in in_force]).strip() if in_force else ""
         ids = [r.id for r in cluster]
         note = None
         if text:
             provenance: dict[str, None] = {}
-            for r in cluster:
+            for r, _ in in_force:
                 provenance.update(dict.fromkeys(r.provenance))
-            sources = {r.source for r in cluster}
-            note = self.remember_many(
+            sources = {r.source for r, _ in in_force}
+            note = self._remember_many(
                 [
                     MemoryInput(
                         scope,
@@ -595,7 +747,8 @@ class MemoryLayer:
                         },
                         created_at=max(r.created_at for r in cluster),
                     )
-                ]
+                ],
+                consolidate=False,  # a note restates what is in force; it replaces nothing
             )[0]
         # Archive even when nothing was worth keeping: the episodes stay on disk.
         self.store.mark_archived(scope, ids, now)

@@ -241,14 +241,49 @@ class RuleConsolidator:
                 common.add(value)
         first_pending = len(cands) - len(reader.pending)  # pending rows come last
         for j, r in enumerate(reader.pending):  # a batch's earlier items: always compare
-            if r.id != new.id:
+            if r.id != new.id and cands.mask[first_pending + j]:
                 rows.setdefault(first_pending + j, float(r.embedding @ new.embedding))
         sims = {cands.ids[row]: sim for row, sim in rows.items()}
         row_of = {cands.ids[row]: row for row in rows}
-        found: list[_Candidate] = []
-        for rec in reader.get_many(list(sims)):
-            if rec.id != new.id and self._may_supersede(new, rec):
-                found.append(_Candidate(rec, parse(rec.content), sims.get(rec.id, 0.0)))
+        found = [
+            _Candidate(rec, parse(rec.content), sims.get(rec.id, 0.0))
+            for rec in reader.get_many(list(sims))
+            if rec.id != new.id and self._may_supersede(new, rec)
+        ]
+        decided = self._judge_all(new, clauses, found, common)
+        decisions = [c.best for c in decided.values() if c.best is not None]
+        decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
+        out = [d for d in decisions if d.confidence >= policy.min_confidence]
+        out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
+        """The rules on given records only (no store, no echoes): which of ``olds``
+        (older records of ``new``'s scope) ``new`` supersedes. The recall guard uses
+        this on the records a recall packed."""
+        policy = self.policy
+        if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
+            return []
+        clauses = [c for c in parse(new.content).clauses if c.states or c.olds]
+        if not clauses:
+            return []
+        found = [
+            _Candidate(o, parse(o.content), float(o.embedding @ new.embedding))
+            for o in olds
+            if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
+        ]
+        decided = self._judge_all(new, clauses, found, set())
+        out = [
+            c.best
+            for c in decided.values()
+            if c.best is not None and c.best.confidence >= policy.min_confidence
+        ]
+        out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def _judge_all(
+        self, new: MemoryRecord, clauses: list[Clause], found: list[_Candidate], common: set[str]
+    ) -> dict[str, _Candidate]:
         statements = [
             c for c in found
             if c.record.source not in _ECHO_ONLY and any(cl.states for cl in c.parsed.clauses)
@@ -263,11 +298,7 @@ class RuleConsolidator:
             self._judge(new, clauses, cand, common)
             if cand.best is not None:
                 decided[cand.record.id] = cand
-        decisions = [c.best for c in decided.values() if c.best is not None]
-        decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
-        out = [d for d in decisions if d.confidence >= policy.min_confidence]
-        out.sort(key=lambda d: (-d.confidence, d.old_id))
-        return out
+        return decided
 
     def _may_supersede(self, new: MemoryRecord, old: MemoryRecord) -> bool:
         if old.source in UNTRUSTED_SOURCES and not self.policy.supersede_untrusted:

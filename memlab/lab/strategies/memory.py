@@ -159,8 +159,12 @@ class MemoryStrategy:
         return Context(
             [
                 ContextItem(
-                    text=h.record.content,
-                    tokens=h.record.tokens,
+                    text=h.text,
+                    tokens=(
+                        h.record.tokens
+                        if h.text == h.record.content
+                        else self.layer.count_tokens(h.text)
+                    ),
                     kind=h.record.kind.value,
                     scope=h.record.scope,
                     source=h.record.source.value,

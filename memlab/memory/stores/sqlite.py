@@ -28,6 +28,7 @@ from memlab.memory.stores.base import (
     check_dims,
     check_store_path,
     check_time,
+    check_valid_at,
     foreign_ids,
     kind_filter,
     scoped_ids,
@@ -311,7 +312,7 @@ class SqliteStore:
         idx = self._cache.get(scope)
         if idx is not None:
             for rid in ids:
-                idx.set_archived(rid, True)
+                idx.set_archived(rid, at)
         return n
 
     def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
@@ -392,8 +393,10 @@ class SqliteStore:
         pool: int | None = None,
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
+        valid_at: float | None = None,
     ) -> Candidates:
         check_scope(scope)
+        valid_at = check_valid_at(valid_at)
         with self._mutex:
             self._check()
             idx = self._cache.get(scope)
@@ -401,7 +404,7 @@ class SqliteStore:
                 idx = self._load_scope(scope)
             if idx is None:
                 return Candidates.empty(self._dims or 0)
-            return idx.view(kind_filter(kinds), include_archived, text)
+            return idx.view(kind_filter(kinds), include_archived, text, valid_at)
 
     def _load_scope(self, scope: str) -> ScopeIndex | None:
         if self._dims is None:
