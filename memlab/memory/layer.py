@@ -183,9 +183,9 @@ class MemoryLayer:
         consolidator: decides, for each new trusted record, which earlier records
             of its scope it supersedes (``memlab.memory.consolidate``; e.g.
             ``RuleConsolidator()``); None: nothing is superseded at write time.
-        supersede: how superseded records are recalled (SupersedePolicy; the
-            default excludes them and runs the recall guard when a consolidator
-            is given).
+        supersede: how superseded records are recalled (SupersedePolicy; by
+            default they are left out, and a consolidator that can judge given
+            records, such as ``RuleConsolidator``, also checks the packed hits).
 
     A layer owns what it is given: ``close()`` (or leaving a ``with`` block)
     closes the store, and the embedder and summarizer when they have a
@@ -236,14 +236,12 @@ class MemoryLayer:
         self.rewriter = rewriter
         self.neighbors = neighbors
         self.consolidator = consolidator
-        if supersede is None:
-            supersede = SupersedePolicy(guard=consolidator is not None)
-        self.supersede = supersede
+        self.supersede = supersede or SupersedePolicy()
         self._guard = None
-        if supersede.guard:
-            from memlab.memory.recall_guard import RuleGuard
+        if self.supersede.guard and callable(getattr(consolidator, "judge", None)):
+            from memlab.memory.recall_guard import RecallGuard
 
-            self._guard = RuleGuard()
+            self._guard = RecallGuard(consolidator)  # type: ignore[arg-type]
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._closed = False
         dims = store.dims

@@ -69,8 +69,8 @@ class RulePolicy:
         min_similar: ... if their cosine is at least this (embedder-dependent:
             MiniLM puts paraphrases around 0.5, the hash embedder rarely does).
         min_confidence: decisions below this are dropped.
-        supersede_from: sources whose records may supersede others. The default,
-            the user only: an agent's statements repeat the user's or the model's
+        supersede_from: sources whose records may supersede others (a list of
+            source names; tool and web never do). The default, the user only: an agent's statements repeat the user's or the model's
             own, and a model's slip must not retire what the user said.
         supersede_untrusted: whether trusted records may supersede tool/web ones.
         scan_rows: similarity is computed over at most this many of the scope's
@@ -95,7 +95,7 @@ class RulePolicy:
     similar_rank: int = 1
     min_similar: float = 0.45
     min_confidence: float = 0.5
-    supersede_from: frozenset[Source] = frozenset({Source.USER})
+    supersede_from: tuple[str, ...] = (Source.USER.value,)
     supersede_untrusted: bool = False
     scan_rows: int | None = None
     read_all: bool = False
@@ -126,9 +126,19 @@ class RulePolicy:
             not isinstance(self.scan_rows, int) or self.scan_rows < 1
         ):
             raise InputError(f"consolidate.scan_rows must be >= 1 or None, got {self.scan_rows!r}")
-        object.__setattr__(
-            self, "supersede_from", frozenset(Source(s) for s in self.supersede_from)
-        )
+        if isinstance(self.supersede_from, str):
+            raise InputError(
+                f"consolidate.supersede_from must be a list of sources, e.g. "
+                f"[{self.supersede_from!r}], not a string"
+            )
+        try:
+            sources = tuple(dict.fromkeys(Source(s) for s in self.supersede_from))
+        except (TypeError, ValueError):
+            raise InputError(
+                f"consolidate.supersede_from must be a list of sources "
+                f"({[s.value for s in Source]}), got {self.supersede_from!r}"
+            ) from None
+        object.__setattr__(self, "supersede_from", sources)
 
 
 @dataclass
@@ -193,6 +203,9 @@ class RuleConsolidator:
     Args:
         policy: the knobs (RulePolicy).
     """
+
+    #: the dataclass of its knobs (a config's ``consolidator`` node has its fields)
+    settings = RulePolicy
 
     def __init__(self, policy: RulePolicy | None = None) -> None:
         self.policy = policy or RulePolicy()
