@@ -13,11 +13,13 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
+from memlab.memory.checks import check_unicode
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
     MemoryKind,
     MemoryRecord,
+    check_kinds,
     check_scope,
 )
 from memlab.registry import Registry
@@ -198,6 +200,7 @@ def as_ids(ids: str | Iterable[str]) -> list[str]:
     for i in out:
         if not isinstance(i, str):
             raise InputError(f"record ids must be strings, got {type(i).__name__} {i!r}")
+        check_unicode(i, "record id")
     return out
 
 
@@ -238,11 +241,10 @@ def foreign_ids(records: Sequence[MemoryRecord], scope_of: Mapping[str, str]) ->
 
 
 def kind_filter(kinds: Iterable[MemoryKind | str] | None) -> frozenset[MemoryKind] | None:
+    """The kinds to keep (None: all). Raises InputError on a bare string or an unknown kind."""
     if kinds is None:
         return None
-    from memlab.memory.records import as_kind
-
-    return frozenset(as_kind(k) for k in kinds)
+    return frozenset(check_kinds(kinds, "kinds"))
 
 
 def check_store_path(path: Path, create_dirs: bool, who: str) -> None:
@@ -274,6 +276,26 @@ def check_store_path(path: Path, create_dirs: bool, who: str) -> None:
         ) from None
 
 
+def check_records(records: object, where: str) -> list[MemoryRecord]:
+    """``put_many``'s argument as a list of MemoryRecord (not yet validated).
+
+    Raises:
+        InputError: ``records`` is not a list of MemoryRecord (a single record,
+            a dict, None ...).
+    """
+    if isinstance(records, MemoryRecord):
+        raise InputError(f"{where}: pass a list of records to put_many, or use put(record)")
+    if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
+        raise InputError(
+            f"{where}: records must be a list of MemoryRecord, got {type(records).__name__}"
+        )
+    out = list(records)
+    for i, r in enumerate(out):
+        if not isinstance(r, MemoryRecord):
+            raise InputError(f"{where}: records[{i}] is a {type(r).__name__}, not a MemoryRecord")
+    return out
+
+
 def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) -> int | None:
     """Validate records and that all share the store's embedding dimensions.
 
@@ -281,6 +303,8 @@ def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) ->
         The dimensions after this write (the first write fixes them).
     """
     for r in records:
+        if not isinstance(r, MemoryRecord):
+            raise InputError(f"{where}: got a {type(r).__name__}, not a MemoryRecord")
         r.validate()
         d = int(r.embedding.shape[0])
         if dims is None:
