@@ -73,6 +73,7 @@ from memlab.memory.stores.pg.sql import (
     CAND_COLS,
     IDENT,
     RECORD_COLS,
+    SCOPE_KEY,
     UPSERT,
     allocate,
     ann_sql,
@@ -464,11 +465,12 @@ class PgVectorStore:
         return out
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
-        parts, params = [], []
+        parts: builtins.list[str] = []
+        params: dict[str, Any] = {}
         if scope is not None:
             check_scope(scope)
-            parts.append("scope = %s")
-            params.append(escape_text(scope))
+            parts.append(f"scope_key = {SCOPE_KEY} AND scope = %(scope)s")
+            params["scope"] = escape_text(scope)
         if not include_archived:
             parts.append("archived_at IS NULL")
         where = (" WHERE " + " AND ".join(parts)) if parts else ""
@@ -545,8 +547,9 @@ class PgVectorStore:
             searched = [k for k in MemoryKind if wanted is None or k in wanted]
             with conn.cursor(binary=True) as cur:
                 # How many of each kind, counting to pool + 1 at most (index-only).
+                key_where, _ = where_clause(scope, kinds, include_archived, exact=False)
                 counts = cur.execute(
-                    self._q(count_kinds_sql(where, searched)), {**params, "limit": pool + 1}
+                    self._q(count_kinds_sql(key_where, searched)), {**params, "limit": pool + 1}
                 ).fetchone()
                 n = sum(counts)
                 if n == 0:
