@@ -80,6 +80,10 @@ class SummarizerError(MemlabError):
     """A summarizer failed or returned something unusable."""
 
 
+class ChatModelError(MemlabError):
+    """The agent's chat model returned something unusable (not a string)."""
+
+
 class CacheError(MemlabError):
     """The embedding/summary cache cannot be opened, read or written."""
 

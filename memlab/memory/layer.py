@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
+from memlab.memory.checks import check_id, check_meta, check_number, check_strings, check_text
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
@@ -297,9 +298,14 @@ class MemoryLayer:
         If embedding fails nothing is stored.
         """
         self._check_open()
+        if isinstance(items, MemoryInput) or not isinstance(items, Sequence | Iterable):
+            raise InputError(
+                f"remember_many takes a list of MemoryInput, got {type(items).__name__}"
+            )
+        items = list(items)
         if not items:
             return []
-        now = self.clock()
+        now = check_number(self.clock(), "the layer's clock()")
         prepared = [self._prepare(item, now) for item in items]
         texts = [p[1] for p in prepared]
         vectors = check_embeddings(
@@ -328,18 +334,27 @@ class MemoryLayer:
     def _prepare(
         self, item: MemoryInput, now: float
     ) -> tuple[MemoryInput, str, MemoryKind, Source, float, float]:
+        if not isinstance(item, MemoryInput):
+            raise InputError(
+                f"remember_many takes MemoryInput items, got {type(item).__name__}; "
+                "e.g. MemoryInput('alice', 'We deploy on GKE.')"
+            )
         check_scope(item.scope)
         if not isinstance(item.content, str) or not item.content.strip():
             raise InputError(f"cannot remember empty content in scope {item.scope!r}")
+        check_text(item.content, "content")
         kind = as_kind(item.kind)
         source = as_source(item.source)
-        salience = float(item.salience)
-        if not 0.0 <= salience <= 1.0:
-            raise InputError(f"salience must be in 0..1, got {item.salience!r}")
+        salience = check_number(item.salience, "salience", lo=0.0, hi=1.0)
         if source in UNTRUSTED_SOURCES:
             salience = min(salience, self.untrusted_salience_cap)
-        created = float(item.created_at) if item.created_at is not None else now
-        return item, item.content.strip(), kind, source, salience, created
+        check_strings(item.provenance, "provenance")
+        if item.meta is not None:
+            check_meta(item.meta)
+        if item.id is not None:
+            check_id(item.id, "id")
+        created = check_number(item.created_at, "created_at", none=True)
+        return item, item.content.strip(), kind, source, salience, now if created is None else created
 
     def approve(
         self, scope: str, record_id: str, *, salience: float, reviewer: str
