@@ -96,7 +96,7 @@ def test_maintenance_runs_each_turn() -> None:
 import pytest  # noqa: E402
 
 from memlab.errors import ChatModelError, InputError  # noqa: E402
-from memlab.memory import RecallQuery, Source  # noqa: E402
+from memlab.memory import Source  # noqa: E402
 
 
 class CountingModel(FakeModel):
@@ -179,7 +179,9 @@ class QuotingModel:
 def test_a_reply_that_quotes_a_tool_result_is_stored_as_untrusted() -> None:
     """Defect 11: the reply was stored as trusted, so quoting tool output laundered it."""
     layer = make_layer()
-    deps = AgentDeps(layer, CountingModel(layer, f"Done. The tool said: {INJECTED}"), maintain=False)
+    deps = AgentDeps(
+        layer, CountingModel(layer, f"Done. The tool said: {INJECTED}"), maintain=False
+    )
     turn = run_turn("alice", "Check the refund status.", deps, tool_results=[INJECTED])
     reply = layer.store.get("alice", turn.remembered[-1])
     assert reply is not None and reply.source is Source.TOOL
@@ -216,7 +218,9 @@ def _summaries_with_injection(quote_words: int | None) -> tuple[int, int]:
         summarizer=ExtractiveSummarizer(),
         summarize=SummarizePolicy(trigger_tokens=60, chunk_tokens=120, keep_recent=2),
     )
-    deps = AgentDeps(layer, CountingModel(layer, f"Tool output: {INJECTED}"), quote_words=quote_words)
+    deps = AgentDeps(
+        layer, CountingModel(layer, f"Tool output: {INJECTED}"), quote_words=quote_words
+    )
     for i in range(10):
         run_turn("alice", f"Please check refund case {i} for me.", deps, tool_results=[INJECTED])
     summaries = [r for r in layer.store.list("alice", kinds=["semantic"]) if "summary_of" in r.meta]

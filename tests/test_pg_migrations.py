@@ -144,9 +144,7 @@ def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
         PgVectorStore(dsn, ef_search=5000)
 
 
-def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(
-    dsn: str, schema: str
-) -> None:
+def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(dsn: str, schema: str) -> None:
     """Defect 8: scopes over ~2.7 kB failed with a misleading StoreUnavailable."""
     s = PgVectorStore(dsn, schema=schema, table="mem", dims=DIMS)
     kept = make_record("alice", content="kept")

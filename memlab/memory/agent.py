@@ -64,7 +64,9 @@ class AgentDeps:
 
     def __post_init__(self) -> None:
         if not isinstance(self.layer, MemoryLayer):
-            raise InputError(f"AgentDeps.layer must be a MemoryLayer, got {type(self.layer).__name__}")
+            raise InputError(
+                f"AgentDeps.layer must be a MemoryLayer, got {type(self.layer).__name__}"
+            )
         if not callable(self.model):
             raise InputError(f"AgentDeps.model must be callable, got {type(self.model).__name__}")
         check_number(self.token_budget, "AgentDeps.token_budget", lo=1, integer=True)
@@ -118,7 +120,10 @@ def run_turn(
     if turn_id is not None:
         check_text(turn_id, "turn_id")
     layer = deps.layer
-    result = layer.recall(RecallQuery(scope, user_input, token_budget=deps.token_budget))
+    # Touched only once the turn succeeds: a failed turn leaves no trace.
+    result = layer.recall(
+        RecallQuery(scope, user_input, token_budget=deps.token_budget), touch=False
+    )
     messages: list[Message] = [
         {"role": "system", "content": deps.system_prompt + "\n\n" + format_memory(result.hits)},
         {"role": "user", "content": user_input},
@@ -160,5 +165,7 @@ def run_turn(
             )
         )
     stored = layer.remember_many(items)
+    if result.hits:
+        layer.store.touch(scope, [h.record.id for h in result.hits], result.now)
     report = layer.maintain(scope) if deps.maintain else None
     return TurnResult(reply, result.hits, messages, report, [r.id for r in stored])

@@ -60,11 +60,12 @@ def check_number(
     *,
     lo: float | None = None,
     hi: float | None = None,
+    above: float | None = None,
     integer: bool = False,
     none: bool = False,
 ) -> Any:
-    """A finite real number (an int when ``integer``) within ``lo..hi``, or None
-    when ``none`` allows it. Booleans are not numbers here.
+    """A finite real number (an int when ``integer``) within ``lo..hi`` and greater
+    than ``above``, or None when ``none`` allows it. Booleans are not numbers here.
 
     Returns:
         The value as ``float`` (``int`` when ``integer``), or None.
@@ -90,7 +91,28 @@ def check_number(
             else (f">= {lo:g}" if lo is not None else f"<= {hi:g}")
         )
         raise InputError(f"{name} must be {bounds}, got {_show(value)}")
+    if above is not None and not number > above:
+        raise InputError(f"{name} must be > {above:g}, got {_show(value)}")
     return number
+
+
+def check_callable(value: object, name: str, what: str) -> Any:
+    """``value`` if it can be called, else an InputError saying what it should be."""
+    if not callable(value):
+        raise InputError(f"{name} must be {what}, got {type(value).__name__} {_show(value)}")
+    return value
+
+
+def check_instance(
+    value: object, cls: type | tuple[type, ...], name: str, *, none: bool = True
+) -> Any:
+    """``value`` if it is an instance of ``cls`` (or None when ``none``)."""
+    if value is None and none:
+        return None
+    if not isinstance(value, cls):
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise InputError(f"{name} must be a {names}, got {type(value).__name__} {_show(value)}")
+    return value
 
 
 def check_bool(value: object, name: str) -> bool:

@@ -114,8 +114,10 @@ def format_memory(items: Sequence[Hit | MemoryRecord]) -> str:
     Raises:
         InputError: ``items`` is not a list of Hit or MemoryRecord.
     """
-    if isinstance(items, str | bytes | Hit | MemoryRecord):
-        raise InputError("format_memory takes a list of hits or records, not a single one")
+    if isinstance(items, str | bytes | Hit | MemoryRecord) or not isinstance(items, Sequence):
+        raise InputError(
+            f"format_memory takes a list of hits or records, got {type(items).__name__}"
+        )
     rendered = []
     for i, item in enumerate(items, 1):
         r = item.record if isinstance(item, Hit) else item

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlab.errors import InputError
+from memlab.memory.checks import check_number, check_text
 from memlab.memory.records import UNTRUSTED_SOURCES, Source
 
 _WORD = re.compile(r"\w+")
@@ -66,9 +67,7 @@ def _words(text: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", text))]
 
 
-def find_quotes(
-    text: str, untrusted: Sequence[Untrusted], *, min_words: int = 6
-) -> list[Quote]:
+def find_quotes(text: str, untrusted: Sequence[Untrusted], *, min_words: int = 6) -> list[Quote]:
     """The maximal runs of at least ``min_words`` words that ``text`` shares with
     one of the ``untrusted`` texts (an untrusted text shorter than that counts
     when it appears whole and has at least 3 words).
@@ -81,8 +80,13 @@ def find_quotes(
     Returns:
         The quotes in the order they appear in ``text`` (empty if none).
     """
-    if not isinstance(min_words, int) or isinstance(min_words, bool) or min_words < 2:
-        raise InputError(f"min_words must be an integer >= 2, got {min_words!r}")
+    check_text(text, "text", empty=True)
+    check_number(min_words, "min_words", lo=2, integer=True)
+    if isinstance(untrusted, str) or not isinstance(untrusted, Sequence):
+        raise InputError(f"untrusted must be a list of Untrusted, got {type(untrusted).__name__}")
+    for i, item in enumerate(untrusted):
+        if not isinstance(item, Untrusted):
+            raise InputError(f"untrusted[{i}] is a {type(item).__name__}, not an Untrusted")
     norm = unicodedata.normalize("NFKC", text)
     found = list(_WORD.finditer(norm))  # positions in norm, for the quoted span
     tokens = [m.group().casefold() for m in found]

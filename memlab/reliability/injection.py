@@ -140,7 +140,13 @@ def corpus() -> list[tuple[str, str]]:
 
 _CONFUSABLE = str.maketrans(
     {
-        **dict(zip("\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u043c\u0442\u043a\u043d\u0432\u0433", "aeopcyxmtkhbr", strict=True)),
+        **dict(
+            zip(
+                "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u043c\u0442\u043a\u043d\u0432\u0433",
+                "aeopcyxmtkhbr",
+                strict=True,
+            )
+        ),
         **dict(zip("\u03bf\u03b1\u03b5\u03c1\u03bd\u03ba\u03c4\u03c5", "oaepnktu", strict=True)),
         **dict(zip("\u1d0d\u1d07\u1d0f\u0280\u028f\u1d00\u029f", "meoryal", strict=True)),
         "\u01c0": "|",

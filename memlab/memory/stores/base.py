@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
-from memlab.memory.checks import check_unicode
+from memlab.memory.checks import check_bool, check_number, check_text, check_unicode
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
@@ -194,7 +194,7 @@ def as_ids(ids: str | Iterable[str]) -> list[str]:
     """
     if isinstance(ids, str):
         return [ids]
-    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
+    if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
         raise InputError(f"ids must be a string or a list of strings, got {type(ids).__name__}")
     out = list(ids)
     for i in out:
@@ -213,6 +213,46 @@ def check_time(at: object, what: str) -> float:
     if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
         raise InputError(f"{what}: the time must be finite epoch seconds, got {at!r}")
     return float(at)
+
+
+def check_candidates_args(
+    query: object,
+    dims: int | None,
+    include_archived: object,
+    pool: object,
+    text: object,
+    weights: object,
+) -> None:
+    """Check ``candidates``' arguments (every store, exact ones too, although they
+    ignore ``query``, ``pool`` and ``weights``).
+
+    Raises:
+        InputError: naming the argument; DimensionMismatch for a query of other dims.
+    """
+    if query is not None:
+        if not isinstance(query, np.ndarray | list | tuple):
+            raise InputError(
+                f"query must be a 1-D vector (numpy array), got {type(query).__name__}"
+            )
+        try:
+            vector = np.asarray(query, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InputError("query must be a 1-D vector of numbers") from None
+        if vector.ndim != 1:
+            raise InputError(f"query must be a 1-D vector, got shape {vector.shape}")
+        if dims is not None and vector.shape[0] != dims:
+            raise DimensionMismatch(dims, int(vector.shape[0]), "candidates() query")
+    check_bool(include_archived, "include_archived")
+    check_number(pool, "pool", lo=1, integer=True, none=True)
+    if text is not None:
+        check_text(text, "text", empty=True)
+    if weights is not None:
+        if not isinstance(weights, Mapping):
+            raise InputError(
+                f"weights must be a mapping of signal names to weights, got {type(weights).__name__}"
+            )
+        for key, w in weights.items():
+            check_number(w, f"weights[{key!r}]", lo=0.0)
 
 
 def scoped_ids(scope: str, ids: str | Iterable[str]) -> list[str]:

@@ -320,7 +320,9 @@ class JsonlStore(IndexedStore):
             f"(lock file {self._lock.lock_file}); retry, or stop the other writer"
         )
 
-    def _write(self, op: dict[str, Any], check: Callable[[], bool], apply: Callable[[], Any]) -> Any:
+    def _write(
+        self, op: dict[str, Any], check: Callable[[], bool], apply: Callable[[], Any]
+    ) -> Any:
         """Append ``op`` under the lock, then change this handle's view.
 
         ``check`` runs after catching up with other processes and before anything
@@ -520,7 +522,9 @@ class JsonlStore(IndexedStore):
         if not ids:
             return 0
         op = {"op": "delete", "scope": scope, "ids": ids}
-        return int(self._write(op, self._owns_any(scope, ids), lambda: self._apply_delete(ids, scope)))
+        return int(
+            self._write(op, self._owns_any(scope, ids), lambda: self._apply_delete(ids, scope))
+        )
 
     def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
@@ -546,7 +550,9 @@ class JsonlStore(IndexedStore):
     def _maybe_compact(self) -> None:
         live = len(self._records)
         lines = self._chain.lines
-        if lines > max(self.compact_min_lines, self.compact_ratio * (live + 1), self._compact_after):
+        if lines > max(
+            self.compact_min_lines, self.compact_ratio * (live + 1), self._compact_after
+        ):
             try:
                 self._rewrite()
             except StoreError as exc:

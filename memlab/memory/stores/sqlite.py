@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
-import math
 import os
 import sqlite3
 import threading
@@ -36,6 +35,7 @@ from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     STORES,
     Candidates,
+    check_candidates_args,
     check_dims,
     check_records,
     check_store_path,
@@ -561,6 +561,7 @@ class SqliteStore:
         include_archived: bool = False,
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
+        check_bool(include_archived, "include_archived")
         sql = f"SELECT {_COLUMNS} FROM records WHERE scope = ?"
         params: builtins.list[Any] = [scope]
         if not include_archived:
@@ -573,6 +574,7 @@ class SqliteStore:
         return [self._decode(row) for row in self._select(sql, params)]
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        check_bool(include_archived, "include_archived")
         where, params = [], []
         if scope is not None:
             check_scope(scope)
@@ -600,6 +602,7 @@ class SqliteStore:
         check_scope(scope)
         with self._mutex:
             self._check()
+            check_candidates_args(query, self._dims, include_archived, pool, text, weights)
             idx = self._cache.get(scope)
             if idx is None:
                 idx = self._load_scope(scope)

@@ -49,12 +49,15 @@ from memlab.errors import (
     StoreError,
     require,
 )
+from memlab.memory.checks import check_bool
 from memlab.memory.lexical import terms as lexical_terms
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     STORES,
     Candidates,
+    check_candidates_args,
     check_dims,
+    check_records,
     check_time,
     foreign_ids,
     kind_filter,
@@ -306,7 +309,7 @@ class PgVectorStore:
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
         """Upsert all records in one transaction and one round trip."""
-        records = list(records)
+        records = check_records(records, f"PgVectorStore({self.qualified_name}).put")
         if not records:
             return
         with self._guard("put"):
@@ -453,6 +456,7 @@ class PgVectorStore:
         include_archived: bool = False,
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
+        check_bool(include_archived, "include_archived")
         where, params = where_clause(scope, kinds, include_archived)
         with self._guard("list"):
             if not self._ready():
@@ -465,6 +469,7 @@ class PgVectorStore:
         return out
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        check_bool(include_archived, "include_archived")
         parts: builtins.list[str] = []
         params: dict[str, Any] = {}
         if scope is not None:
@@ -521,9 +526,8 @@ class PgVectorStore:
         is still chosen by similarity, salience and recency.
         """
         check_scope(scope)
+        check_candidates_args(query, None, include_archived, pool, text, weights)
         pool = self.pool if pool is None else int(pool)
-        if pool < 1:
-            raise InputError(f"candidate pool must be >= 1, got {pool}")
         w_sim, w_sal = ann_weights(weights)
         where, params = where_clause(scope, kinds, include_archived)
         with self._guard("candidates"):
