@@ -81,7 +81,8 @@ def check_number(
     )
     if not ok:
         raise InputError(f"{name} must be {kind}, got {type(value).__name__} {_show(value)}")
-    number = int(value) if integer else float(value)  # type: ignore[call-overload]
+    real: Any = value
+    number = int(real) if integer else float(real)
     if not math.isfinite(number):
         raise InputError(f"{name} must be a finite number, got {_show(value)}")
     if (lo is not None and number < lo) or (hi is not None and number > hi):

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="arg-type,list-item,misc,return-value,call-overload,dict-item"
 """The bad-argument corpus: calls of the public API that must be refused.
 
 Every case calls one public entry point of ``memlab.memory`` with one wrong
@@ -31,6 +32,7 @@ from memlab.memory import (
     InMemoryStore,
     JsonlStore,
     MemoryInput,
+    MemoryKind,
     MemoryLayer,
     MemoryQuestionRewriter,
     MemoryRecord,
@@ -119,7 +121,7 @@ def _record(**change: Any) -> MemoryRecord:
         id="new-record",
         content="a new fact",
         embedding=np.ones(DIMS, dtype=np.float32) / 4.0,
-        kind="semantic",
+        kind=MemoryKind.SEMANTIC,
         scope="alice",
         salience=0.5,
         tokens=3,
@@ -172,13 +174,13 @@ def _store_cases(name: str) -> Iterator[Case]:
         yield Case(
             f"{p}put({label})",
             arg,
-            lambda env, c=change: s(env).put(_record(**c)),  # type: ignore[misc]
+            lambda env, c=change: s(env).put(_record(**c)),
         )
-    yield Case(f"{p}put_many(None)", "records", lambda env: s(env).put_many(None))  # type: ignore[arg-type]
-    yield Case(f"{p}put_many('x')", "records", lambda env: s(env).put_many("x"))  # type: ignore[arg-type]
-    yield Case(f"{p}put_many([None])", "records[0]", lambda env: s(env).put_many([None]))  # type: ignore[list-item]
-    yield Case(f"{p}put_many(record)", "list", lambda env: s(env).put_many(_record()))  # type: ignore[arg-type]
-    yield Case(f"{p}put(None)", "MemoryRecord", lambda env: s(env).put(None))  # type: ignore[arg-type]
+    yield Case(f"{p}put_many(None)", "records", lambda env: s(env).put_many(None))
+    yield Case(f"{p}put_many('x')", "records", lambda env: s(env).put_many("x"))
+    yield Case(f"{p}put_many([None])", "records[0]", lambda env: s(env).put_many([None]))
+    yield Case(f"{p}put_many(record)", "list", lambda env: s(env).put_many(_record()))
+    yield Case(f"{p}put(None)", "MemoryRecord", lambda env: s(env).put(None))
     yield Case(
         f"{p}put_many(dup ids)",
         "same record id",
@@ -189,51 +191,51 @@ def _store_cases(name: str) -> Iterator[Case]:
         "another scope",
         lambda env: s(env).put(_record(id=rid(env), scope="mallory")),
     )
-    yield Case(f"{p}get(None, id)", "scope", lambda env: s(env).get(None, rid(env)))  # type: ignore[arg-type]
-    yield Case(f"{p}get(scope, None)", "ids", lambda env: s(env).get("alice", None))  # type: ignore[arg-type]
-    yield Case(f"{p}get(scope, 3)", "record ids", lambda env: s(env).get("alice", 3))  # type: ignore[arg-type]
-    yield Case(f"{p}get_many(scope, None)", "ids", lambda env: s(env).get_many("alice", None))  # type: ignore[arg-type]
-    yield Case(f"{p}get_many(scope, [1])", "record ids", lambda env: s(env).get_many("alice", [1]))  # type: ignore[list-item]
-    yield Case(f"{p}list(None)", "scope", lambda env: s(env).list(None))  # type: ignore[arg-type]
+    yield Case(f"{p}get(None, id)", "scope", lambda env: s(env).get(None, rid(env)))
+    yield Case(f"{p}get(scope, None)", "ids", lambda env: s(env).get("alice", None))
+    yield Case(f"{p}get(scope, 3)", "record ids", lambda env: s(env).get("alice", 3))
+    yield Case(f"{p}get_many(scope, None)", "ids", lambda env: s(env).get_many("alice", None))
+    yield Case(f"{p}get_many(scope, [1])", "record ids", lambda env: s(env).get_many("alice", [1]))
+    yield Case(f"{p}list(None)", "scope", lambda env: s(env).list(None))
     yield Case(
         f"{p}list(kinds='semantic')", "kinds", lambda env: s(env).list("alice", kinds="semantic")
     )
     yield Case(
         f"{p}list(kinds=['dream'])", "kind", lambda env: s(env).list("alice", kinds=["dream"])
     )
-    yield Case(f"{p}list(kinds=3)", "kinds", lambda env: s(env).list("alice", kinds=3))  # type: ignore[arg-type]
+    yield Case(f"{p}list(kinds=3)", "kinds", lambda env: s(env).list("alice", kinds=3))
     yield Case(
         f"{p}list(include_archived='yes')",
         "include_archived",
-        lambda env: s(env).list("alice", include_archived="yes"),  # type: ignore[arg-type]
+        lambda env: s(env).list("alice", include_archived="yes"),
     )
-    yield Case(f"{p}delete(None, ids)", "scope", lambda env: s(env).delete(None, [rid(env)]))  # type: ignore[arg-type]
-    yield Case(f"{p}delete(scope, None)", "ids", lambda env: s(env).delete("alice", None))  # type: ignore[arg-type]
-    yield Case(f"{p}delete(scope, {{}})", "ids", lambda env: s(env).delete("alice", {"a": 1}))  # type: ignore[arg-type]
+    yield Case(f"{p}delete(None, ids)", "scope", lambda env: s(env).delete(None, [rid(env)]))
+    yield Case(f"{p}delete(scope, None)", "ids", lambda env: s(env).delete("alice", None))
+    yield Case(f"{p}delete(scope, {{}})", "ids", lambda env: s(env).delete("alice", {"a": 1}))
     for at in (NAN, INF, "soon", None, True):
         yield Case(
             f"{p}mark_archived(at={at!r})",
             "mark_archived",
-            lambda env, at=at: s(env).mark_archived("alice", [rid(env)], at),  # type: ignore[misc]
+            lambda env, at=at: s(env).mark_archived("alice", [rid(env)], at),
         )
         yield Case(
             f"{p}touch(at={at!r})",
             "touch",
-            lambda env, at=at: s(env).touch("alice", [rid(env)], at),  # type: ignore[misc]
+            lambda env, at=at: s(env).touch("alice", [rid(env)], at),
         )
-    yield Case(f"{p}touch(ids=3)", "ids", lambda env: s(env).touch("alice", 3, 1.0))  # type: ignore[arg-type]
-    yield Case(f"{p}count(scope=3)", "scope", lambda env: s(env).count(3))  # type: ignore[arg-type]
+    yield Case(f"{p}touch(ids=3)", "ids", lambda env: s(env).touch("alice", 3, 1.0))
+    yield Case(f"{p}count(scope=3)", "scope", lambda env: s(env).count(3))
     yield Case(f"{p}count(scope='')", "scope", lambda env: s(env).count(""))
     yield Case(
         f"{p}count(include_archived=1)",
         "include_archived",
-        lambda env: s(env).count("alice", include_archived=1),  # type: ignore[arg-type]
+        lambda env: s(env).count("alice", include_archived=1),
     )
-    yield Case(f"{p}candidates(None)", "scope", lambda env: s(env).candidates(None))  # type: ignore[arg-type]
+    yield Case(f"{p}candidates(None)", "scope", lambda env: s(env).candidates(None))
     yield Case(
         f"{p}candidates(query='x')",
         "query",
-        lambda env: s(env).candidates("alice", "x"),  # type: ignore[arg-type]
+        lambda env: s(env).candidates("alice", "x"),
     )
     yield Case(
         f"{p}candidates(query dims)",
@@ -254,17 +256,17 @@ def _store_cases(name: str) -> Iterator[Case]:
     yield Case(
         f"{p}candidates(pool='x')",
         "pool",
-        lambda env: s(env).candidates("alice", pool="x"),  # type: ignore[arg-type]
+        lambda env: s(env).candidates("alice", pool="x"),
     )
     yield Case(
         f"{p}candidates(text=3)",
         "text",
-        lambda env: s(env).candidates("alice", text=3),  # type: ignore[arg-type]
+        lambda env: s(env).candidates("alice", text=3),
     )
     yield Case(
         f"{p}candidates(weights='x')",
         "weights",
-        lambda env: s(env).candidates("alice", weights="x"),  # type: ignore[arg-type]
+        lambda env: s(env).candidates("alice", weights="x"),
     )
     yield Case(
         f"{p}candidates(weights nan)",
@@ -318,27 +320,27 @@ def _layer_cases(name: str) -> Iterator[Case]:
         yield Case(
             f"{p}remember({label})",
             arg,
-            lambda env, kw=kw: layer(env).remember(**kw),  # type: ignore[misc]
+            lambda env, kw=kw: layer(env).remember(**kw),
         )
     yield Case(
         f"{p}remember(takeover)",
         "another scope",
         lambda env: layer(env).remember("mallory", "mine", id=env.ids[name]),
     )
-    yield Case(f"{p}remember_many(None)", "MemoryInput", lambda env: layer(env).remember_many(None))  # type: ignore[arg-type]
-    yield Case(f"{p}remember_many('x')", "MemoryInput", lambda env: layer(env).remember_many("x"))  # type: ignore[arg-type]
+    yield Case(f"{p}remember_many(None)", "MemoryInput", lambda env: layer(env).remember_many(None))
+    yield Case(f"{p}remember_many('x')", "MemoryInput", lambda env: layer(env).remember_many("x"))
     yield Case(
         f"{p}remember_many([None])", "MemoryInput", lambda env: layer(env).remember_many([None])
-    )  # type: ignore[list-item]
+    )
     yield Case(
         f"{p}remember_many(item)",
         "MemoryInput",
-        lambda env: layer(env).remember_many(MemoryInput("alice", "x")),  # type: ignore[arg-type]
+        lambda env: layer(env).remember_many(MemoryInput("alice", "x")),
     )
     yield Case(
         f"{p}remember_many([dict])",
         "MemoryInput",
-        lambda env: layer(env).remember_many([{"scope": "alice", "content": "x"}]),  # type: ignore[list-item]
+        lambda env: layer(env).remember_many([{"scope": "alice", "content": "x"}]),
     )
     yield Case(
         f"{p}remember_many(one bad of two)",
@@ -347,14 +349,14 @@ def _layer_cases(name: str) -> Iterator[Case]:
             [MemoryInput("alice", "fine"), MemoryInput("alice", "bad", salience=9)]
         ),
     )
-    yield Case(f"{p}recall('text')", "RecallQuery", lambda env: layer(env).recall("where?"))  # type: ignore[arg-type]
-    yield Case(f"{p}recall(None)", "RecallQuery", lambda env: layer(env).recall(None))  # type: ignore[arg-type]
+    yield Case(f"{p}recall('text')", "RecallQuery", lambda env: layer(env).recall("where?"))
+    yield Case(f"{p}recall(None)", "RecallQuery", lambda env: layer(env).recall(None))
     yield Case(
         f"{p}recall(touch='yes')",
         "touch",
-        lambda env: layer(env).recall(RecallQuery("alice", "GKE"), touch="yes"),  # type: ignore[arg-type]
+        lambda env: layer(env).recall(RecallQuery("alice", "GKE"), touch="yes"),
     )
-    yield Case(f"{p}explain('text')", "RecallQuery", lambda env: layer(env).explain("where?"))  # type: ignore[arg-type]
+    yield Case(f"{p}explain('text')", "RecallQuery", lambda env: layer(env).explain("where?"))
     yield Case(
         f"{p}explain(width=0)",
         "width",
@@ -363,7 +365,7 @@ def _layer_cases(name: str) -> Iterator[Case]:
     yield Case(
         f"{p}explain(width='x')",
         "width",
-        lambda env: layer(env).explain(RecallQuery("alice", "GKE"), width="x"),  # type: ignore[arg-type]
+        lambda env: layer(env).explain(RecallQuery("alice", "GKE"), width="x"),
     )
     yield Case(
         f"{p}approve(salience=2)",
@@ -373,7 +375,7 @@ def _layer_cases(name: str) -> Iterator[Case]:
     yield Case(
         f"{p}approve(salience='x')",
         "salience",
-        lambda env: layer(env).approve("alice", env.ids[name], salience="x", reviewer="ann"),  # type: ignore[arg-type]
+        lambda env: layer(env).approve("alice", env.ids[name], salience="x", reviewer="ann"),
     )
     yield Case(
         f"{p}approve(reviewer='')",
@@ -383,26 +385,26 @@ def _layer_cases(name: str) -> Iterator[Case]:
     yield Case(
         f"{p}approve(reviewer=3)",
         "reviewer",
-        lambda env: layer(env).approve("alice", env.ids[name], salience=0.9, reviewer=3),  # type: ignore[arg-type]
+        lambda env: layer(env).approve("alice", env.ids[name], salience=0.9, reviewer=3),
     )
     yield Case(
         f"{p}approve(scope=None)",
         "scope",
-        lambda env: layer(env).approve(None, env.ids[name], salience=0.9, reviewer="ann"),  # type: ignore[arg-type]
+        lambda env: layer(env).approve(None, env.ids[name], salience=0.9, reviewer="ann"),
     )
     yield Case(
         f"{p}approve(other scope)",
         "no memory",
         lambda env: layer(env).approve("mallory", env.ids[name], salience=0.9, reviewer="m"),
     )
-    yield Case(f"{p}forget(None, ids)", "scope", lambda env: layer(env).forget(None, ["x"]))  # type: ignore[arg-type]
-    yield Case(f"{p}forget(scope, None)", "ids", lambda env: layer(env).forget("alice", None))  # type: ignore[arg-type]
-    yield Case(f"{p}maintain(None)", "scope", lambda env: layer(env).maintain(None))  # type: ignore[arg-type]
-    yield Case(f"{p}maintain(now='x')", "now", lambda env: layer(env).maintain("alice", now="x"))  # type: ignore[arg-type]
+    yield Case(f"{p}forget(None, ids)", "scope", lambda env: layer(env).forget(None, ["x"]))
+    yield Case(f"{p}forget(scope, None)", "ids", lambda env: layer(env).forget("alice", None))
+    yield Case(f"{p}maintain(None)", "scope", lambda env: layer(env).maintain(None))
+    yield Case(f"{p}maintain(now='x')", "now", lambda env: layer(env).maintain("alice", now="x"))
     yield Case(f"{p}maintain(now=nan)", "now", lambda env: layer(env).maintain("alice", now=NAN))
     yield Case(f"{p}maybe_summarize('')", "scope", lambda env: layer(env).maybe_summarize(""))
-    yield Case(f"{p}embed_query(None)", "text", lambda env: layer(env).embed_query(None))  # type: ignore[arg-type]
-    yield Case(f"{p}embed_query(3)", "text", lambda env: layer(env).embed_query(3))  # type: ignore[arg-type]
+    yield Case(f"{p}embed_query(None)", "text", lambda env: layer(env).embed_query(None))
+    yield Case(f"{p}embed_query(3)", "text", lambda env: layer(env).embed_query(3))
 
 
 def _query_cases() -> Iterator[Case]:
@@ -432,17 +434,17 @@ def _query_cases() -> Iterator[Case]:
     ]
     for label, arg, change in bad:
         kw = {"scope": "alice", "text": "where?", **change}
-        yield Case(f"RecallQuery({label})", arg, lambda env, kw=kw: RecallQuery(**kw))  # type: ignore[misc]
+        yield Case(f"RecallQuery({label})", arg, lambda env, kw=kw: RecallQuery(**kw))
 
 
 def _construction_cases() -> Iterator[Case]:
     def folder(env: Env) -> Path:
         return env.folder
 
-    yield Case("JsonlStore(None)", "path", lambda env: JsonlStore(None))  # type: ignore[arg-type]
-    yield Case("JsonlStore(3)", "path", lambda env: JsonlStore(3))  # type: ignore[arg-type]
+    yield Case("JsonlStore(None)", "path", lambda env: JsonlStore(None))
+    yield Case("JsonlStore(3)", "path", lambda env: JsonlStore(3))
     yield Case("JsonlStore('')", "path", lambda env: JsonlStore(""))
-    yield Case("JsonlStore(b'x')", "path", lambda env: JsonlStore(b"x"))  # type: ignore[arg-type]
+    yield Case("JsonlStore(b'x')", "path", lambda env: JsonlStore(b"x"))
     yield Case("JsonlStore(folder)", "folder", lambda env: JsonlStore(folder(env)))
     yield Case(
         "JsonlStore(compact_min_lines=0)",
@@ -452,7 +454,7 @@ def _construction_cases() -> Iterator[Case]:
     yield Case(
         "JsonlStore(compact_ratio='x')",
         "compact_ratio",
-        lambda env: JsonlStore(folder(env) / "x.jsonl", compact_ratio="x"),  # type: ignore[arg-type]
+        lambda env: JsonlStore(folder(env) / "x.jsonl", compact_ratio="x"),
     )
     yield Case(
         "JsonlStore(lock_timeout=-1)",
@@ -462,16 +464,16 @@ def _construction_cases() -> Iterator[Case]:
     yield Case(
         "JsonlStore(fsync='yes')",
         "fsync",
-        lambda env: JsonlStore(folder(env) / "x.jsonl", fsync="yes"),  # type: ignore[arg-type]
+        lambda env: JsonlStore(folder(env) / "x.jsonl", fsync="yes"),
     )
-    yield Case("SqliteStore(None)", "path", lambda env: SqliteStore(None))  # type: ignore[arg-type]
-    yield Case("SqliteStore(3)", "path", lambda env: SqliteStore(3))  # type: ignore[arg-type]
+    yield Case("SqliteStore(None)", "path", lambda env: SqliteStore(None))
+    yield Case("SqliteStore(3)", "path", lambda env: SqliteStore(3))
     yield Case("SqliteStore('')", "path", lambda env: SqliteStore(""))
     yield Case("SqliteStore(folder)", "folder", lambda env: SqliteStore(folder(env)))
     yield Case(
         "SqliteStore(timeout='x')",
         "timeout",
-        lambda env: SqliteStore(folder(env) / "x.db", timeout="x"),  # type: ignore[arg-type]
+        lambda env: SqliteStore(folder(env) / "x.db", timeout="x"),
     )
     yield Case(
         "SqliteStore(integrity='deep')",
@@ -500,7 +502,7 @@ def _construction_cases() -> Iterator[Case]:
         yield Case(
             f"MemoryLayer({label})",
             arg,
-            lambda env, kw=kw: MemoryLayer(**kw),  # type: ignore[misc]
+            lambda env, kw=kw: MemoryLayer(**kw),
         )
     yield Case(
         "MemoryLayer(dims mismatch)",
@@ -517,29 +519,29 @@ def _construction_cases() -> Iterator[Case]:
             "SummarizePolicy(trigger_tokens='x')",
             "trigger_tokens",
             lambda: SummarizePolicy(trigger_tokens="x"),
-        ),  # type: ignore[arg-type]
+        ),
         (
             "SummarizePolicy(chunk_tokens=nan)",
             "chunk_tokens",
             lambda: SummarizePolicy(chunk_tokens=NAN),
-        ),  # type: ignore[arg-type]
+        ),
         ("SummarizePolicy(keep_recent=-1)", "keep_recent", lambda: SummarizePolicy(keep_recent=-1)),
         (
             "SummarizePolicy(max_gap_hours='x')",
             "max_gap_hours",
             lambda: SummarizePolicy(max_gap_hours="x"),
-        ),  # type: ignore[arg-type]
+        ),
         ("SummarizePolicy(min_records=0)", "min_records", lambda: SummarizePolicy(min_records=0)),
         ("NeighborPolicy(before=-1)", "before", lambda: NeighborPolicy(before=-1)),
-        ("NeighborPolicy(after='x')", "after", lambda: NeighborPolicy(after="x")),  # type: ignore[arg-type]
+        ("NeighborPolicy(after='x')", "after", lambda: NeighborPolicy(after="x")),
         ("NeighborPolicy(top=0)", "top", lambda: NeighborPolicy(top=0)),
-        ("NeighborPolicy(max_tokens='x')", "max_tokens", lambda: NeighborPolicy(max_tokens="x")),  # type: ignore[arg-type]
+        ("NeighborPolicy(max_tokens='x')", "max_tokens", lambda: NeighborPolicy(max_tokens="x")),
         ("EvictionPolicy(episodic_ttl=0)", "episodic_ttl", lambda: EvictionPolicy(episodic_ttl=0)),
         (
             "EvictionPolicy(episodic_ttl='x')",
             "episodic_ttl",
             lambda: EvictionPolicy(episodic_ttl="x"),
-        ),  # type: ignore[arg-type]
+        ),
         ("EvictionPolicy(max_records=0)", "max_records", lambda: EvictionPolicy(max_records=0)),
         (
             "EvictionPolicy(salience_floor=nan)",
@@ -550,28 +552,28 @@ def _construction_cases() -> Iterator[Case]:
             "EvictionPolicy(salience_floor='x')",
             "salience_floor",
             lambda: EvictionPolicy(salience_floor="x"),
-        ),  # type: ignore[arg-type]
+        ),
         ("EvictionPolicy(cold_decay=2)", "cold_decay", lambda: EvictionPolicy(cold_decay=2)),
-        ("EvictionPolicy(cold_after='x')", "cold_after", lambda: EvictionPolicy(cold_after="x")),  # type: ignore[arg-type]
+        ("EvictionPolicy(cold_after='x')", "cold_after", lambda: EvictionPolicy(cold_after="x")),
         (
             "EvictionPolicy(untrusted_ttl=nan)",
             "untrusted_ttl",
             lambda: EvictionPolicy(untrusted_ttl=NAN),
         ),
         ("RankWeights(similarity=-1)", "similarity", lambda: RankWeights(similarity=-1)),
-        ("RankWeights(recency='x')", "recency", lambda: RankWeights(recency="x")),  # type: ignore[arg-type]
+        ("RankWeights(recency='x')", "recency", lambda: RankWeights(recency="x")),
         ("RankWeights(salience=inf)", "salience", lambda: RankWeights(salience=INF)),
         ("RankWeights(usage=True)", "usage", lambda: RankWeights(usage=True)),
         ("HalfLives(episodic=0)", "episodic", lambda: HalfLives(episodic=0)),
-        ("HalfLives(semantic='x')", "semantic", lambda: HalfLives(semantic="x")),  # type: ignore[arg-type]
+        ("HalfLives(semantic='x')", "semantic", lambda: HalfLives(semantic="x")),
         ("HalfLives(procedural=inf)", "procedural", lambda: HalfLives(procedural=INF)),
         ("HashEmbedder(dims=0)", "dims", lambda: HashEmbedder(0)),
-        ("HashEmbedder(dims='x')", "dims", lambda: HashEmbedder("x")),  # type: ignore[arg-type]
-        ("HashEmbedder.embed('text')", "texts", lambda: HashEmbedder(DIMS).embed("text")),  # type: ignore[arg-type]
-        ("HashEmbedder.embed(None)", "texts", lambda: HashEmbedder(DIMS).embed(None)),  # type: ignore[arg-type]
-        ("HashEmbedder.embed([1])", "texts", lambda: HashEmbedder(DIMS).embed([1])),  # type: ignore[list-item]
+        ("HashEmbedder(dims='x')", "dims", lambda: HashEmbedder("x")),
+        ("HashEmbedder.embed('text')", "texts", lambda: HashEmbedder(DIMS).embed("text")),
+        ("HashEmbedder.embed(None)", "texts", lambda: HashEmbedder(DIMS).embed(None)),
+        ("HashEmbedder.embed([1])", "texts", lambda: HashEmbedder(DIMS).embed([1])),
         ("ExtractiveSummarizer(max_words=0)", "max_words", lambda: ExtractiveSummarizer(0)),
-        ("ExtractiveSummarizer(max_words='x')", "max_words", lambda: ExtractiveSummarizer("x")),  # type: ignore[arg-type]
+        ("ExtractiveSummarizer(max_words='x')", "max_words", lambda: ExtractiveSummarizer("x")),
         (
             "ExtractiveSummarizer.summarize('text')",
             "texts",
@@ -581,27 +583,27 @@ def _construction_cases() -> Iterator[Case]:
             "ExtractiveSummarizer.summarize(None)",
             "texts",
             lambda: ExtractiveSummarizer().summarize(None),
-        ),  # type: ignore[arg-type]
+        ),
         (
             "ExtractiveSummarizer.summarize([1])",
             "texts",
             lambda: ExtractiveSummarizer().summarize([1]),
-        ),  # type: ignore[list-item]
-        ("parse_time(None, now)", "text", lambda: parse_time(None, 1.78e9)),  # type: ignore[arg-type]
-        ("parse_time(text, now='x')", "now", lambda: parse_time("last week", "x")),  # type: ignore[arg-type]
+        ),
+        ("parse_time(None, now)", "text", lambda: parse_time(None, 1.78e9)),
+        ("parse_time(text, now='x')", "now", lambda: parse_time("last week", "x")),
         ("parse_time(text, now=nan)", "now", lambda: parse_time("last week", NAN)),
-        ("estimate_tokens(None)", "text", lambda: estimate_tokens(None)),  # type: ignore[arg-type]
-        ("estimate_salience(None)", "text", lambda: estimate_salience(None)),  # type: ignore[arg-type]
+        ("estimate_tokens(None)", "text", lambda: estimate_tokens(None)),
+        ("estimate_salience(None)", "text", lambda: estimate_salience(None)),
         (
             "MemoryQuestionRewriter.rewrite(None)",
             "text",
             lambda: MemoryQuestionRewriter().rewrite(None),
-        ),  # type: ignore[arg-type]
-        ("format_memory('text')", "list", lambda: format_memory("text")),  # type: ignore[arg-type]
-        ("format_memory([None])", "item 1", lambda: format_memory([None])),  # type: ignore[list-item]
-        ("format_memory(None)", "list", lambda: format_memory(None)),  # type: ignore[arg-type]
-        ("find_quotes(None, [])", "text", lambda: find_quotes(None, [])),  # type: ignore[arg-type]
-        ("find_quotes(text, 'x')", "untrusted", lambda: find_quotes("x", "untrusted")),  # type: ignore[arg-type]
+        ),
+        ("format_memory('text')", "list", lambda: format_memory("text")),
+        ("format_memory([None])", "item 1", lambda: format_memory([None])),
+        ("format_memory(None)", "list", lambda: format_memory(None)),
+        ("find_quotes(None, [])", "text", lambda: find_quotes(None, [])),
+        ("find_quotes(text, 'x')", "untrusted", lambda: find_quotes("x", "untrusted")),
         (
             "find_quotes(min_words=1)",
             "min_words",
@@ -609,7 +611,7 @@ def _construction_cases() -> Iterator[Case]:
         ),
     ]
     for label, arg, make in policies:
-        yield Case(label, arg, lambda env, make=make: make())  # type: ignore[misc]
+        yield Case(label, arg, lambda env, make=make: make())
 
 
 def _agent_cases() -> Iterator[Case]:
@@ -636,9 +638,7 @@ def _agent_cases() -> Iterator[Case]:
                 kw["scope"],
                 kw["user_input"],
                 deps(env),
-                **{  # type: ignore[misc]
-                    k: v for k, v in kw.items() if k not in ("scope", "user_input")
-                },
+                **{k: v for k, v in kw.items() if k not in ("scope", "user_input")},
             ),
         )
     yield Case(
@@ -647,13 +647,13 @@ def _agent_cases() -> Iterator[Case]:
         lambda env: run_turn(
             "alice",
             "hi",
-            AgentDeps(env.layers["memory"], lambda messages: None, maintain=False),  # type: ignore[arg-type,return-value]
+            AgentDeps(env.layers["memory"], lambda messages: None, maintain=False),
         ),
     )
-    yield Case("run_turn(deps='x')", "AgentDeps", lambda env: run_turn("alice", "hi", "x"))  # type: ignore[arg-type]
+    yield Case("run_turn(deps='x')", "AgentDeps", lambda env: run_turn("alice", "hi", "x"))
     yield Case("AgentDeps(token_budget=0)", "token_budget", lambda env: deps(env, token_budget=0))
     yield Case("AgentDeps(quote_words='x')", "quote_words", lambda env: deps(env, quote_words="x"))
-    yield Case("AgentDeps(model=None)", "model", lambda env: AgentDeps(env.layers["memory"], None))  # type: ignore[arg-type]
+    yield Case("AgentDeps(model=None)", "model", lambda env: AgentDeps(env.layers["memory"], None))
 
 
 def cases(stores: list[str]) -> list[Case]:
@@ -705,8 +705,9 @@ def _drop_schema(store: MemoryStore) -> None:
     with contextlib.suppress(Exception):
         import psycopg
 
-        with psycopg.connect(store.dsn, autocommit=True) as conn:  # type: ignore[attr-defined]
-            conn.execute(f'DROP SCHEMA IF EXISTS "{store.schema}" CASCADE')  # type: ignore[attr-defined]
+        dsn, schema = getattr(store, "dsn", ""), getattr(store, "schema", "")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 __all__ = ["Case", "Env", "Outcome", "cases", "check", "run"]

@@ -36,7 +36,7 @@ from typing import Any
 
 import filelock
 
-from memlab.errors import StoreCorrupted, StoreError, StoreLocked
+from memlab.errors import DimensionMismatch, StoreCorrupted, StoreError, StoreLocked
 from memlab.memory.checks import check_bool, check_number, check_path
 from memlab.memory.records import MemoryRecord
 from memlab.memory.stores.base import (
@@ -492,21 +492,23 @@ class JsonlStore(IndexedStore):
         records = check_records(records, where)
         if not records:
             return
+        dims = check_dims(records, None, where)  # a bad record fails before the lock
         with self._mutex:
             self._check_open()
-            check_dims(records, self._dims, where)  # a bad record fails before the lock
             op = {"op": "put", "records": [record_to_dict(r) for r in records]}
-            dims: list[int | None] = []
 
             def check() -> bool:
-                # Again under the lock: another process may have fixed the dims or
+                # Under the lock: another process may have fixed the dims or
                 # written these ids.
-                dims.append(check_dims(records, self._dims, where))
+                if self._dims is not None and dims != self._dims:
+                    raise DimensionMismatch(
+                        self._dims, dims or 0, f"{where}, record {records[0].id}"
+                    )
                 foreign_ids(records, self._scope_of(records))
                 return True
 
             def apply() -> None:
-                self._dims = dims[0]
+                self._dims = dims
                 self._apply_put(records)
 
             self._write(op, check, apply)

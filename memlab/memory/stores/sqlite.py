@@ -265,6 +265,10 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
             self._dims = self._read_dims()
+            if self._dims is None and self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+                raise StoreCorrupted(
+                    self.path, None, "records are stored but their dimensions are not"
+                )
             self._data_version = self._read_data_version()
         except BaseException as exc:
             self.close()
@@ -586,7 +590,11 @@ class SqliteStore:
         return int(self._select(sql, params)[0][0])
 
     def scopes(self) -> builtins.list[str]:
-        return [row[0] for row in self._select("SELECT DISTINCT scope FROM records ORDER BY scope")]
+        out = [row[0] for row in self._select("SELECT DISTINCT scope FROM records ORDER BY scope")]
+        for scope in out:
+            if not isinstance(scope, str) or not scope:
+                raise StoreCorrupted(self.path, None, f"a record has the scope {scope!r}")
+        return out
 
     def candidates(
         self,
