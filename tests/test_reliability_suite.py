@@ -41,3 +41,22 @@ def test_table_and_csv(tmp_path: Path) -> None:
     write_csv(rows, tmp_path / "s.csv")
     got = list(csv.DictReader((tmp_path / "s.csv").read_text().splitlines()))
     assert got[0]["target"] == "0" and got[1]["target"] == "measured"
+
+
+def test_the_docs_show_the_committed_summary() -> None:
+    from memlab.reliability.suite import markdown
+
+    root = Path(__file__).resolve().parents[1]
+    summary = root / "results" / "reliability" / "summary.csv"
+    page = (root / "docs" / "reliability.md").read_text()
+    assert markdown(summary) in page  # regenerate with --markdown after a new run
+    rows = list(csv.DictReader(summary.read_text().splitlines()))
+    assert all(r["failures"] == "0" for r in rows if r["target"] == "0")
+    kills = {r["store"]: 0 for r in rows if r["check"].startswith("kill")}
+    for r in rows:
+        if r["check"].startswith("kill"):
+            kills[r["store"]] += int(r["trials"])
+    assert kills == {"jsonl": 110, "sqlite": 110}
+    scopes = [r for r in rows if r["check"].startswith("adversarial scopes")]
+    assert {r["store"] for r in scopes} == {"memory", "jsonl", "sqlite", "pgvector"}
+    assert all(int(r["trials"]) >= 10_000 for r in scopes)

@@ -219,6 +219,24 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def markdown(summary: Path) -> str:
+    """The summary CSV as the Markdown table in docs/reliability.md."""
+    with open(summary, newline="") as f:
+        rows = list(csv.DictReader(f))
+    out = [
+        "| check | store | trials | operations | failures | what was counted |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        failures = f"{int(r['failures']):,}" + ("" if r["target"] == "0" else " (limit)")
+        detail = r["detail"].replace("|", "\\|")
+        out.append(
+            f"| {r['check']} | {r['store']} | {int(r['trials']):,} | {int(r['operations']):,} "
+            f"| {failures} | {detail} |"
+        )
+    return "\n".join(out)
+
+
 def write_csv(rows: list[Row], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
@@ -246,7 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default=os.environ.get("MEMLAB_PG_DSN"), help="PostgreSQL to use")
     parser.add_argument("--no-pg", dest="pg", action="store_false", help="skip PostgreSQL")
     parser.add_argument("--no-progress", dest="progress", action="store_false", default=None)
+    parser.add_argument(
+        "--markdown",
+        metavar="CSV",
+        help="print a summary.csv as the Markdown table of docs/reliability.md, run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(Path(args.markdown)))
+        return 0
     checks = tuple(c.strip() for c in args.only.split(",") if c.strip())
     unknown = sorted(set(checks) - set(CHECKS))
     if unknown:
