@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlab.lab.report import job_dirs, job_overrides
+from memlab.lab.sweep import job_dirs, job_overrides
 
 BEGIN = "<!-- datasets-tables:begin -->"
 END = "<!-- datasets-tables:end -->"
@@ -84,29 +84,32 @@ def speed(args: argparse.Namespace) -> None:
     """Replay a LoCoMo file through strategies and extrapolate to the full LoCoMo."""
     import warnings
 
-    from memlab.cli import model_components, precheck, strategy_factory
-    from memlab.lab.datasets import DatasetWarning
+    from memlab.lab import experiment
+    from memlab.lab.config import compose, validate
+    from memlab.lab.datasets import DatasetWarning, load_source
     from memlab.lab.replay import ReplaySettings, replay
-    from memlab.lab.transcripts import load_source
     from memlab.memory import MemoEmbedder
 
-    cfg = precheck(
-        [
-            "transcripts=locomo",
-            f"transcripts.path={Path(args.locomo).resolve()}",
-            f"embedder={args.embedder}",
-            f"budget={args.budget}",
-            f"strategies=[{args.strategies}]",
-        ]
+    v = validate(
+        compose(
+            [
+                "transcripts=locomo",
+                f"transcripts.path={Path(args.locomo).resolve()}",
+                f"embedder={args.embedder}",
+                f"budget={args.budget}",
+                f"strategies=[{args.strategies}]",
+            ]
+        )
     )
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
-        transcripts = load_source("locomo", cfg.transcripts.path)
+        transcripts = load_source("locomo", v.run.transcripts.path)
     load_s = time.perf_counter() - started
     # As `memlab run` does: the persistent model cache, one batched call per transcript.
-    embedder, summarizer, cached = model_components(cfg, cfg.cache)
-    memo = MemoEmbedder(embedder)
+    models = experiment.models(v)
+    memo = MemoEmbedder(models.embedder)
+    factories = experiment.strategy_factories(v, Path(args.out), memo, models.summarizer)
     settings = ReplaySettings(budget=args.budget)
     turns = sum(sum(t.probe is None for t in x.turns) for x in transcripts)
     questions = sum(len(x.probes) for x in transcripts)
@@ -115,7 +118,7 @@ def speed(args: argparse.Namespace) -> None:
         f"{args.locomo}: {n} conversations, {turns} turns, {questions} questions; load {load_s:.2f} s"
     )
     for name in args.strategies.split(","):
-        factory = strategy_factory(cfg, name, Path(args.out), memo, summarizer)
+        factory = factories[name]
         per = []
         for t in transcripts:
             t0 = time.perf_counter()
@@ -134,8 +137,9 @@ def speed(args: argparse.Namespace) -> None:
             f"  {name:<24} {total:6.2f} s ({', '.join(f'{x:.2f}' for x in per)}); "
             f"full LoCoMo: {by_conv:5.1f} s per-conversation, {by_item:5.1f} s per-turn+question"
         )
-    for label, component in cached.items():
-        print(f"  {label} cache: {component.stats}")
+    models.close()
+    for label, stats in models.cache_stats().items():
+        print(f"  {label} cache: {stats}")
 
 
 # -- tables ---------------------------------------------------------------------------

@@ -1,7 +1,11 @@
 """The MemlabError tree: every user-facing failure is one of these.
 
 Each message says what was wrong and what to do about it. The CLI prints the
-message without a traceback and exits non-zero.
+message on one line, without a traceback, and exits with the error's
+``exit_code``: 2 for bad input (a config key, a file, an argument), 3 for an I/O
+or environment failure (an unwritable folder, an unreachable server, a missing
+optional dependency). Exit code 1 is the gate's "a metric regressed" and nothing
+else; 130 is an interrupt.
 """
 
 from __future__ import annotations
@@ -13,7 +17,18 @@ from typing import Any
 class MemlabError(Exception):
     """Base class of every error memlab reports to a user."""
 
-    exit_code = 2
+    exit_code = 2  # bad input; the I/O and environment classes below use 3
+
+
+class EnvironmentFailure(MemlabError):
+    """Not the user's input but the machine: a folder, a server, a dependency."""
+
+    exit_code = 3
+
+
+class OutputError(EnvironmentFailure):
+    """A result file or folder cannot be written (permissions, a full disk, a file
+    where a folder should be)."""
 
 
 class InputError(MemlabError, ValueError):
@@ -36,7 +51,7 @@ class ConfigError(MemlabError):
     """A configuration key or value is invalid."""
 
 
-class MissingExtraError(MemlabError):
+class MissingExtraError(EnvironmentFailure):
     """An optional dependency is not installed."""
 
     def __init__(self, feature: str, extra: str, module: str) -> None:
@@ -49,6 +64,8 @@ class MissingExtraError(MemlabError):
 
 class StoreError(MemlabError):
     """A memory store cannot be opened, read or written."""
+
+    exit_code = 3
 
 
 class StoreCorrupted(StoreError):
@@ -75,9 +92,13 @@ class StoreUnavailable(StoreError):
 class EmbedderError(MemlabError):
     """An embedder failed or returned something unusable."""
 
+    exit_code = 3
+
 
 class SummarizerError(MemlabError):
     """A summarizer failed or returned something unusable."""
+
+    exit_code = 3
 
 
 class ChatModelError(MemlabError):
@@ -86,6 +107,8 @@ class ChatModelError(MemlabError):
 
 class CacheError(MemlabError):
     """The embedding/summary cache cannot be opened, read or written."""
+
+    exit_code = 3
 
 
 class CacheCorrupted(CacheError):

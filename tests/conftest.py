@@ -203,6 +203,44 @@ def memlab(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedP
     )
 
 
+def on_a_terminal(*args: str, cwd: Path, timeout: float = 300) -> tuple[int, str]:
+    """Run the ``memlab`` command line with stdout and stderr on a pseudo-terminal
+    (24 x 100: tqdm draws nothing in a terminal of 0 columns); return (exit code,
+    everything it wrote)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlab.cli", *args], stdout=slave, stderr=slave, cwd=cwd
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=timeout), b"".join(chunks).decode(errors="replace")
+
+
+@pytest.fixture
+def handmade_dir(tmp_path: Path) -> Path:
+    """A folder holding the hand-written transcript (tests/fixtures/handmade.json)."""
+    d = tmp_path / "transcripts"
+    d.mkdir()
+    shutil.copy(FIXTURES / "handmade.json", d)
+    return d
+
+
 def shared_path(*parts: str) -> Path:
     """A file under ../shared, or skip the test with the reason when it is absent."""
     p = SHARED.joinpath(*parts)

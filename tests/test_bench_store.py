@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from memlab.cli import main as cli
-from tests.conftest import memlab
+from tests.conftest import memlab, on_a_terminal
 
 
 def test_bench_store_runs_small_and_writes_table_and_chart(
@@ -64,43 +64,19 @@ def test_bench_command_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--queries must be >= 1" in capsys.readouterr().err
 
 
-def test_bench_store_help_runs_nothing() -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli(["bench", "store", "--help"])
-    assert exit_.value.code == 0
+def test_bench_store_help_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["bench", "store", "--help"]) == 0
+    assert "--no-progress" in capsys.readouterr().out
 
 
 def _bench_in_a_terminal(tmp_path: Path, *extra: str) -> str:
     """Output of a tiny `memlab bench store` whose stdout and stderr are a terminal."""
-    import fcntl
-    import os
-    import pty
-    import struct
-    import subprocess
-    import sys
-    import termios
-
-    master, slave = pty.openpty()
-    # A real terminal has a size; tqdm draws nothing in a 0-column one.
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlab.cli", "bench", "store", "--sizes", "100", "--backends",
-         "memory", "--queries", "2", "--single", "5", "--out", str(tmp_path / "out"), *extra],
-        stdout=slave, stderr=slave, cwd=tmp_path,
+    code, out = on_a_terminal(
+        "bench", "store", "--sizes", "100", "--backends", "memory", "--queries", "2",
+        "--single", "5", "--out", str(tmp_path / "out"), *extra, cwd=tmp_path,
     )  # fmt: skip
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    assert proc.wait(timeout=300) == 0, b"".join(chunks).decode(errors="replace")
-    return b"".join(chunks).decode(errors="replace")
+    assert code == 0, out
+    return out
 
 
 @pytest.mark.slow

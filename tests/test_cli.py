@@ -1,11 +1,26 @@
-"""The memlab command line."""
+"""The memlab command line (memlab.cli): help, exit codes, one-line errors,
+progress bars, file modes. What the commands compute is tested with the lab
+module each one calls (test_experiment, test_sweep, test_gate, test_tune...)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import stat
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from memlab.cli import main
+import pandas as pd
+import pytest
+
+from memlab import __version__
+from memlab.cli import COMMANDS, main
+from tests.conftest import memlab, on_a_terminal
+from tests.transcript_gen import write_transcripts
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_demo_runs_and_explains(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -28,21 +43,9 @@ def test_console_script_prints_errors_without_traceback() -> None:
 
 
 # -- memlab run / report ------------------------------------------------------------
-import shutil  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from tests.conftest import FIXTURES, memlab  # noqa: E402
-
-
 @pytest.fixture
-def tdir(tmp_path: Path) -> Path:
-    d = tmp_path / "transcripts"
-    d.mkdir()
-    shutil.copy(FIXTURES / "handmade.json", d)
-    return d
+def tdir(handmade_dir: Path) -> Path:
+    return handmade_dir
 
 
 def test_run_writes_tables_and_charts(tmp_path: Path, tdir: Path) -> None:
@@ -131,34 +134,6 @@ def test_bad_transcripts_path_is_an_error(tmp_path: Path) -> None:
     )
 
 
-def test_two_job_multirun_and_report(tmp_path: Path, tdir: Path) -> None:
-    sweep = tmp_path / "sweep"
-    proc = memlab(
-        "run",
-        "-m",
-        "transcripts=dir",
-        f"transcripts.path={tdir}",
-        "budget=20,400",
-        "strategies=[memory,sliding_window]",
-        "progress=false",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert (sweep / "0" / "summary.csv").exists() and (sweep / "1" / "summary.csv").exists()
-    rep = memlab("report", str(sweep), cwd=tmp_path)
-    assert rep.returncode == 0, rep.stderr
-    combined = pd.read_csv(sweep / "multirun_summary.csv")
-    assert set(combined.job) == {0, 1} and set(combined.budget) == {20, 400}
-    tokens = combined[
-        (combined.metric == "context_tokens")
-        & (combined.group == "all")
-        & (combined.strategy == "memory")
-    ]
-    assert tokens.set_index("budget")["mean"][20] <= 20 < tokens.set_index("budget")["mean"][400]
-    assert (sweep / "charts" / "precision_vs_prompt_tokens.png").exists()
-
-
 def test_report_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     proc = memlab("report", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and "no memlab run" in proc.stderr
@@ -239,313 +214,218 @@ def test_synth_console_errors_have_no_traceback(tmp_path) -> None:  # type: igno
 LATENCY = {"recall_ms", "write_ms", "maintain_ms"}
 
 
-def test_run_against_an_openai_compatible_server_matches_in_process(tmp_path: Path) -> None:
-    """embedder=openai + summarizer=openai against a real local HTTP server give the
-    same results as the in-process hash embedder + extractive summarizer."""
-    import os
-
-    from tests.fake_openai import FakeOpenAI
-
-    common = [
-        "transcripts.limit=3",
-        "strategies=[memory,memory_no_summarize]",
-        "progress=false",
-        "report.charts=false",
-    ]
-    local = memlab("run", *common, f"hydra.run.dir={tmp_path / 'local'}", cwd=tmp_path)
-    assert local.returncode == 0, local.stderr
-    with FakeOpenAI(api_key="sk-test-123") as server:
-        url = server.base_url
-        env = {**os.environ, "FAKE_OPENAI_KEY": "sk-test-123"}
-        proc = subprocess.run(
-            [
-                sys.executable, "-m", "memlab.cli", "run", *common,
-                "embedder=openai", f"embedder.base_url={server.base_url}", "embedder.model=hash",
-                "embedder.dims=384", "embedder.api_key_env=FAKE_OPENAI_KEY",
-                "summarizer=openai", f"summarizer.base_url={server.base_url}", "summarizer.model=extractive",
-                "summarizer.api_key_env=FAKE_OPENAI_KEY", f"cache.path={tmp_path / 'cache.sqlite'}",
-                f"hydra.run.dir={tmp_path / 'remote'}",
-            ],
-            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        assert server.calls("embeddings") and server.calls("chat/completions")
-    assert "embedding cache:" in proc.stdout and "summary cache:" in proc.stdout
-    a = pd.read_csv(tmp_path / "local" / "summary.csv")
-    b = pd.read_csv(tmp_path / "remote" / "summary.csv")
-    a, b = (x[~x.metric.isin(LATENCY)].reset_index(drop=True) for x in (a, b))
-    pd.testing.assert_frame_equal(a, b)
-    assert "sk-test-123" not in (tmp_path / "remote" / "config.yaml").read_text()
-    # A second run is served from the cache: the (stopped) server is not needed any more.
-    again = subprocess.run(
-        [
-            sys.executable, "-m", "memlab.cli", "run", *common, "embedder=openai",
-            f"embedder.base_url={url}", "embedder.model=hash", "embedder.dims=384",
-            "embedder.api_key_env=FAKE_OPENAI_KEY", "embedder.max_retries=0", "summarizer=openai",
-            f"summarizer.base_url={url}", "summarizer.model=extractive",
-            "summarizer.api_key_env=FAKE_OPENAI_KEY", "summarizer.max_retries=0",
-            f"cache.path={tmp_path / 'cache.sqlite'}", f"hydra.run.dir={tmp_path / 'again'}",
-        ],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-    )  # fmt: skip
-    assert again.returncode == 0, again.stderr
-    assert "0 misses" in again.stdout
-
-
-# -- sweeps: parallel jobs, presets, launchers ------------------------------------------
-import yaml  # noqa: E402
-
-from memlab.cli import _compose, plan_run, run_experiment_from_config  # noqa: E402
-from memlab.errors import ConfigError  # noqa: E402
-from tests.transcript_gen import write_transcripts  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def gen(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_transcripts(tmp_path_factory.mktemp("gen") / "t", range(3), turns=50)
-
-
-def test_four_job_joblib_multirun_and_report(tmp_path: Path, gen: Path) -> None:
-    sweep = tmp_path / "sweep"
-    proc = memlab(
-        "run",
-        "-m",
-        "hydra/launcher=joblib",
-        "hydra.launcher.n_jobs=2",
-        "transcripts=dir",
-        f"transcripts.path={gen}",
-        "budget=40,80",
-        "memory.half_life.episodic=12,72",
-        "strategies=[memory,sliding_window]",
-        "progress=false",
-        "report.charts=false",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    hydra_cfg = yaml.safe_load((sweep / "0" / ".hydra" / "hydra.yaml").read_text())["hydra"]
-    assert hydra_cfg["launcher"]["_target_"].endswith("JoblibLauncher")
-    assert hydra_cfg["launcher"]["n_jobs"] == 2
-    for job in "0123":
-        assert (sweep / job / "fingerprint.json").exists()
-    # The multirun ends with the sweep report: one tidy table over all jobs.
-    assert "4 jobs, swept budget, memory.half_life.episodic" in proc.stdout
-    table = pd.read_csv(sweep / "multirun_summary.csv")
-    assert list(table.columns[:3]) == ["job", "budget", "memory.half_life.episodic"]
-    assert set(zip(table.budget, table["memory.half_life.episodic"], strict=True)) == {
-        (40, 12), (40, 72), (80, 12), (80, 72)
-    }  # fmt: skip
-    assert not (sweep / "charts").exists()  # report.charts=false
-    tokens = table[
-        (table.metric == "context_tokens") & (table.group == "all") & (table.strategy == "memory")
-    ]
-    assert (
-        tokens[tokens.budget == 40]["mean"].max() <= 40 < tokens[tokens.budget == 80]["mean"].max()
-    )
-    rep = memlab(
-        "report",
-        str(sweep),
-        "--heatmap",
-        "budget,memory.half_life.episodic",
-        "--metric",
-        "precision",
-        cwd=tmp_path,
-    )
-    assert rep.returncode == 0, rep.stderr
-    names = {p.name for p in (sweep / "charts").glob("*.png")}
-    assert "pareto_fact_recall_vs_prompt_tokens.png" in names
-    assert "heatmap_precision_budget_x_memory.half_life.episodic_memory.png" in names
-    assert "Pareto front (fact_recall vs prompt_tokens)" in rep.stdout
-
-
-def test_file_stores_in_parallel_jobs(tmp_path: Path, gen: Path) -> None:
-    """+experiment=stores runs memory, jsonl and sqlite stores in parallel processes:
-    each job writes its own files and all three measure the same recall."""
-    sweep = tmp_path / "sweep"
-    proc = memlab(
-        "run",
-        "-m",
-        "+experiment=stores",
-        "hydra.launcher.n_jobs=2",
-        "transcripts=dir",
-        f"transcripts.path={gen}",
-        "budget=60",
-        "progress=false",
-        "report.charts=false",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert sorted(p.name for p in (sweep / "1" / "stores" / "memory").glob("*.jsonl")) == [
-        "gen-000.jsonl", "gen-001.jsonl", "gen-002.jsonl"
-    ]  # fmt: skip
-    assert len(list((sweep / "2" / "stores" / "memory").glob("*.db"))) == 3
-    table = pd.read_csv(sweep / "multirun_summary.csv")
-    recall = table[(table.metric == "fact_recall") & (table.group == "all")].set_index("store")[
-        "mean"
-    ]
-    assert recall["memory"] == recall["jsonl"] == recall["sqlite"]
+# -- help and version ---------------------------------------------------------------------
+def test_version(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"memlab {__version__}"
 
 
 @pytest.mark.parametrize(
-    "name", sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+    "args",
+    [
+        ["--help"],
+        ["run", "--help"],
+        ["tune", "--help"],
+        ["report", "--help"],
+        ["convert", "--help"],
+        ["gate", "--help"],
+        ["demo", "--help"],
+        ["synth", "--help"],
+        ["bench", "--help"],
+        ["bench", "store", "--help"],
+    ],
 )
-def test_experiment_presets_compose_and_validate(name: str, gen: Path) -> None:
-    plan = plan_run(["-m", f"+experiment={name}", "transcripts=dir", f"transcripts.path={gen}"])
-    assert plan.multirun and plan.jobs_checked >= 3
-    assert plan.sweep_dir is not None and plan.sweep_dir.name.endswith(name)
-    text = (ROOT / "conf" / "experiment" / f"{name}.yaml").read_text()
-    assert text.startswith("# @package _global_") and f"memlab run -m +experiment={name}" in text
+def test_every_command_has_help_that_runs_nothing(args: list[str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    os.chdir(tmp_path)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage:") and "memlab" in out
+    assert "remembered" not in out  # the demo did not run
+    assert list(tmp_path.iterdir()) == []  # nothing was written
 
 
-def test_bad_sweep_value_fails_before_any_job(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    sweep = tmp_path / "sweep"
-    args = ["run", "-m", "transcripts=dir", f"transcripts.path={gen}", f"hydra.sweep.dir={sweep}"]
-    assert main([*args, "budget=100,-5"]) == 2
-    assert "config key 'budget': must be a positive integer, got -5" in capsys.readouterr().err
-    assert main([*args, "eviction=none,nosuch"]) == 2
-    assert "config group 'eviction' has no option 'nosuch'" in capsys.readouterr().err
-    assert main(["run", "transcripts=dir", f"transcripts.path={gen}", "budget=1,2"]) == 2
-    assert "budget=1,2 is a sweep; add -m" in capsys.readouterr().err
-    assert not sweep.exists()
+def test_run_help_lists_groups_and_registered_plugins_not_schemas(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "store:" in out and "sqlite" in out and "strategy kinds:" in out
+    assert "schema" not in out and "_schema" not in out
 
 
-def test_failed_job_is_named_and_the_others_finish(tmp_path: Path, gen: Path) -> None:
-    sweep = tmp_path / "sweep"
+def test_help_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`memlab run --help | head`: the reader goes away first; no BrokenPipeError."""
+    for args in (["run", "--help"], ["run", "--cfg", "job"], ["--help"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memlab.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before memlab writes a byte
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0, err
+        assert "BrokenPipe" not in err and "Traceback" not in err, err
+
+
+# -- exit codes: every failure is one line ----------------------------------------------------
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_transcripts(tmp_path_factory.mktemp("gen") / "t", range(2), turns=40)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, gen: Path) -> Path:
+    """A finished run folder (its own baseline)."""
+    out = tmp_path_factory.mktemp("finished") / "run"
     proc = memlab(
-        "run",
-        "-m",
-        "transcripts=dir",
-        f"transcripts.path={gen}",
-        "transcripts.ids=[gen-000],[nope]",
-        "strategies=[sliding_window]",
-        "progress=false",
-        "report.charts=false",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 2
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("memlab: error: job 1 (") and "['nope'] not found" in last
-    assert "Traceback" not in proc.stderr and (sweep / "0" / "summary.csv").exists()
-    assert main(["report", str(sweep), "--no-charts"]) == 0
-
-
-def test_sweep_folder_is_never_reused(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    (tmp_path / "sweep" / "0" / ".hydra").mkdir(parents=True)
-    args = ["run", "-m", "transcripts=dir", f"transcripts.path={gen}", "budget=10,20"]
-    assert main([*args, f"hydra.sweep.dir={tmp_path / 'sweep'}"]) == 2
-    assert "already holds a multirun" in capsys.readouterr().err
-
-
-def test_store_paths_are_fresh_per_replay(tmp_path: Path, gen: Path) -> None:
-    with pytest.raises(ConfigError, match=r"lacks \{run_dir\}"):
-        plan_run(["store=sqlite", f"store.path='{tmp_path}/{{strategy}}/{{transcript}}.db'"])
-    with pytest.raises(ConfigError, match="cannot parse the overrides"):
-        plan_run(["store=sqlite", "store.path={run_dir}/x.db"])
-    args = ["store=jsonl", "strategies=[memory]", "transcripts=dir", f"transcripts.path={gen}"]
-    cfg = plan_run([*args, "progress=false", "report.charts=false"]).cfg
-    run_experiment_from_config(cfg, tmp_path / "run", quiet=True)
-    with pytest.raises(ConfigError, match="already exists; a replay needs a fresh store"):
-        run_experiment_from_config(cfg, tmp_path / "run", quiet=True)
-
-
-def test_submitit_local_launcher_runs_a_sweep(tmp_path: Path, gen: Path) -> None:
-    """The cluster launcher's local variant: each job is a separate submitit process."""
-    sweep = tmp_path / "sweep"
-    proc = memlab(
-        "run",
-        "-m",
-        "hydra/launcher=submitit_local",
-        "hydra.launcher.timeout_min=10",
-        "hydra.launcher.cpus_per_task=1",
-        "transcripts=dir",
-        f"transcripts.path={gen}",
-        "budget=40,80",
-        "strategies=[memory]",
-        "progress=false",
-        "report.charts=false",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (sweep / ".submitit").is_dir()
-    table = pd.read_csv(sweep / "multirun_summary.csv")
-    assert set(table.budget) == {40, 80}
-
-
-def test_slurm_launcher_config(tmp_path: Path) -> None:
-    cfg = _compose(
-        ["hydra/launcher=slurm", "hydra.launcher.partition=cpu", f"hydra.sweep.dir={tmp_path}"],
-        "config",
-        with_hydra=True,
-    )
-    launcher = cfg.hydra.launcher
-    assert launcher._target_.endswith("SlurmLauncher") and launcher.partition == "cpu"
-    assert (
-        launcher.timeout_min == 60 and launcher.cpus_per_task == 2 and launcher.gpus_per_node == 0
-    )
-    assert launcher.submitit_folder == f"{tmp_path}/.submitit/%j"
-
-
-@pytest.mark.slow
-def test_parallel_jobs_share_the_embedding_cache(tmp_path: Path, gen: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    """Two jobs in two worker processes fill one model cache; a later run is served
-    from it entirely."""
-    cache = tmp_path / "cache.sqlite"
-    common = [
-        "embedder=minilm",
-        f"cache.path={cache}",
-        "transcripts=dir",
-        f"transcripts.path={gen}",
-        "transcripts.limit=1",
-        "strategies=[memory]",
-        "progress=false",
-        "report.charts=false",
-    ]
-    sweep = tmp_path / "sweep"
-    first = memlab(
-        "run", "-m", *common, "budget=40,80", "hydra.launcher.n_jobs=2",
-        f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+        "run", "transcripts=dir", f"transcripts.path={gen}", "strategies=[sliding_window]",
+        "report.charts=false", f"hydra.run.dir={out}", cwd=out.parent,
     )  # fmt: skip
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert first.stdout.count("embedding cache:") == 2 and cache.exists()
-    assert not list(sweep.glob("*/*.sqlite"))  # the cache is not a per-job file
-    run_experiment_from_config(plan_run([*common, "budget=60"]).cfg, tmp_path / "again")
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if "embedding cache:" in ln]
-    assert len(lines) == 1 and " 0 misses" in lines[0], lines
+    assert proc.returncode == 0, proc.stderr
+    return out
 
 
-def test_run_on_pgvector_matches_sqlite_and_drops_its_tables(tmp_path: Path, pg_server) -> None:  # type: ignore[no-untyped-def]
-    """`memlab run store=pgvector` gives the same summary as store=sqlite (latency and
-    bytes aside) and leaves no replay table behind."""
-    import os
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("memlab: "), lines[0]
+    return lines[0]
 
-    import psycopg
 
-    dsn = pg_server.dsn()
-    common = [
-        "transcripts.limit=2",
-        "strategies=[memory,memory_no_summarize]",
-        "progress=false",
-        "report.charts=false",
+def test_cli_failures_have_distinct_exit_codes_and_one_line(
+    tmp_path: Path, gen: Path, finished: Path
+) -> None:
+    """0 ok, 1 gate regression only, 2 bad input, 3 I/O / environment / internal."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    a_folder = tmp_path / "a_folder"
+    a_folder.mkdir()
+    data = ["transcripts=dir", f"transcripts.path={gen}", "strategies=[sliding_window]"]
+    base = ["gate", "--baseline", str(finished), str(finished)]
+    # fmt: off
+    cases = [
+        # bad input: 2
+        (["run", *data, "memory.wieghts.recency=1"], {}, 2, "'memory.wieghts.recency': it does not exist"),
+        (["run", *data, "+memory.weigths.recency=0.3"], {}, 2, "'memory.weigths': it does not exist"),
+        (["run", *data, "budget=0"], {}, 2, "config key 'budget': must be a positive integer"),
+        (["run", "transcripts=dir", f"transcripts.path={tmp_path / 'nope'}"], {}, 2, "does not exist"),
+        (["run", *data, "budget=1,2"], {}, 2, "budget=1,2 is a sweep; add -m"),
+        (["frobnicate"], {}, 2, "unknown command 'frobnicate'"),
+        (["bench"], {}, 2, "bench needs a target"),
+        (["report", str(a_file)], {}, 2, "is not a folder"),
+        (["gate", "--baseline", str(finished), str(tmp_path)], {}, 2, "not a run folder"),
+        (["synth", "--n", "0", "--out", str(tmp_path / "s")], {}, 2, "--n must be a positive"),
+        (["synth", "--out", str(tmp_path / "s"), "--bogus"], {}, 2, "unrecognized arguments"),
+        # I/O or environment: 3
+        (["run", *data, f"hydra.run.dir={a_file}/run"], {}, 3, "is a file, not a folder"),
+        ([*base, "--markdown", str(a_folder)], {}, 3, "cannot write the gate report to"),
+        ([*base, "--markdown", f"{a_file}/gate.md"], {}, 3, "cannot write"),
+        (base, {"GITHUB_STEP_SUMMARY": str(a_folder)}, 3, "$GITHUB_STEP_SUMMARY"),
+        (["synth", "--n", "1", "--out", f"{a_file}/x"], {}, 3, "cannot write"),
+        (
+            ["run", *data, "strategies=[memory]", "store=pgvector",
+             "store.dsn=postgresql://memlab@127.0.0.1:9/none", "store.connect_timeout=2"],
+            {}, 3, "cannot reach PostgreSQL",
+        ),
     ]
-    sq = memlab("run", *common, "store=sqlite", f"hydra.run.dir={tmp_path / 'sq'}", cwd=tmp_path)
-    assert sq.returncode == 0, sq.stderr
-    env = {**os.environ, "MEMLAB_PG_DSN": dsn}
-    pg = subprocess.run(
-        [sys.executable, "-m", "memlab.cli", "run", *common, "store=pgvector", f"hydra.run.dir={tmp_path / 'pg'}"],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+    # fmt: on
+    for args, env, code, message in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "memlab.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, **env},
+            timeout=300,
+        )
+        assert proc.returncode == code, (args, proc.returncode, proc.stderr[-2000:])
+        assert message in one_line(proc), (args, proc.stderr)
+    # the same run folder gated against itself passes (0); a regression is 1 (test_gate)
+    ok = memlab(*base, cwd=tmp_path)
+    assert ok.returncode == 0 and "PASS" in ok.stdout
+
+
+def test_an_internal_error_is_one_line_exit_3_unless_debugging(
+    capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    def boom(args: list[str]) -> int:
+        raise RuntimeError("something\nunexpected")
+
+    monkeypatch.setitem(COMMANDS, "demo", boom)
+    monkeypatch.delenv("MEMLAB_DEBUG", raising=False)
+    assert main(["demo"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: something unexpected" in err
+    assert "MEMLAB_DEBUG=1" in err and "Traceback" not in err
+    monkeypatch.setenv("MEMLAB_DEBUG", "1")
+    assert main(["demo"]) == 3
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_ctrl_c_is_one_line_exit_130_and_leaves_no_summary(tmp_path: Path) -> None:
+    """Interrupted mid-replay: exit 130, one line, and no summary.csv a gate could
+    take for the run's result."""
+    many = write_transcripts(tmp_path / "t", range(30), turns=60)
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlab.cli", "run", "transcripts=dir", f"transcripts.path={many}",
+         "progress=false", f"hydra.run.dir={out}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )  # fmt: skip
-    assert pg.returncode == 0, pg.stderr
-    skip = {"recall_ms", "write_ms", "maintain_ms", "final_store_bytes"}
-    a, b = (pd.read_csv(tmp_path / d / "summary.csv") for d in ("sq", "pg"))
-    a, b = (x[~x.metric.isin(skip)].reset_index(drop=True) for x in (a, b))
-    pd.testing.assert_frame_equal(a, b)
-    with psycopg.connect(dsn) as conn:
-        left = conn.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname LIKE 'memlab\\_%' AND tablename LIKE 'memory%'"
-        ).fetchone()[0]
-    assert left == 0
+    # The fingerprint is written when the replay starts; wait for it (or for the end).
+    while not (out / "fingerprint.json").exists() and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert lines == ["memlab: interrupted"], err
+    assert not (out / "summary.csv").exists()
+
+
+# -- progress bars and file modes -------------------------------------------------------------
+def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
+    return on_a_terminal(*args, cwd=cwd)
+
+
+def test_progress_bars_only_on_a_terminal(tmp_path: Path, gen: Path) -> None:
+    run = ["run", "transcripts=dir", f"transcripts.path={gen}", "strategies=[sliding_window]",
+           "report.charts=false"]  # fmt: skip
+    piped = memlab(*run, f"hydra.run.dir={tmp_path / 'a'}", cwd=tmp_path)
+    assert piped.returncode == 0 and "replay" not in piped.stderr  # progress=true by default
+    code, drawn = _on_a_terminal([*run, f"hydra.run.dir={tmp_path / 'b'}"], tmp_path)
+    assert code == 0 and "replay" in drawn
+    code, drawn = _on_a_terminal(
+        [*run, "--no-progress", f"hydra.run.dir={tmp_path / 'c'}"], tmp_path
+    )
+    assert code == 0 and "replay" not in drawn
+    code, drawn = _on_a_terminal(["synth", "--n", "2", "--out", str(tmp_path / "s")], tmp_path)
+    assert code == 0 and "synth" in drawn
+    code, drawn = _on_a_terminal(
+        ["synth", "--n", "2", "--out", str(tmp_path / "s2"), "--no-progress"], tmp_path
+    )
+    assert code == 0 and "synth" not in drawn
+
+
+def test_output_files_respect_the_umask(tmp_path: Path, gen: Path) -> None:
+    def under_umask(*args: str) -> None:
+        proc = subprocess.run(
+            [sys.executable, "-m", "memlab.cli", *args],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300,
+            preexec_fn=lambda: os.umask(0o027),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+
+    under_umask("synth", "--n", "1", "--out", str(tmp_path / "synth"))
+    under_umask(
+        "run", "transcripts=dir", f"transcripts.path={gen}", "strategies=[sliding_window]",
+        "report.charts=false", f"hydra.run.dir={tmp_path / 'run'}",
+    )  # fmt: skip
+    files = [
+        tmp_path / "synth" / "support-0001.json",
+        *(tmp_path / "run" / name for name in ("fingerprint.json", "summary.csv", "probes.csv",
+                                               "turns.csv", "config.yaml")),
+    ]  # fmt: skip
+    for f in files:
+        assert stat.S_IMODE(f.stat().st_mode) == 0o640, f

@@ -85,5 +85,64 @@ def test_missing_or_bad_fingerprint_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(MemlabError, match="unreadable"):
         fpm.load(tmp_path)
     (tmp_path / "fingerprint.json").write_text('{"format": "other"}')
-    with pytest.raises(MemlabError, match="not a memlab.fingerprint/1 file"):
+    with pytest.raises(MemlabError, match="not a memlab.fingerprint/2 file"):
         fpm.load(tmp_path)
+
+
+def test_format_1_is_read_in_format_2_terms(tmp_path: Path) -> None:
+    """A baseline written before the registries names plug-ins by _target_ and gives
+    every strategy the old catch-all keys; it still matches today's fingerprint."""
+    old_config = {
+        "budget": 400,
+        "embedder._target_": "memlab.memory.HashEmbedder",
+        "embedder.dims": 384,
+        "store._target_": "memlab.memory.InMemoryStore",
+        "strategies.memory.kind": "memory",
+        "strategies.memory.memory": {},
+        "strategies.memory.window_turns": 10,
+        "strategies.memory.context_limit": 128000,
+        "strategies.sliding_window.kind": "sliding_window",
+        "strategies.sliding_window.window_turns": 10,
+        "strategies.sliding_window.memory": {},
+    }
+    (tmp_path / "fingerprint.json").write_text(
+        json.dumps({"format": "memlab.fingerprint/1", "transcripts": {}, "config": old_config})
+    )
+    old = fpm.load(tmp_path, "baseline")
+    assert old["partial"] and old["config"] == {
+        "budget": 400,
+        "embedder.name": "hash",
+        "embedder.dims": 384,
+        "store.name": "memory",
+        "strategies.memory.kind": "memory",
+        "strategies.memory.memory": {},
+        "strategies.sliding_window.kind": "sliding_window",
+        "strategies.sliding_window.window_turns": 10,
+    }
+    now = {
+        "budget": 400,
+        "embedder": {"name": "hash", "dims": 384},
+        "store": {"name": "memory", "drop_after": False},  # a key format 1 did not record
+        "strategies": {
+            "memory": {"kind": "memory", "memory": {}},
+            "sliding_window": {"kind": "sliding_window", "window_turns": 10, "window_tokens": None},
+        },
+    }
+    assert fpm.differences(old, fpm.fingerprint([], now)) == []
+    now["budget"] = 800
+    assert fpm.differences(old, fpm.fingerprint([], now)) == [
+        "config key budget: 400 in the baseline, 800 in the run"
+    ]
+    fpm.check_sealed(tmp_path, old)  # format 1 had no seal: nothing to check
+
+
+def test_a_run_is_sealed_with_its_summary(tmp_path: Path) -> None:
+    fpm.write(tmp_path, fpm.fingerprint([handmade()], CONFIG))
+    (tmp_path / "summary.csv").write_text("strategy,group,metric,mean\n")
+    with pytest.raises(MemlabError, match="holds no finished run"):
+        fpm.check_sealed(tmp_path, fpm.load(tmp_path))
+    fpm.seal(tmp_path)
+    fpm.check_sealed(tmp_path, fpm.load(tmp_path))
+    (tmp_path / "summary.csv").write_text("strategy,group,metric,mean\nx,all,leaks,0\n")
+    with pytest.raises(MemlabError, match="summary.csv is not the one its run wrote"):
+        fpm.check_sealed(tmp_path, fpm.load(tmp_path))

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlab.cli import main, precheck, run_experiment_from_config
+from memlab.cli import main
 from memlab.errors import MemlabError
+from memlab.lab import experiment
 from memlab.lab.gate import (
     GateRules,
     Margin,
@@ -19,6 +20,8 @@ from memlab.lab.gate import (
     parse_margin,
     to_markdown,
 )
+from memlab.lab.summary import write_summary
+from memlab.lab.sweep import plan_run
 from tests.transcript_gen import write_transcripts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +158,7 @@ def tdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_into(out: Path, tdir: Path, *extra: str) -> Path:
-    cfg = precheck(
+    cfg = plan_run(
         [
             "transcripts=dir",
             f"transcripts.path={tdir}",
@@ -166,8 +169,8 @@ def run_into(out: Path, tdir: Path, *extra: str) -> Path:
             "report.bootstrap=200",
             *extra,
         ]
-    )
-    run_experiment_from_config(cfg, out, quiet=True)
+    ).cfg
+    experiment.run(cfg, out)
     return out
 
 
@@ -195,14 +198,14 @@ def test_gate_fails_a_run_whose_code_ignores_similarity(
     tmp_path: Path, tdir: Path, baseline: Path, capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     """A code change (same config) that stops ranking by similarity fails the gate."""
-    import memlab.memory
+    import memlab.lab.strategies.memory as kind
 
-    real = memlab.memory.RankWeights
+    real = kind.RankWeights
 
     def broken(**kw: float) -> object:
         return real(**{**kw, "similarity": 0.0})
 
-    monkeypatch.setattr(memlab.memory, "RankWeights", broken)
+    monkeypatch.setattr(kind, "RankWeights", broken)
     run = run_into(tmp_path / "run", tdir)
     monkeypatch.undo()
     assert main(["gate", "--baseline", str(baseline), str(run)]) == 1
@@ -243,7 +246,7 @@ def test_gate_errors_on_a_missing_metric(
 ) -> None:  # type: ignore[no-untyped-def]
     run = run_into(tmp_path / "run", tdir)
     s = pd.read_csv(run / "summary.csv")
-    s[s.metric != "stale_rate"].to_csv(run / "summary.csv", index=False)
+    write_summary(run, s[s.metric != "stale_rate"])  # as a run that lost the metric would
     assert main(["gate", "--baseline", str(baseline), str(run)]) == 2
     captured = capsys.readouterr()
     assert "missing from the run" in captured.err and "stale_rate" in captured.err
@@ -263,6 +266,37 @@ def test_gate_errors_without_fingerprint_or_summary(
     assert "not a run folder" in capsys.readouterr().err
 
 
+def test_gate_refuses_a_run_that_did_not_finish(
+    tmp_path: Path, tdir: Path, baseline: Path, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A rerun into a folder that is interrupted leaves the earlier summary.csv, but
+    not as its result: the gate refuses the folder instead of passing it."""
+    run = run_into(tmp_path / "run", tdir)
+    assert main(["gate", "--baseline", str(baseline), str(run)]) == 0
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "run_experiment", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_into(run, tdir)
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(["gate", "--baseline", str(baseline), str(run)]) == 2
+    assert "holds no finished run" in capsys.readouterr().err
+
+
+def test_gate_refuses_a_summary_changed_by_hand(
+    tmp_path: Path, tdir: Path, baseline: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    run = run_into(tmp_path / "run", tdir)
+    s = pd.read_csv(run / "summary.csv")
+    s.loc[s.metric == "fact_recall", "mean"] = 1.0  # a "better" run, edited by hand
+    s.to_csv(run / "summary.csv", index=False)
+    assert main(["gate", "--baseline", str(baseline), str(run)]) == 2
+    assert "summary.csv is not the one its run wrote" in capsys.readouterr().err
+
+
 # -- the project's own baseline (results/baseline, created by `make baseline`) -----------
 SHIPPED = ROOT / "results" / "baseline"
 
@@ -276,23 +310,17 @@ def _shipped_baseline() -> Path:
 def test_shipped_baseline_is_the_current_default_experiment() -> None:
     """The committed baseline was made from today's shipped transcripts and default config
     (otherwise `make gate` errors): regenerate it with `make baseline` when they change."""
-    from omegaconf import OmegaConf
-
     from memlab.lab import fingerprint
-    from memlab.lab.transcripts import load_source
+    from memlab.lab.datasets import load_source
+    from memlab.lab.experiment import effective_config
 
     base = _shipped_baseline()
-    cfg = precheck([])
-    current = fingerprint.fingerprint(
-        load_source("synthetic"),
-        OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-    )
+    current = fingerprint.fingerprint(load_source("synthetic"), effective_config(plan_run([]).cfg))
     assert fingerprint.differences(fingerprint.load(base, "baseline"), current) == []
 
 
 @pytest.mark.slow
 def test_default_run_passes_the_shipped_baseline(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     base = _shipped_baseline()
-    cfg = precheck(["progress=false", "report.charts=false"])
-    run_experiment_from_config(cfg, tmp_path / "run", quiet=True)
+    experiment.run(plan_run(["progress=false", "report.charts=false"]).cfg, tmp_path / "run")
     assert main(["gate", "--baseline", str(base / "summary.csv"), str(tmp_path / "run")]) == 0

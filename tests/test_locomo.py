@@ -16,11 +16,11 @@ import pytest
 
 from memlab.cli import main
 from memlab.errors import TranscriptError
-from memlab.lab.datasets import DatasetWarning
+from memlab.lab.datasets import DatasetWarning, load_source
 from memlab.lab.datasets.locomo import CATEGORIES, load, parse_date, repair_evidence
 from memlab.lab.replay import ReplaySettings, replay
 from memlab.lab.strategies import SlidingWindow
-from memlab.lab.transcripts import Transcript, load_dir, load_source, parse_ts
+from memlab.lab.transcripts import Transcript, load_dir, parse_ts
 from tests.conftest import FIXTURES, shared_path
 
 QUIRKS = FIXTURES / "locomo_quirks.json"

@@ -11,12 +11,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlab.cli import main, precheck, run_experiment_from_config
+from memlab.cli import main
 from memlab.errors import TranscriptError
 from memlab.lab.datasets import DatasetWarning
 from memlab.lab.datasets.longmemeval import load, parse_date
+from memlab.lab.experiment import run
 from memlab.lab.replay import ReplaySettings, replay
 from memlab.lab.strategies import StuffAll
+from memlab.lab.sweep import plan_run
 from memlab.lab.transcripts import Transcript, load_dir, parse_ts
 from tests.conftest import FIXTURES, shared_path
 
@@ -201,7 +203,7 @@ def test_stuff_all_ranks_by_recency_and_scores_like_upstream(
 
 
 def test_run_on_longmemeval_has_rank_metrics_by_question_type(tmp_path: Path) -> None:
-    cfg = precheck(
+    cfg = plan_run(
         [
             "transcripts=longmemeval",
             f"transcripts.path={QUIRKS}",
@@ -210,11 +212,11 @@ def test_run_on_longmemeval_has_rank_metrics_by_question_type(tmp_path: Path) ->
             "report.charts=false",
             "progress=false",
         ]
-    )
+    ).cfg
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
-        result = run_experiment_from_config(cfg, tmp_path / "run")
-    s: pd.DataFrame = result["summary"]
+        result = run(cfg, tmp_path / "run")
+    s: pd.DataFrame = result.summary
     groups = set(s.group)
     assert {"category:single-session-user", "category:single-session-assistant"} <= groups
     assert "unscored:knowledge-update" in groups and "category:knowledge-update" not in groups

@@ -255,7 +255,7 @@ def test_retrieval_metrics_names_and_values() -> None:
     assert set(m) == set(RANK_METRICS) and len(m) == 2 * 3 * len(RANK_KS)
     assert m["session_recall_any@1"] == 0.0 and m["session_recall_any@3"] == 1.0
     assert m["turn_ndcg_any@5"] == 1.0  # rank 2 is not discounted upstream
-    assert all(METRICS[name].direction == 1 for name in m)
+    assert all(METRICS.get(name).direction == 1 for name in m)
     no_turns = retrieval_metrics(["a"], ["s"], set(), {"s"})
     assert math.isnan(no_turns["turn_recall_any@5"]) and no_turns["session_recall_any@5"] == 1.0
 
@@ -288,3 +288,48 @@ def test_score_probe_adds_rank_metrics_only_with_evidence_sessions() -> None:
     plain_metrics = score_probe(plain, i, plain.turns[i], ctx)
     assert not any(k in RANK_METRICS for k in plain_metrics)
     assert "evidence_recall@10" in plain_metrics  # evidence, but no sessions
+
+
+# -- the registry --------------------------------------------------------------------------
+def test_every_metric_is_registered_with_direction_and_level() -> None:
+    from memlab.lab.metrics import direction, metrics, table_metrics
+
+    probe = [m.name for m in metrics("probe")]
+    assert probe[:4] == ["fact_recall", "precision", "token_precision", "stale_rate"]
+    assert "recall_ms" in probe and set(RANK_METRICS) <= set(probe)
+    assert [m.name for m in metrics("turn")] == ["write_ms", "maintain_ms"]
+    assert [m.column for m in metrics("final")] == [
+        "store_records", "store_archived", "store_tokens", "store_bytes"
+    ]  # fmt: skip
+    assert direction("fact_recall") == 1 and direction("leaks") == -1
+    assert direction("write_ms") == -1 and direction("final_store_bytes") == 0
+    assert direction("no_such_metric") == 0
+    assert table_metrics()[:2] == ["fact_recall", "precision"] and "recall_ms" in table_metrics()
+    for _, m in METRICS.items():
+        assert m.description and m.direction in (-1, 0, 1)
+
+
+def test_a_registered_metric_is_scored_for_every_probe() -> None:
+    from memlab.lab.metrics import Metric, register_metric, table_metrics
+
+    t = load(FIXTURES / "handmade.json")
+    i = t.index["t9"]
+    register_metric(
+        Metric(
+            "toy_items_squared",
+            -1,
+            "context items squared",
+            table=True,
+            compute=lambda s: float(len(s.context.items) ** 2),
+        )
+    )
+    try:
+        m = score_probe(t, i, t.turns[i], Context([item("a"), item("b")]))
+        assert m["toy_items_squared"] == 4.0
+        assert list(m)[-1] == "toy_items_squared"  # after the built-ins, in registration order
+        assert table_metrics()[-1] == "toy_items_squared"
+    finally:
+        METRICS.unregister("toy_items_squared")
+    assert "toy_items_squared" not in score_probe(t, i, t.turns[i], Context([item("a")]))
+    with pytest.raises(ValueError, match="direction must be"):
+        Metric("bad", 2, "no")

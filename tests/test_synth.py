@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from memlab.errors import InputError
 from memlab.lab import metrics, synth
-from memlab.lab import synth_catalog as cat
+from memlab.lab.synth import catalog as cat
 from memlab.lab.transcripts import Transcript, Turn, dumps, load_dir
 
 ROOT = Path(__file__).resolve().parents[1]

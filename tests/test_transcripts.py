@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memlab.errors import TranscriptError
-from memlab.lab.transcripts import Transcript, dumps, load, load_dir, load_source, save
+from memlab.lab.transcripts import Transcript, dumps, load, load_dir, save
 from tests.conftest import FIXTURES
 
 
@@ -124,21 +124,6 @@ def test_duplicate_transcript_ids(tmp_path: Path) -> None:
         load_dir(tmp_path)
 
 
-def test_load_source_filters(tmp_path: Path) -> None:
-    d = raw()
-    for i in range(3):
-        d["id"] = f"t-{i}"
-        write(tmp_path, f"{i}.json", d)
-    assert [t.id for t in load_source("dir", str(tmp_path), limit=2)] == ["t-0", "t-1"]
-    assert [t.id for t in load_source("dir", str(tmp_path), ids=["t-2", "t-0"])] == ["t-2", "t-0"]
-    with pytest.raises(TranscriptError, match="not found"):
-        load_source("dir", str(tmp_path), ids=["zzz"])
-    with pytest.raises(TranscriptError, match="needs a path"):
-        load_source("dir", None)
-    with pytest.raises(TranscriptError, match="unknown transcripts source"):
-        load_source("nope", str(tmp_path))
-
-
 def test_from_dict_direct() -> None:
     t = Transcript.from_dict(raw())
     assert t.probes[0].probe is not None and t.probes[0].probe.answer == "Nomad"
@@ -163,23 +148,11 @@ def test_fact_state_is_cached_and_sessions_map_turns() -> None:
     assert set(t.sessions) == {x.id for x in t.turns}
 
 
-def test_load_source_passes_limit_and_ids_to_loaders_that_take_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import memlab.lab.transcripts as tr
+def test_save_all_names_files_by_id_safely(tmp_path: Path) -> None:
+    from memlab.lab.transcripts import save_all
 
-    calls: list[dict[str, Any]] = []
-
-    def loader(
-        path: str | None, *, limit: int | None = None, ids: Any = None, progress: Any = None
-    ) -> list[Any]:
-        calls.append({"limit": limit, "ids": ids, "progress": progress})
-        return [Transcript.from_dict(raw())]
-
-    monkeypatch.setitem(tr.LOADERS, "fake", "memlab.lab.transcripts:_fake_loader")
-    monkeypatch.setattr(tr, "_fake_loader", loader, raising=False)
-    got = load_source("fake", str(tmp_path), limit=3, ids=[raw()["id"]], progress=False)
-    assert [x.id for x in got] == [raw()["id"]]
-    assert calls == [{"limit": 3, "ids": [raw()["id"]], "progress": False}]
-    with pytest.raises(TranscriptError, match=r"not found in fake \("):
-        load_source("fake", str(tmp_path), ids=["other"])
+    a, b, c = (Transcript.from_dict(raw()) for _ in range(3))
+    a.id, b.id, c.id = "conv/1", "conv:1", "x"
+    paths = save_all([a, b, c], tmp_path / "out")
+    assert [p.name for p in paths] == ["conv_1.json", "conv_1-2.json", "x.json"]
+    assert [load(p).id for p in paths] == ["conv/1", "conv:1", "x"]

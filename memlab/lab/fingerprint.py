@@ -9,22 +9,35 @@ The config part leaves out keys that do not change what is measured
 model cache, whose answers are bit-identical to the model's) and
 the ``transcripts`` node, whose content is captured by the transcript hashes
 (the same files loaded from another path are the same experiment).
+
+A finished run *seals* its fingerprint with the SHA-256 of the summary.csv it
+wrote (``seal``); the gate refuses a run folder whose summary.csv is not the
+sealed one (a run that failed or was interrupted after an earlier run wrote into
+the same folder, or a summary edited by hand).
+
+Format 2 (this one) records every key of the effective config: plug-ins by
+their registry ``name`` and each strategy with its own kind's keys. A format-1
+fingerprint (memlab 0.1 before the registries) is read as format 2: plug-ins
+named by ``_target_`` get their registry name, strategy keys that the kind does
+not have are dropped, and keys it did not record are not compared.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from memlab.errors import MemlabError
+from memlab.lab.files import atomic_write
 from memlab.lab.transcripts import Transcript
 
-FORMAT = "memlab.fingerprint/1"
+FORMAT = "memlab.fingerprint/2"
+FORMAT_1 = "memlab.fingerprint/1"
+SUMMARY = "summary.csv"
 FILENAME = "fingerprint.json"
 VOLATILE_KEYS = (
     "progress",
@@ -82,23 +95,62 @@ def fingerprint(transcripts: Sequence[Transcript], config: Mapping[str, Any]) ->
 
 
 def write(folder: Path, fp: Mapping[str, Any]) -> Path:
-    """Write ``fingerprint.json`` into a run folder atomically."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / FILENAME
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{FILENAME}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(fp, f, indent=1, sort_keys=True, default=str)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``fingerprint.json`` into a run folder atomically.
+
+    Raises:
+        OutputError: the folder cannot be written.
+    """
+
+    def dump(f: Any) -> None:
+        json.dump(fp, f, indent=1, sort_keys=True, default=str)
+        f.write("\n")
+
+    return atomic_write(folder / FILENAME, dump)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def seal(folder: Path) -> None:
+    """Record the SHA-256 of the folder's summary.csv in its fingerprint (the run,
+    or a rebuild of its summary, is complete)."""
+    fp = load(folder)
+    fp["summary_sha256"] = file_sha256(folder / SUMMARY)
+    fp.pop("partial", None)
+    write(folder, fp)
+
+
+def check_sealed(folder: Path, fp: Mapping[str, Any], what: str = "run") -> None:
+    """Refuse a run folder whose summary.csv is not the one its run wrote.
+
+    Raises:
+        MemlabError: the fingerprint has no seal (the run did not finish) or the
+            seal does not match summary.csv.
+    """
+    if fp.get("format") == FORMAT_1:
+        return  # written before runs were sealed
+    sealed = fp.get("summary_sha256")
+    summary = folder / SUMMARY
+    if sealed is None:
+        raise MemlabError(
+            f"the {what} folder {folder} holds no finished run (its fingerprint.json has no "
+            "summary seal: the run failed or was interrupted); re-run it"
+        )
+    if not summary.exists() or file_sha256(summary) != sealed:
+        raise MemlabError(
+            f"the {what} folder {folder}: summary.csv is not the one its run wrote "
+            "(another run wrote into this folder, or the file was changed); re-run it, "
+            "or rebuild it with `memlab report`"
+        )
 
 
 def load(folder: Path, what: str = "run") -> dict[str, Any]:
-    """Read a run folder's fingerprint.
+    """Read a run folder's fingerprint (format 1 is upgraded, see the module doc).
 
     Raises:
         MemlabError: missing or unreadable file (the message says how to make one).
@@ -113,9 +165,45 @@ def load(folder: Path, what: str = "run") -> dict[str, Any]:
         ) from None
     except (OSError, json.JSONDecodeError) as exc:
         raise MemlabError(f"{path} is unreadable ({exc}); re-run to regenerate it") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (FORMAT, FORMAT_1):
         raise MemlabError(f"{path} is not a {FORMAT} file; re-run to regenerate it")
+    if data["format"] == FORMAT_1:
+        data["config"] = upgrade_config(data.get("config", {}))
+        data["partial"] = True
     return data
+
+
+def _registered_name(group: str, target: str) -> str:
+    """The registry name of the class a format-1 ``_target_`` names (else the target)."""
+    from memlab.lab.config import PLUGINS
+
+    module, _, attr = target.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError):
+        return target
+    return next((name for name, c in PLUGINS[group].items() if c is cls), target)
+
+
+def upgrade_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A format-1 experiment config in format-2 terms (see the module doc)."""
+    from memlab.lab.config import PLUGINS
+    from memlab.lab.strategies import STRATEGIES
+
+    out = dict(config)
+    for group in PLUGINS:
+        target = out.pop(f"{group}._target_", None)
+        if target is not None:
+            out[f"{group}.name"] = _registered_name(group, str(target))
+    for key in [k for k in out if k.startswith("strategies.")]:
+        name, _, sub = key[len("strategies.") :].partition(".")
+        kind = out.get(f"strategies.{name}.kind")
+        if sub == "kind" or kind not in STRATEGIES:
+            continue
+        keys = STRATEGIES.get(str(kind)).entry(name, {})
+        if sub.split(".")[0] not in keys:
+            del out[key]  # the old catch-all entry's keys that this kind does not have
+    return out
 
 
 def differences(
@@ -129,6 +217,7 @@ def differences(
             differences are accepted, for deliberate comparisons of settings.
     """
     out: list[str] = []
+    partial_base, partial_run = bool(baseline.get("partial")), bool(run.get("partial"))
     bt, rt = baseline.get("transcripts", {}), run.get("transcripts", {})
     missing = sorted(set(bt) - set(rt))
     extra = sorted(set(rt) - set(bt))
@@ -143,6 +232,8 @@ def differences(
     for key in sorted(set(bc) | set(rc)):
         if _matches(key, allow):
             continue
+        if (key not in bc and partial_base) or (key not in rc and partial_run):
+            continue  # a format-1 fingerprint did not record this key
         if key not in rc:
             out.append(f"config key {key}: {bc[key]!r} in the baseline, absent in the run")
         elif key not in bc:

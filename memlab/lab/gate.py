@@ -12,7 +12,13 @@ d the metric's direction (+1 higher is better, -1 lower is better, 0 neither;
 A metric **regresses** when ``d * delta < -tolerance``. Direction-0 metrics are
 shown when they change but never fail. A metric of the baseline that the run
 lacks (or has as NaN) is an error, not a pass. Latency metrics (names ending in
-``_ms``) depend on the machine and are left out unless asked for.
+``_ms``) depend on the machine and are left out unless asked for. Directions
+come from the metric registry.
+
+``evaluate`` is the whole ``memlab gate`` check: the two folders must hold the
+same experiment (fingerprints) and finished runs (sealed summaries), then the
+summaries are compared; ``Outcome.publish`` writes gate.md, gate.csv and the CI
+job summary.
 """
 
 from __future__ import annotations
@@ -21,33 +27,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from memlab.errors import MemlabError
-from memlab.lab.metrics import METRICS
+from memlab.errors import MemlabError, OutputError
+from memlab.lab.metrics import direction
 
-# Summary rows that are not per-probe metrics (see report.summarize).
-EXTRA_DIRECTIONS: dict[str, int] = {
-    "write_ms": -1,
-    "maintain_ms": -1,
-    "final_store_records": 0,
-    "final_store_archived": 0,
-    "final_store_tokens": 0,
-    "final_store_bytes": 0,
-}
 EPS = 1e-9
 COLUMNS = [
     "strategy", "group", "metric", "direction", "baseline", "ci_low", "ci_high", "run",
     "delta", "tolerance", "status",
 ]  # fmt: skip
-
-
-def direction(metric: str) -> int:
-    """+1 if higher is better, -1 if lower is, 0 if neither (or unknown)."""
-    if metric in METRICS:
-        return METRICS[metric].direction
-    return EXTRA_DIRECTIONS.get(metric, 0)
 
 
 def is_latency(metric: str) -> bool:
@@ -346,3 +337,143 @@ def load_rules(path: Path) -> dict[str, object]:
     if "include_latency" in data:
         out["include_latency"] = bool(data["include_latency"])
     return out
+
+
+def rules(
+    *,
+    file: Path | None = None,
+    margin_abs: float | None = None,
+    margin_rel: float | None = None,
+    margins: Sequence[str] = (),
+    include_latency: bool = False,
+    exclude: Sequence[str] = (),
+    groups: Sequence[str] | None = None,
+    strategies: Sequence[str] | None = None,
+) -> GateRules:
+    """Gate rules from a rules file with command-line values on top.
+
+    Args:
+        file: a YAML rules file (see ``load_rules``).
+        margin_abs: the default margin's absolute part (default 0).
+        margin_rel: the default margin's part relative to |baseline| (default 0.01).
+        margins: per-metric margins, ``METRIC:abs=X,rel=Y``.
+        include_latency: also gate ``*_ms`` metrics.
+        exclude: metrics never gated (added to the file's).
+        groups: only these groups (replace the file's).
+        strategies: only these strategies (replace the file's).
+    """
+    kwargs: dict[str, Any] = load_rules(file) if file else {}
+    default = kwargs.get("margin", Margin(abs=0.0, rel=0.01))
+    kwargs["margin"] = Margin(
+        abs=margin_abs if margin_abs is not None else default.abs,
+        rel=margin_rel if margin_rel is not None else default.rel,
+    )
+    per = dict(kwargs.get("per_metric", {}))
+    per.update(parse_margin(m) for m in margins)
+    kwargs["per_metric"] = per
+    kwargs["exclude"] = [*kwargs.get("exclude", []), *exclude]
+    if include_latency:
+        kwargs["include_latency"] = True
+    if groups:
+        kwargs["groups"] = list(groups)
+    if strategies:
+        kwargs["strategies"] = list(strategies)
+    return GateRules(**kwargs)
+
+
+@dataclass
+class Outcome:
+    """What ``evaluate`` found: the comparison (None when the folders hold
+    different experiments), the report texts, and the error to raise, if any."""
+
+    run_dir: Path
+    result: GateResult | None
+    text: str
+    markdown: str
+    error: MemlabError | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.result is not None and self.result.passed
+
+    def publish(self, markdown_path: Path | None = None, step_summary: str | None = None) -> Path:
+        """Write gate.md (or ``markdown_path``), gate.csv, and append the report to
+        the CI job summary file (``$GITHUB_STEP_SUMMARY``) when one is named.
+
+        Raises:
+            OutputError: a file cannot be written (naming it).
+        """
+        from memlab.lab.files import atomic_write, atomic_write_text
+
+        md = markdown_path or self.run_dir / "gate.md"
+        if md.is_dir():
+            raise OutputError(f"cannot write the gate report to {md}: it is a folder")
+        atomic_write_text(md, self.markdown)
+        if self.result is not None:
+            table = self.result.table
+            atomic_write(self.run_dir / "gate.csv", lambda f: table.to_csv(f, index=False))
+        if step_summary:
+            try:
+                with open(step_summary, "a", encoding="utf-8") as f:
+                    f.write(self.markdown + "\n")
+            except OSError as exc:
+                raise OutputError(
+                    f"cannot append the gate report to $GITHUB_STEP_SUMMARY ({step_summary}): "
+                    f"{exc.strerror or exc}"
+                ) from None
+        return md
+
+
+def evaluate(
+    baseline: Path, run_dir: Path, gate_rules: GateRules, *, allow_config: Sequence[str] = ()
+) -> Outcome:
+    """The ``memlab gate`` check of a run folder against a baseline.
+
+    Args:
+        baseline: the baseline's summary.csv or its run folder.
+        run_dir: the run folder to check.
+        gate_rules: margins and filters.
+        allow_config: config keys (or prefixes) whose differences are accepted.
+
+    Raises:
+        MemlabError: a folder is not a finished run, or a summary is unreadable.
+    """
+    from memlab.lab import fingerprint
+
+    base_file = baseline / "summary.csv" if baseline.is_dir() else baseline
+    if not (run_dir / "summary.csv").exists():
+        raise MemlabError(
+            f"{run_dir} is not a run folder (no summary.csv); pass `memlab run`'s folder"
+        )
+    baseline_df = read_summary(base_file, "baseline")
+    run_df = read_summary(run_dir, "run")
+    base_fp = fingerprint.load(base_file.parent, "baseline")
+    run_fp = fingerprint.load(run_dir, "run")
+    fingerprint.check_sealed(base_file.parent, base_fp, "baseline")
+    fingerprint.check_sealed(run_dir, run_fp, "run")
+    diffs = fingerprint.differences(base_fp, run_fp, allow=allow_config)
+    if diffs:
+        mismatch = MemlabError(
+            f"the run is not the baseline's experiment ({len(diffs)} differences): "
+            + "; ".join(diffs[:5])
+            + ("; ..." if len(diffs) > 5 else "")
+            + ". Run the baseline's config on its transcripts, pass --allow-config KEY for a "
+            "deliberate difference, or regenerate the baseline (make baseline)"
+        )
+        md = (
+            "## memlab gate\n\n**ERROR: different experiment**\n\n"
+            + "\n".join(f"- {d}" for d in diffs)
+            + "\n"
+        )
+        return Outcome(run_dir, None, "", md, mismatch)
+    result = compare(baseline_df, run_df, gate_rules)
+    notes = [f"allowed config differences under: {', '.join(allow_config)}"] * bool(allow_config)
+    md = to_markdown(result, baseline=str(base_file), run=str(run_dir), notes=notes)
+    error: MemlabError | None = None
+    if result.missing:
+        error = MemlabError(
+            f"{len(result.missing)} baseline metrics are missing from the run, e.g. "
+            + ", ".join(result.missing[:3])
+            + "; a missing metric is an error, not a pass"
+        )
+    return Outcome(run_dir, result, to_text(result), md, error)

@@ -1,4 +1,11 @@
-"""Per-probe scoring and aggregation with bootstrap confidence intervals.
+"""The metric registry, per-probe scoring, and bootstrap confidence intervals.
+
+Every metric is registered in ``METRICS`` (a ``Metric``: name, direction,
+description, whether the terminal table shows it, and how to compute it), and
+everything else learns the metrics from there: ``score_probe`` computes every
+registered per-probe metric, the summary aggregates every registered metric,
+the gate reads each one's direction and the report its table membership. A new
+metric is one ``register_metric`` call.
 
 Every metric is computed per probe from the strategy's context (ordered items,
 each with text, tokens, kind, scope, source and provenance) and the transcript's
@@ -19,50 +26,24 @@ the rows of such probes.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 
-from memlab.lab.strategies import Context, ContextItem
+from memlab.lab.strategies.base import Context, ContextItem
 from memlab.lab.transcripts import Transcript, Turn
 from memlab.memory import estimate_tokens
+from memlab.registry import Registry
 
 UNTRUSTED = frozenset({"tool", "web"})
 _NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    """How to read a metric: +1 if higher is better, -1 if lower is, 0 if neither."""
-
-    direction: int
-    description: str
-
-
-METRICS: dict[str, MetricInfo] = {
-    "fact_recall": MetricInfo(+1, "share of needed facts whose value in force is in the context"),
-    "precision": MetricInfo(+1, "share of context items that carry a value in force or evidence"),
-    "token_precision": MetricInfo(+1, "precision weighted by item tokens"),
-    "stale_rate": MetricInfo(-1, "share of needed facts stated only with a stale value"),
-    "stale_wins": MetricInfo(-1, "share of needed facts whose top-ranked mention is stale"),
-    "evidence_recall": MetricInfo(
-        +1, "share of evidence turns covered by the context's provenance"
-    ),
-    "answer_in_context": MetricInfo(+1, "the answer text appears in the context"),
-    "context_tokens": MetricInfo(-1, "tokens of the context"),
-    "prompt_tokens": MetricInfo(-1, "context + probe + fixed prompt overhead tokens"),
-    "cost_usd": MetricInfo(-1, "prompt tokens priced per 1k tokens"),
-    "leaks": MetricInfo(-1, "context items from another scope (must be 0)"),
-    "untrusted_items": MetricInfo(0, "context items from tool/web sources"),
-    "context_items": MetricInfo(0, "number of context items"),
-    "recall_ms": MetricInfo(-1, "time to build the context, milliseconds"),
-}
-
 RANK_KS = (1, 3, 5, 10, 30, 50)
 RANK_LEVELS = ("session", "turn")
 _RANK_KINDS = {
@@ -70,14 +51,71 @@ _RANK_KINDS = {
     "recall_all": "1 if every {unit} of the evidence is among the top {k} ranked {unit}s",
     "ndcg_any": "nDCG of the top {k} ranked {unit}s with binary relevance (upstream LongMemEval)",
 }
-for _level in RANK_LEVELS:
-    for _k in RANK_KS:
-        for _kind, _text in _RANK_KINDS.items():
-            METRICS[f"{_level}_{_kind}@{_k}"] = MetricInfo(+1, _text.format(unit=_level, k=_k))
-RANK_METRICS = [m for m in METRICS if "@" in m]  # the session/turn measures above
-METRICS["evidence_recall@10"] = MetricInfo(
-    +1, "share of evidence turns in the provenance of the context's first 10 items"
-)
+
+
+_ORDER = itertools.count()  # registration order
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured quantity, as registered in ``METRICS``.
+
+    Attributes:
+        name: its column in probes.csv / turns.csv and its ``metric`` in summary.csv.
+        direction: +1 if higher is better, -1 if lower is, 0 if neither (the gate
+            fails a metric that moves the wrong way; direction 0 never fails).
+        description: what it measures, for reports.
+        table: a column of the terminal summary table.
+        level: ``probe`` (one value per probe), ``turn`` (per observed turn: its
+            mean over turns) or ``final`` (the value after each transcript's last
+            turn, from the turn column ``column``).
+        compute: the per-probe value from a ``Scoring``; None for values the
+            replay measures itself (``recall_ms``) and for turn/final metrics.
+            It may return None for a probe it does not apply to at all (the
+            column is then absent from that probe's row; NaN means "applies,
+            but nothing to score").
+        column: the turns.csv column a ``final`` metric reads.
+    """
+
+    name: str
+    direction: int
+    description: str
+    table: bool = False
+    level: str = "probe"
+    compute: Callable[[Scoring], float | None] | None = None
+    column: str | None = None
+    order: int = field(default_factory=lambda: next(_ORDER), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.direction not in (-1, 0, 1):
+            raise ValueError(f"metric {self.name}: direction must be -1, 0 or +1")
+        if self.level not in ("probe", "turn", "final"):
+            raise ValueError(f"metric {self.name}: level must be probe, turn or final")
+
+
+METRICS: Registry[Metric] = Registry("metric")
+"""Every metric by name; built-ins register below, plug-ins through entry points
+(group ``memlab.metric``) or ``register_metric``."""
+
+
+def register_metric(metric: Metric, *, replace: bool = False) -> Metric:
+    """Add a metric to ``METRICS`` (the summary, the gate and the report then know it)."""
+    return METRICS.register(metric.name, metric, replace=replace)
+
+
+def metrics(level: str = "probe") -> list[Metric]:
+    """The registered metrics of one level, in the order they were registered."""
+    return sorted((m for _, m in METRICS.items() if m.level == level), key=lambda m: m.order)
+
+
+def direction(name: str) -> int:
+    """+1 if higher is better, -1 if lower is, 0 if neither or unknown."""
+    return METRICS.get(name).direction if name in METRICS else 0
+
+
+def table_metrics() -> list[str]:
+    """The metrics the terminal summary table shows, in registration order."""
+    return [m.name for level in ("probe", "turn", "final") for m in metrics(level) if m.table]
 
 
 @lru_cache(maxsize=1 << 16)
@@ -336,52 +374,228 @@ def evidence_distance(transcript: Transcript, index: int, probe: Turn) -> int | 
     return None
 
 
-def score_probe(
-    transcript: Transcript,
-    index: int,
-    probe: Turn,
-    context: Context,
-    *,
-    prompt_overhead_tokens: int = 0,
-    price_per_1k_tokens: float = 0.0,
-) -> dict[str, float]:
-    """Every per-probe metric for one context."""
-    assert probe.probe is not None
-    p = probe.probe
-    needed = needed_facts(transcript, index, probe)
-    texts = [normalize(i.text) for i in context.items]
-    joined = " ".join(texts)
-    evidence = set(p.evidence)
-    flags = [
-        relevant(t, i, needed, evidence, p.answer)
-        for t, i in zip(texts, context.items, strict=True)
-    ]
-    provenance = {pid for i in context.items for pid in i.provenance}
-    ctx_tokens = context.tokens
-    prompt = ctx_tokens + estimate_tokens(probe.text) + prompt_overhead_tokens
-    ranked: dict[str, float] = {}
-    if p.evidence_sessions:
-        sessions_of = transcript.sessions
-        turns = ranked_turns(ranked_items(context), sessions_of)
+class Scoring:
+    """One probe and the context a strategy built for it: what every metric reads.
+
+    The shared pieces (normalized item texts, the needed facts, relevance flags,
+    the ranking) are computed once, on first use.
+    """
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        index: int,
+        probe: Turn,
+        context: Context,
+        *,
+        prompt_overhead_tokens: int = 0,
+        price_per_1k_tokens: float = 0.0,
+    ) -> None:
+        assert probe.probe is not None, "scoring needs a probe turn"
+        self.transcript = transcript
+        self.index = index
+        self.turn = probe
+        self.probe = probe.probe
+        self.context = context
+        self.prompt_overhead_tokens = prompt_overhead_tokens
+        self.price_per_1k_tokens = price_per_1k_tokens
+
+    @cached_property
+    def needed(self) -> list[tuple[str, list[str]]]:
+        return needed_facts(self.transcript, self.index, self.turn)
+
+    @cached_property
+    def texts(self) -> list[str]:
+        """Each item's normalized text."""
+        return [normalize(i.text) for i in self.context.items]
+
+    @cached_property
+    def joined(self) -> str:
+        return " ".join(self.texts)
+
+    @cached_property
+    def flags(self) -> list[bool]:
+        """Whether each item is relevant (see ``relevant``)."""
+        evidence = set(self.probe.evidence)
+        return [
+            relevant(t, i, self.needed, evidence, self.probe.answer)
+            for t, i in zip(self.texts, self.context.items, strict=True)
+        ]
+
+    @cached_property
+    def provenance(self) -> set[str]:
+        return {pid for i in self.context.items for pid in i.provenance}
+
+    @cached_property
+    def ranked(self) -> list[ContextItem]:
+        return ranked_items(self.context)
+
+    @cached_property
+    def prompt_tokens(self) -> int:
+        return self.context.tokens + estimate_tokens(self.turn.text) + self.prompt_overhead_tokens
+
+    @cached_property
+    def retrieval(self) -> dict[str, float]:
+        """The session/turn rank measures; empty unless the probe has evidence sessions."""
+        if not self.probe.evidence_sessions:
+            return {}
+        sessions_of = self.transcript.sessions
+        turns = ranked_turns(self.ranked, sessions_of)
         sessions = ranked_sessions(turns, sessions_of.get)
-        ranked = retrieval_metrics(turns, sessions, p.evidence, p.evidence_sessions)
-    return {
-        "fact_recall": fact_recall(joined, needed),
-        "precision": precision(flags),
-        "token_precision": token_precision(flags, [i.tokens for i in context.items]),
-        "stale_rate": stale_rate(texts, needed),
-        "stale_wins": stale_wins(texts, needed),
-        "evidence_recall": evidence_recall(provenance, p.evidence),
-        "evidence_recall@10": evidence_recall_at_k(ranked_items(context), p.evidence, 10),
-        "answer_in_context": answer_in_context(joined, p.answer),
-        "context_tokens": float(ctx_tokens),
-        "prompt_tokens": float(prompt),
-        "cost_usd": prompt / 1000.0 * price_per_1k_tokens,
-        "leaks": float(sum(i.scope != probe.scope for i in context.items)),
-        "untrusted_items": float(sum(i.source in UNTRUSTED for i in context.items)),
-        "context_items": float(len(context.items)),
-        **ranked,
-    }
+        return retrieval_metrics(turns, sessions, self.probe.evidence, self.probe.evidence_sessions)
+
+
+def _probe_metric(
+    name: str, direction: int, description: str, *, table: bool = False
+) -> Callable[[Callable[[Scoring], float | None]], Callable[[Scoring], float | None]]:
+    def add(compute: Callable[[Scoring], float | None]) -> Callable[[Scoring], float | None]:
+        register_metric(Metric(name, direction, description, table=table, compute=compute))
+        return compute
+
+    return add
+
+
+@_probe_metric(
+    "fact_recall", +1, "share of needed facts whose value in force is in the context", table=True
+)
+def _fact_recall(s: Scoring) -> float:
+    return fact_recall(s.joined, s.needed)
+
+
+@_probe_metric(
+    "precision", +1, "share of context items that carry a value in force or evidence", table=True
+)
+def _precision(s: Scoring) -> float:
+    return precision(s.flags)
+
+
+@_probe_metric("token_precision", +1, "precision weighted by item tokens")
+def _token_precision(s: Scoring) -> float:
+    return token_precision(s.flags, [i.tokens for i in s.context.items])
+
+
+@_probe_metric("stale_rate", -1, "share of needed facts stated only with a stale value", table=True)
+def _stale_rate(s: Scoring) -> float:
+    return stale_rate(s.texts, s.needed)
+
+
+@_probe_metric(
+    "stale_wins", -1, "share of needed facts whose top-ranked mention is stale", table=True
+)
+def _stale_wins(s: Scoring) -> float:
+    return stale_wins(s.texts, s.needed)
+
+
+@_probe_metric(
+    "evidence_recall",
+    +1,
+    "share of evidence turns covered by the context's provenance",
+    table=True,
+)
+def _evidence_recall(s: Scoring) -> float:
+    return evidence_recall(s.provenance, s.probe.evidence)
+
+
+@_probe_metric("answer_in_context", +1, "the answer text appears in the context")
+def _answer_in_context(s: Scoring) -> float:
+    return answer_in_context(s.joined, s.probe.answer)
+
+
+@_probe_metric("context_tokens", -1, "tokens of the context", table=True)
+def _context_tokens(s: Scoring) -> float:
+    return float(s.context.tokens)
+
+
+@_probe_metric("prompt_tokens", -1, "context + probe + fixed prompt overhead tokens", table=True)
+def _prompt_tokens(s: Scoring) -> float:
+    return float(s.prompt_tokens)
+
+
+@_probe_metric("cost_usd", -1, "prompt tokens priced per 1k tokens")
+def _cost_usd(s: Scoring) -> float:
+    return s.prompt_tokens / 1000.0 * s.price_per_1k_tokens
+
+
+@_probe_metric("leaks", -1, "context items from another scope (must be 0)", table=True)
+def _leaks(s: Scoring) -> float:
+    return float(sum(i.scope != s.turn.scope for i in s.context.items))
+
+
+@_probe_metric("untrusted_items", 0, "context items from tool/web sources", table=True)
+def _untrusted_items(s: Scoring) -> float:
+    return float(sum(i.source in UNTRUSTED for i in s.context.items))
+
+
+@_probe_metric("context_items", 0, "number of context items")
+def _context_items(s: Scoring) -> float:
+    return float(len(s.context.items))
+
+
+register_metric(
+    Metric(
+        "recall_ms",
+        -1,
+        "time to build the context, milliseconds (measured by the replay)",
+        table=True,
+    )
+)
+
+
+def _retrieval_value(name: str) -> Callable[[Scoring], float | None]:
+    def compute(s: Scoring) -> float | None:
+        return s.retrieval.get(name)
+
+    return compute
+
+
+for _level in RANK_LEVELS:
+    for _k in RANK_KS:
+        for _kind, _text in _RANK_KINDS.items():
+            _name = f"{_level}_{_kind}@{_k}"
+            register_metric(
+                Metric(_name, +1, _text.format(unit=_level, k=_k), compute=_retrieval_value(_name))
+            )
+RANK_METRICS = [f"{lv}_{kd}@{k}" for lv in RANK_LEVELS for k in RANK_KS for kd in _RANK_KINDS]
+
+
+@_probe_metric(
+    "evidence_recall@10",
+    +1,
+    "share of evidence turns in the provenance of the context's first 10 items",
+)
+def _evidence_recall_at_10(s: Scoring) -> float:
+    return evidence_recall_at_k(s.ranked, s.probe.evidence, 10)
+
+
+for _name, _direction, _text in (
+    ("write_ms", -1, "time to observe one turn (remember it), milliseconds"),
+    ("maintain_ms", -1, "time of the maintenance after one turn, milliseconds"),
+):
+    register_metric(Metric(_name, _direction, _text, level="turn"))
+for _column, _text in (
+    ("store_records", "active records after a transcript's last turn"),
+    ("store_archived", "archived records after a transcript's last turn"),
+    ("store_tokens", "tokens of the active records after a transcript's last turn"),
+    ("store_bytes", "bytes the store takes after a transcript's last turn"),
+):
+    register_metric(Metric(f"final_{_column}", 0, _text, level="final", column=_column))
+
+
+def score_probe(
+    transcript: Transcript, index: int, probe: Turn, context: Context, **prices: Any
+) -> dict[str, float]:
+    """Every registered per-probe metric for one context (in registration order).
+
+    ``prices``: ``prompt_overhead_tokens`` and ``price_per_1k_tokens`` (see ``Scoring``).
+    """
+    s = Scoring(transcript, index, probe, context, **prices)
+    row: dict[str, float] = {}
+    for m in metrics("probe"):
+        if m.compute is not None:
+            value = m.compute(s)
+            if value is not None:
+                row[m.name] = value
+    return row
 
 
 def bootstrap_ci(

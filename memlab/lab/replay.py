@@ -15,18 +15,30 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from memlab.lab.metrics import evidence_distance, score_probe
-from memlab.lab.strategies import Strategy
+from memlab.lab.schema import default_of
+from memlab.lab.strategies.base import Strategy, StrategyFactory
 from memlab.lab.transcripts import Transcript
+from memlab.memory import RecallQuery
+from memlab.progress import bar
 
-StrategyFactory = Callable[[Transcript], Strategy]
+DEFAULT_BUDGET: int = default_of(RecallQuery, "token_budget")
 
 
 @dataclass(frozen=True)
 class ReplaySettings:
-    budget: int = 800
+    """How probes are asked and priced.
+
+    Attributes:
+        budget: the recall budget in tokens (default: ``RecallQuery``'s).
+        prompt_overhead_tokens: system prompt etc., added to every prompt.
+        price_per_1k_tokens: input price, for ``cost_usd``.
+        far_turns: a probe whose evidence lies beyond this many same-scope
+            turns counts as ``far``.
+    """
+
+    budget: int = DEFAULT_BUDGET
     prompt_overhead_tokens: int = 60
     price_per_1k_tokens: float = 0.0
     far_turns: int = 10
@@ -114,11 +126,12 @@ def run_experiment(
     factories: Mapping[str, StrategyFactory],
     settings: ReplaySettings,
     *,
-    progress: bool = True,
+    progress: bool | None = None,
     before_transcript: Callable[[Transcript], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay every transcript through every strategy (a fresh strategy each time).
 
+    ``progress``: a bar on a terminal (True or None), or none (False).
     Transcripts are the outer loop so that per-transcript work (``before_transcript``,
     e.g. embedding all of its texts in one batch) is done once for all strategies.
 
@@ -129,12 +142,12 @@ def run_experiment(
     probe_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     turn_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     total = len(transcripts) * len(factories)
-    with tqdm(total=total, disable=not progress, desc="replay", unit="run", leave=False) as bar:
+    with bar(total=total, progress=progress, desc="replay", unit="run", leave=False) as shown:
         for t in transcripts:
             if before_transcript is not None:
                 before_transcript(t)
             for name, factory in factories.items():
-                bar.set_postfix_str(f"{name} / {t.id}")
+                shown.set_postfix_str(f"{name} / {t.id}")
                 strategy = factory(t)
                 try:
                     p, tr = replay(t, strategy, settings)
@@ -142,7 +155,7 @@ def run_experiment(
                     strategy.close()
                 probe_rows[name] += p
                 turn_rows[name] += tr
-                bar.update()
+                shown.update()
     return (
         pd.DataFrame([row for rows in probe_rows.values() for row in rows]),
         pd.DataFrame([row for rows in turn_rows.values() for row in rows]),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -502,21 +501,35 @@ def load_dir(folder: str | os.PathLike[str]) -> list[Transcript]:
 
 
 def save(transcript: Transcript, path: str | os.PathLike[str]) -> Path:
-    """Write a transcript atomically (temp file + rename) in canonical form."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(transcript)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    """Write a transcript atomically (temp file + rename) in canonical form, with
+    the mode a new file gets under the umask.
+
+    Raises:
+        OutputError: the file or its folder cannot be written.
+    """
+    from memlab.lab.files import atomic_write_text
+
+    return atomic_write_text(path, dumps(transcript), fsync=True)
+
+
+def save_all(transcripts: Iterable[Transcript], folder: str | os.PathLike[str]) -> list[Path]:
+    """Write each transcript to ``folder/<id>.json`` (see ``save``); characters that
+    are unsafe in a file name become ``_``, and ids that then collide get ``-2``,
+    ``-3``... Returns the files in the order of ``transcripts``.
+
+    Raises:
+        OutputError: a file cannot be written.
+    """
+    out: list[Path] = []
+    names: set[str] = set()
+    for t in transcripts:
+        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in t.id) or "transcript"
+        name, n = stem, 2
+        while name in names:  # ids that differ only in unsafe characters
+            name, n = f"{stem}-{n}", n + 1
+        names.add(name)
+        out.append(save(t, Path(folder) / f"{name}.json"))
+    return out
 
 
 def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript, int, Turn]]:
@@ -525,88 +538,3 @@ def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript,
         for i, turn in enumerate(t.turns):
             if turn.probe is not None:
                 yield t, i, turn
-
-
-# -- transcript sources (the `transcripts` config group) ---------------------------
-def shipped_dir(name: str = "synthetic") -> Path:
-    """The folder of transcripts shipped with memlab (source checkout or wheel)."""
-    here = Path(__file__).resolve()
-    candidates = [
-        here.parents[1] / "transcripts" / name,  # installed wheel: memlab/transcripts
-        here.parents[2] / "transcripts" / name,  # source checkout
-    ]
-    for c in candidates:
-        if c.is_dir():
-            return c
-    raise TranscriptError(
-        f"the shipped '{name}' transcripts are missing (looked in {', '.join(map(str, candidates))}); "
-        "reinstall memlab or pass transcripts=dir transcripts.path=DIR"
-    )
-
-
-# name -> "module:function(path) -> list[Transcript]"; datasets register here too.
-# A loader that also takes ``limit`` and ``ids`` keywords gets them, so it can stop
-# reading a large file early (load_source still checks and orders the ids).
-LOADERS: dict[str, str] = {
-    "synthetic": "memlab.lab.transcripts:_load_synthetic",
-    "dir": "memlab.lab.transcripts:load_dir",
-    "locomo": "memlab.lab.datasets.locomo:load",
-    "longmemeval": "memlab.lab.datasets.longmemeval:load",
-}
-
-
-def _load_synthetic(path: str | None) -> list[Transcript]:
-    return load_dir(path or shipped_dir("synthetic"))
-
-
-def load_source(
-    name: str,
-    path: str | None = None,
-    *,
-    limit: int | None = None,
-    ids: Iterable[str] | None = None,
-    progress: bool | None = None,
-) -> list[Transcript]:
-    """Load transcripts from a named source (``synthetic``, ``dir``, datasets...).
-
-    Args:
-        name: a key of ``LOADERS``.
-        path: the folder or file the source reads (``synthetic`` defaults to the
-            shipped folder).
-        limit: keep only the first N transcripts (after ``ids``).
-        ids: keep only these transcript ids (every id must exist).
-        progress: passed to loaders that show a progress bar (None: on a terminal).
-
-    Raises:
-        TranscriptError: unknown source, missing path, bad files, unknown ids.
-    """
-    import importlib
-    import inspect
-
-    if name not in LOADERS:
-        raise TranscriptError(f"unknown transcripts source {name!r}; use one of {sorted(LOADERS)}")
-    if name != "synthetic" and not path:
-        raise TranscriptError(f"transcripts={name} needs a path: add transcripts.path=...")
-    if path and not Path(path).exists():
-        raise TranscriptError(f"transcripts.path {path} does not exist")
-    module, func = LOADERS[name].split(":")
-    loader = getattr(importlib.import_module(module), func)
-    wanted = list(ids) if ids is not None else None
-    params = inspect.signature(loader).parameters
-    kwargs: dict[str, Any] = {}
-    if "ids" in params and "limit" in params:
-        kwargs = {"ids": wanted, "limit": limit}
-    if "progress" in params:
-        kwargs["progress"] = progress
-    loaded: list[Transcript] = loader(path, **kwargs)
-    if wanted is not None:
-        by_id = {t.id: t for t in loaded}
-        missing = [i for i in wanted if i not in by_id]
-        if missing:
-            where = f"{name} ({path})" if path else name
-            hint = "" if "ids" in kwargs else f" (it has e.g. {sorted(by_id)[:5]})"
-            raise TranscriptError(f"transcripts.ids: {missing} not found in {where}{hint}")
-        loaded = [by_id[i] for i in wanted]
-    if limit is not None:
-        loaded = loaded[:limit]
-    return loaded

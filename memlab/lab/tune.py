@@ -1,21 +1,24 @@
-"""Tuning helpers: the tuning/held-apart split, the constrained objective, the
-preset file for the best trial, and the gain table.
+"""Tuning: the tuning/held-apart split, the constrained objective, one trial, and
+the finish (the best config as a preset, scored next to the default on both sets).
 
-``memlab tune`` (cli.py) drives Hydra's Optuna sweeper; each trial replays the
-tuning transcripts and returns ``objective(...)``. Everything here takes plain
-values.
+``memlab tune`` drives Hydra's Optuna sweeper; each trial (``run_trial``)
+replays the tuning transcripts and returns ``objective(...)``; ``finish`` writes
+the preset and ``tune_report.csv``/``.md``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memlab.errors import ConfigError
+from memlab.errors import ConfigError, MemlabError
 
 WEIGHTS = "memory.weights."
 
@@ -224,3 +227,214 @@ def warm_tpe(warm_start: Mapping[str, Any] | None = None, **tpe_kwargs: Any) -> 
             return super().sample_independent(study, trial, param_name, param_distribution)
 
     return WarmStartTPESampler(**tpe_kwargs)
+
+
+# -- the trials and the evaluation (``memlab tune``) ---------------------------------
+def split(transcripts: Sequence[Any], tc: Any) -> tuple[list[str], list[str]]:
+    """(tuning ids, held-apart ids) of loaded transcripts under a ``tune`` config."""
+    return split_ids(
+        [x.id for x in transcripts],
+        holdout_fraction=tc.holdout_fraction,
+        seed=tc.split_seed,
+        tuning_ids=list(tc.tuning_ids) if tc.tuning_ids is not None else None,
+        holdout_ids=list(tc.holdout_ids) if tc.holdout_ids is not None else None,
+    )
+
+
+def metric_row(summary: pd.DataFrame, strategy: str, group: str, metric: str) -> Any:
+    """The summary row of one (strategy, group, metric).
+
+    Raises:
+        MemlabError: the run has no such row.
+    """
+    sub = summary[
+        (summary["strategy"] == strategy)
+        & (summary["group"] == group)
+        & (summary["metric"] == metric)
+    ]
+    if sub.empty:
+        raise MemlabError(
+            f"strategy {strategy!r}, group {group!r} has no {metric!r} on these transcripts; "
+            "choose another tune.metric or tune.group"
+        )
+    return sub.iloc[0]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One tuning trial's outcome (also written to ``trial.json``)."""
+
+    metric: str
+    value: float
+    prompt_tokens: float
+    feasible: bool
+    objective: float
+    run: Any  # the experiment's RunResult
+
+    def line(self) -> str:
+        return (
+            f"  {self.metric} {self.value:.4f}, prompt tokens {self.prompt_tokens:.0f}"
+            + ("" if self.feasible else " (over tune.max_prompt_tokens)")
+            + f", objective {self.objective:.4f}"
+        )
+
+
+def run_trial(cfg: Any, out: Path) -> Trial:
+    """One tuning trial: replay the tuning transcripts (never the held-apart ones),
+    write the run folder and ``trial.json``, and score the trial (see ``objective``)."""
+    from memlab.lab import experiment
+    from memlab.lab.config import validate
+    from memlab.lab.files import atomic_write_text
+    from memlab.lab.metrics import direction
+
+    v = validate(cfg)
+    tc = v.run.tune
+    if tc is None:
+        raise ConfigError("config key 'tune': a tuning trial needs it (conf/tune.yaml sets it)")
+    transcripts = experiment.load_transcripts(v, progress=False)
+    tuning, _ = split(transcripts, tc)
+    chosen = [x for x in transcripts if x.id in set(tuning)]
+    # Trials need means; the evaluation draws the intervals.
+    result = experiment.run(
+        cfg, out, transcripts=chosen, overrides={"report.bootstrap": 0, "report.charts": False}
+    )
+    value = float(metric_row(result.summary, tc.strategy, tc.group, tc.metric)["mean"])
+    tokens = float(metric_row(result.summary, tc.strategy, tc.group, "prompt_tokens")["mean"])
+    score = objective(
+        value,
+        tokens,
+        direction=direction(tc.metric),
+        max_prompt_tokens=tc.max_prompt_tokens,
+        penalty=tc.penalty,
+    )
+    feasible = tc.max_prompt_tokens is None or tokens <= tc.max_prompt_tokens
+    trial = Trial(tc.metric, value, tokens, feasible, score, result)
+    record = {k: getattr(trial, k) for k in ("metric", "value", "feasible", "objective")}
+    record["prompt_tokens"] = tokens
+    atomic_write_text(out / "trial.json", json.dumps(record, indent=1) + "\n")
+    return trial
+
+
+@dataclass
+class TuneReport:
+    """What ``finish`` found and wrote."""
+
+    header: str
+    values: dict[str, Any]
+    best_value: float
+    table: pd.DataFrame
+    preset: Path
+    use: str
+    markdown: Path
+    runs: list[Any] = field(default_factory=list)  # the evaluation's RunResults
+
+
+def tune_markdown(header: str, preset_text: str, table: pd.DataFrame) -> str:
+    """``tune_report.md``: the header, the preset and the default-vs-tuned table."""
+    from memlab.lab.report import markdown_table
+
+    lines = ["# memlab tune", "", *[f"{h}  " for h in header.splitlines()], ""]
+    lines += ["Best parameters:", "", "```yaml", preset_text.rstrip("\n"), "```", ""]
+    return "\n".join(lines) + "\n" + markdown_table(table)
+
+
+def finish(
+    overrides: Sequence[str],
+    sweep_dir: Path,
+    transcripts: Sequence[Any],
+    tuning: Sequence[str],
+    holdout: Sequence[str],
+) -> TuneReport:
+    """After the trials: write the best config as an experiment preset, score the
+    default and the tuned config on the tuning and the held-apart transcripts,
+    and write ``tune_report.csv``/``.md``.
+
+    Raises:
+        MemlabError: the sweep wrote no result, or the preset does not
+            reproduce the tuned config.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    from memlab.lab import experiment
+    from memlab.lab.config import compose, conf_dir
+    from memlab.lab.files import atomic_write_text
+    from memlab.lab.sweep import task_overrides
+
+    results = sweep_dir / "optimization_results.yaml"
+    if not results.exists():
+        raise MemlabError(f"the tuning sweep wrote no {results}; see the trials in {sweep_dir}")
+    best = OmegaConf.to_container(OmegaConf.load(results))
+    if not isinstance(best, dict) or "best_params" not in best:
+        raise MemlabError(f"{results} holds no best_params; see the trials in {sweep_dir}")
+    task = task_overrides(overrides)
+    # Search ranges given on the command line (budget='int(interval(200,800))') are
+    # the sweep itself, not a setting of the default config.
+    parsed = OverridesParser.create().parse_overrides(task)
+    task = [t for t, o in zip(task, parsed, strict=True) if not o.is_sweep_override()]
+    base = compose(task, "tune")
+    tc = base.tune
+    weights = OmegaConf.to_container(base.memory.weights)
+    values = best_overrides(best["best_params"], weights)  # type: ignore[arg-type]
+    tuned = compose(task + [f"{k}={v}" for k, v in values.items()], "tune")
+    groups = {k for k in values if (conf_dir() / k).is_dir()}
+    conf = (sweep_dir / "conf").resolve()
+    use = f"memlab run +experiment={tc.preset} 'hydra.searchpath=[file://{conf}]'"
+    header = (
+        f"memlab tune: best of {tc.n_trials} trials (TPE, seed {tc.seed}) maximizing "
+        f"{tc.metric} of strategy {tc.strategy}, group {tc.group}"
+        + (f", mean prompt tokens <= {tc.max_prompt_tokens:g}" if tc.max_prompt_tokens else "")
+        + f".\nTuned on: {', '.join(tuning)}\nHeld apart: {', '.join(holdout)}\nUse: {use}"
+    )
+    preset = conf / "experiment" / f"{tc.preset}.yaml"
+    preset_text = preset_yaml(values, groups, header)
+    atomic_write_text(preset, preset_text)
+    if not any(o.lstrip("+~").startswith("experiment=") for o in task):
+        # The preset file itself must reproduce the tuned config.
+        via_preset = compose(
+            [*task, f"+experiment={tc.preset}", f"hydra.searchpath=[file://{conf}]"], "tune"
+        )
+        for k in values:
+            if k not in groups and OmegaConf.select(via_preset, k) != OmegaConf.select(tuned, k):
+                raise MemlabError(f"the written preset {preset} does not set {k}; please report")
+    by_id = {x.id: x for x in transcripts}
+    rows = []
+    runs = []
+    for name, cfg in (("default", base), ("tuned", tuned)):
+        for set_name, ids in (("tuning", tuning), ("held-apart", holdout)):
+            result = experiment.run(
+                cfg,
+                sweep_dir / "eval" / f"{name}_{set_name}",
+                transcripts=[by_id[i] for i in ids],
+                overrides={"tune": None, "report.charts": False, "progress": False},
+            )
+            runs.append(result)
+            row = metric_row(result.summary, tc.strategy, tc.group, tc.metric)
+            tokens = metric_row(result.summary, tc.strategy, tc.group, "prompt_tokens")
+            rows.append(
+                {
+                    "set": set_name,
+                    "config": name,
+                    "transcripts": len(ids),
+                    "value": row["mean"],
+                    "ci_low": row["ci_low"],
+                    "ci_high": row["ci_high"],
+                    "prompt_tokens": tokens["mean"],
+                }
+            )
+            if tc.max_prompt_tokens is not None:
+                rows[-1]["feasible"] = bool(tokens["mean"] <= tc.max_prompt_tokens)
+    table = gain_table(rows, tc.metric)
+    atomic_write_text(sweep_dir / "tune_report.csv", table.to_csv(index=False))
+    md = sweep_dir / "tune_report.md"
+    atomic_write_text(md, tune_markdown(header, preset_text, table))
+    return TuneReport(
+        header=header,
+        values=values,
+        best_value=float(best["best_value"]),
+        table=table,
+        preset=preset,
+        use=use,
+        markdown=md,
+        runs=runs,
+    )

@@ -91,9 +91,9 @@ def check_number(
             if lo is not None and hi is not None
             else (f">= {lo:g}" if lo is not None else f"<= {hi:g}")
         )
-        raise InputError(f"{name} must be {bounds}, got {_show(value)}")
+        raise InputError(f"{name} must be {kind} {bounds}, got {_show(value)}")
     if above is not None and not number > above:
-        raise InputError(f"{name} must be > {above:g}, got {_show(value)}")
+        raise InputError(f"{name} must be {kind} > {above:g}, got {_show(value)}")
     return number
 
 

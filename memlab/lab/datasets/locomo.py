@@ -35,6 +35,8 @@ from typing import Any
 
 from memlab.errors import TranscriptError
 from memlab.lab.datasets import (
+    DATASETS,
+    Dataset,
     Quirks,
     answer_text,
     check_path,
@@ -301,3 +303,13 @@ def _probe(
     if cat in UNSCORED:
         probe["scored"] = False
     return probe
+
+
+DATASETS.register(
+    "locomo",
+    Dataset(
+        load,
+        reads="file",
+        description="LoCoMo (snap-research/locomo data/locomo10.json): one transcript per sample",
+    ),
+)

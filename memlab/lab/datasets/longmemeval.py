@@ -36,6 +36,8 @@ from typing import Any
 
 from memlab.errors import TranscriptError
 from memlab.lab.datasets import (
+    DATASETS,
+    Dataset,
     Quirks,
     answer_text,
     check_path,
@@ -285,3 +287,13 @@ def _probe(
         "text": item["question"].strip(),
         "probe": probe,
     }
+
+
+DATASETS.register(
+    "longmemeval",
+    Dataset(
+        load,
+        reads="file",
+        description="LongMemEval (xiaowu0162/LongMemEval): one transcript per question",
+    ),
+)

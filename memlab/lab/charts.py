@@ -1,0 +1,317 @@
+"""PNG charts of a run (recall and precision, prompt size, store growth, stale
+facts, per-category recall) and of a multirun (Pareto front, precision against
+prompt size, heatmaps over two swept keys). Axes say what is drawn and over what."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memlab.errors import MemlabError
+from memlab.lab.metrics import direction
+from memlab.lab.summary import format_value
+
+
+def _plt() -> Any:
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def charts(
+    probes: pd.DataFrame, turns: pd.DataFrame, summary: pd.DataFrame, out: Path
+) -> list[Path]:
+    """Draw the run's charts into ``out``; return the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    plt = _plt()
+    written: list[Path] = []
+    strategies = list(dict.fromkeys(summary["strategy"]))
+
+    # 1. Recall and precision by strategy, with bootstrap intervals.
+    wanted = [
+        ("all", "fact_recall"),
+        ("far", "fact_recall"),
+        ("all", "evidence_recall"),
+        ("all", "precision"),
+    ]
+    present = [
+        (g, m) for g, m in wanted if not summary[(summary.group == g) & (summary.metric == m)].empty
+    ]
+    if present:
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(strategies) + 2), 4))
+        width = 0.8 / len(present)
+        for k, (g, m) in enumerate(present):
+            sub = (
+                summary[(summary.group == g) & (summary.metric == m)]
+                .set_index("strategy")
+                .reindex(strategies)
+            )
+            x = np.arange(len(strategies)) + k * width
+            err = np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]).clip(min=0)
+            label = m if g == "all" else f"{m} ({g} probes)"
+            ax.bar(x, sub["mean"], width, yerr=err, capsize=3, label=label)
+        ax.set_xticks(
+            np.arange(len(strategies)) + width * (len(present) - 1) / 2,
+            strategies,
+            rotation=20,
+            ha="right",
+        )
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("mean over probes (95% bootstrap CI)")
+        ax.set_title("Recall and precision by strategy")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+        written.append(_save(fig, out / "recall_precision.png"))
+
+    # 2. Prompt tokens at each probe, by position in the transcript.
+    if not probes.empty:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for i, s in enumerate(strategies):
+            sub = probes[probes.strategy == s].groupby("turn_index")["prompt_tokens"].mean()
+            if not sub.empty:
+                ax.plot(sub.index, sub.values, marker=".", label=s, **_style(i))
+        ax.set_yscale("log")
+        ax.set_xlabel("turn index of the probe")
+        ax.set_ylabel("prompt tokens (mean over transcripts, log)")
+        ax.set_title("Prompt size per turn")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+        written.append(_save(fig, out / "prompt_tokens.png"))
+
+    # 3. Store growth per turn (active records and tokens).
+    if not turns.empty:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for s in strategies:
+            sub = (
+                turns[turns.strategy == s]
+                .groupby("turn_index")[["store_records", "store_tokens"]]
+                .mean()
+            )
+            if sub.empty:
+                continue
+            axes[0].plot(sub.index, sub["store_records"], label=s)
+            axes[1].plot(sub.index, sub["store_tokens"], label=s)
+        axes[0].set_ylabel("active records (mean over transcripts)")
+        axes[1].set_ylabel("active tokens (mean over transcripts)")
+        for ax in axes:
+            ax.set_xlabel("turn index")
+        axes[0].set_title("Store growth: records")
+        axes[1].set_title("Store growth: tokens")
+        axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+        written.append(_save(fig, out / "store_growth.png"))
+
+    # 4. Stale facts on probes that need a corrected fact.
+    stale = summary[
+        (summary.group == "corrected")
+        & summary.metric.isin(["stale_rate", "stale_wins", "fact_recall"])
+    ]
+    if not stale.empty:
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(strategies) + 2), 4))
+        metrics = ["fact_recall", "stale_rate", "stale_wins"]
+        width = 0.8 / len(metrics)
+        for k, m in enumerate(metrics):
+            sub = stale[stale.metric == m].set_index("strategy").reindex(strategies)
+            err = np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]).clip(min=0)
+            ax.bar(
+                np.arange(len(strategies)) + k * width,
+                sub["mean"],
+                width,
+                yerr=err,
+                capsize=3,
+                label=m,
+            )
+        ax.set_xticks(np.arange(len(strategies)) + width, strategies, rotation=20, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.set_title("Probes that need a corrected fact")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+        written.append(_save(fig, out / "stale_rate.png"))
+
+    # 5. Per-category evidence recall and answer-in-context, when probes carry
+    # categories; unscored groups (adversarial, abstention) are drawn hatched.
+    for metric, title, name in (
+        ("evidence_recall", "Evidence recall", "evidence_recall_by_category.png"),
+        ("answer_in_context", "Answer found in the context", "answer_in_context_by_category.png"),
+    ):
+        path = _category_chart(plt, summary, strategies, metric, title, out / name)
+        if path is not None:
+            written.append(path)
+    return written
+
+
+def _category_chart(
+    plt: Any, summary: pd.DataFrame, strategies: list[str], metric: str, title: str, path: Path
+) -> Path | None:
+    is_cat = summary.group.str.startswith(("category:", "unscored:"))
+    cats = summary[is_cat & (summary.metric == metric)]
+    if cats.empty:
+        return None
+    groups = sorted(dict.fromkeys(cats.group), key=lambda g: (g.startswith("unscored:"), g))
+    labels = [
+        g.split(":", 1)[1] + ("\n(unscored)" if g.startswith("unscored:") else "") for g in groups
+    ]
+    fig, ax = plt.subplots(figsize=(max(8, 0.22 * len(groups) * len(strategies) + 3), 4.5))
+    width = 0.8 / len(strategies)
+    for k, s in enumerate(strategies):
+        sub = cats[cats.strategy == s].set_index("group").reindex(groups)
+        bars = ax.bar(np.arange(len(groups)) + k * width, sub["mean"], width, label=s)
+        for bar, g in zip(bars, groups, strict=True):
+            if g.startswith("unscored:"):
+                bar.set_hatch("//")
+    n = cats[cats.strategy == strategies[0]].set_index("group")["n"].reindex(groups)
+    ax.set_xticks(
+        np.arange(len(groups)) + width * (len(strategies) - 1) / 2,
+        [f"{lab}\nn={int(c)}" if c == c else lab for lab, c in zip(labels, n, strict=True)],
+        fontsize=8,
+    )
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"{metric} (mean over probes)")
+    ax.set_title(f"{title} by question category")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return _save(fig, path)
+
+
+STYLES = ["-", "--", "-.", ":"]
+
+
+def _style(i: int) -> dict[str, Any]:
+    """Line styles that keep overlapping strategies visible."""
+    return {"linestyle": STYLES[i % len(STYLES)], "linewidth": 2.2 - 0.3 * (i % 4)}
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def pareto_chart(points: pd.DataFrame, keys: Sequence[str], metric: str, out: Path) -> Path:
+    """Recall against prompt tokens for every job and strategy, the front as a step line."""
+    out.mkdir(parents=True, exist_ok=True)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for s, g in points.groupby("strategy", sort=False):
+        ax.scatter(g["prompt_tokens"], g[metric], label=str(s), alpha=0.75)
+    front = points[points["on_front"]].sort_values("prompt_tokens")
+    if not front.empty:
+        ax.step(
+            front["prompt_tokens"],
+            front[metric],
+            where="post",
+            color="black",
+            linewidth=1,
+            label="Pareto front",
+        )
+        several = points["strategy"].nunique() > 1
+        for _, row in front.iterrows():
+            label = f"{row['job']}: " + ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys)
+            if several:
+                label += f" ({row['strategy']})"
+            ax.annotate(
+                label.rstrip(": "),
+                (row["prompt_tokens"], row[metric]),
+                fontsize=7,
+                xytext=(3, -9),
+                textcoords="offset points",
+            )
+    ax.set_xlabel("prompt tokens (mean per probe)")
+    ax.set_ylabel(f"{metric} (mean over probes)")
+    ax.set_title(f"{metric} vs prompt tokens across jobs (front: job: swept values)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return _save(fig, out / f"pareto_{metric}_vs_prompt_tokens.png")
+
+
+def _sorted_values(values: Sequence[Any]) -> list[Any]:
+    uniq = list(dict.fromkeys(values))
+    try:
+        return sorted(uniq, key=float)
+    except (TypeError, ValueError):
+        return sorted(uniq, key=str)
+
+
+def heatmap_chart(
+    table: pd.DataFrame,
+    keys: tuple[str, str],
+    metric: str,
+    out: Path,
+    *,
+    strategy: str,
+    group: str = "all",
+) -> Path:
+    """A metric's mean for every pair of values of two swept keys (one strategy).
+
+    Cells where several jobs share the pair (other keys swept too) show the mean
+    over those jobs; the title says so.
+    """
+    k1, k2 = keys
+    sub = table[
+        (table["metric"] == metric) & (table["strategy"] == strategy) & (table["group"] == group)
+    ]
+    if sub.empty:
+        raise MemlabError(
+            f"no {metric!r} rows for strategy {strategy!r}, group {group!r} in this sweep"
+        )
+    rows, cols = _sorted_values(list(sub[k1])), _sorted_values(list(sub[k2]))
+    grid = np.full((len(rows), len(cols)), np.nan)
+    counts = np.zeros_like(grid)
+    for (a, b), g in sub.groupby([k1, k2], sort=False, dropna=False):
+        grid[rows.index(a), cols.index(b)] = g["mean"].mean()
+        counts[rows.index(a), cols.index(b)] = len(g)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 3, 0.7 * len(rows) + 2.2))
+    sign = direction(metric)
+    im = ax.imshow(grid, cmap="viridis" if sign >= 0 else "viridis_r", aspect="auto")
+    finite = grid[np.isfinite(grid)]
+    mid = float(np.mean([finite.min(), finite.max()])) if finite.size else 0.0
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            if np.isfinite(grid[i, j]):
+                ax.text(
+                    j,
+                    i,
+                    format_value(float(grid[i, j])),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if (grid[i, j] < mid) == (sign >= 0) else "black",
+                )
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows])
+    ax.set_xlabel(k2)
+    ax.set_ylabel(k1)
+    note = " (mean over jobs per cell)" if counts.max() > 1 else ""
+    ax.set_title(f"{metric}, {strategy}, group {group}{note}", fontsize=9)
+    fig.colorbar(im, ax=ax)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{k1}_x_{k2}_{strategy}")
+    return _save(fig, out / f"heatmap_{metric}_{safe}.png")
+
+
+def multirun_chart(combined: pd.DataFrame, out: Path) -> Path:
+    """Precision against prompt tokens, one point per job and strategy."""
+    out.mkdir(parents=True, exist_ok=True)
+    plt = _plt()
+    sub = combined[combined.group == "all"]
+    wide = sub.pivot_table(index=["job", "strategy"], columns="metric", values="mean").reset_index()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s, g in wide.groupby("strategy", sort=False):
+        if {"prompt_tokens", "precision"} <= set(g.columns):
+            ax.scatter(g["prompt_tokens"], g["precision"], label=s)
+            for _, row in g.iterrows():
+                ax.annotate(
+                    str(row["job"]), (row["prompt_tokens"], row["precision"]), fontsize=7, alpha=0.7
+                )
+    ax.set_xscale("log")
+    ax.set_xlabel("prompt tokens (mean per probe, log)")
+    ax.set_ylabel("precision")
+    ax.set_title("Precision vs prompt size across jobs (labels: job number)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    return _save(fig, out / "precision_vs_prompt_tokens.png")

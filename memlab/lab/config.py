@@ -1,0 +1,523 @@
+"""The run config: its schema, composing it with Hydra, and checking it.
+
+The schema of the ``memory`` node comes from the library (see
+``memlab.lab.strategies.memory``); the schemas of the ``store``, ``embedder``
+and ``summarizer`` nodes are the constructor signatures of the registered
+plug-ins (``STORES``, ``EMBEDDERS``, ``SUMMARIZERS``), stored in Hydra's
+ConfigStore as ``schema/<group>/<name>`` for conf/<group>/<name>.yaml to extend.
+Only the lab's own settings are declared here. ``validate`` checks a composed
+config before anything runs and raises a one-line ConfigError naming the key;
+library code never sees a config.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+import memlab
+from memlab.errors import ConfigError, MemlabError
+from memlab.lab.replay import ReplaySettings
+from memlab.lab.schema import (
+    as_dict,
+    build,
+    config_error,
+    default_of,
+    fields_schema,
+    omegaconf_error,
+    set_values,
+    signature_schema,
+    structured,
+)
+from memlab.lab.strategies import STRATEGIES, Kind
+from memlab.lab.strategies.memory import MemoryParts, MemorySettings, memory_settings
+from memlab.memory import EMBEDDERS, STORES, SUMMARIZERS, RecallQuery
+from memlab.registry import Registry
+
+
+def conf_dir() -> Path:
+    """conf/ of a source checkout, or memlab/conf inside an installed wheel."""
+    package = Path(memlab.__file__).resolve().parent
+    for c in (package / "conf", package.parent / "conf"):
+        if (c / "config.yaml").exists():
+            return c
+    raise ConfigError("memlab's config folder is missing; reinstall memlab")
+
+
+def _check(ok: bool, key: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(f"config key '{key}': {problem}")
+
+
+# -- the lab's own settings ---------------------------------------------------------
+@dataclass
+class TranscriptsConfig:
+    """Which transcripts to replay (``name``: a dataset in ``DATASETS``)."""
+
+    name: str = "synthetic"
+    path: str | None = None
+    limit: int | None = None
+    ids: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        _check(
+            self.limit is None or self.limit >= 1,
+            "transcripts.limit",
+            f"must be >= 1 or null, got {self.limit}",
+        )
+
+
+@dataclass
+class CacheConfig:
+    """The persistent model cache (embeddings and LLM summaries) shared by all runs."""
+
+    embeddings: bool = True
+    summaries: bool = True
+    path: str | None = None  # null: $MEMLAB_CACHE_DIR, $XDG_CACHE_HOME/memlab or ~/.cache/memlab
+
+
+@dataclass
+class ReportConfig:
+    charts: bool = True
+    bootstrap: int = 1000
+    far_turns: int = default_of(ReplaySettings, "far_turns")
+
+    def __post_init__(self) -> None:
+        _check(self.bootstrap >= 0, "report.bootstrap", f"must be >= 0, got {self.bootstrap}")
+        _check(self.far_turns >= 1, "report.far_turns", f"must be >= 1, got {self.far_turns}")
+
+
+@dataclass
+class TuneConfig:
+    """``memlab tune``: what to maximize, under which constraint, on which transcripts.
+
+    The search space, trial count and sampler seed live in ``hydra.sweeper``
+    (conf/tune.yaml sets ``n_trials`` and ``seed`` from here).
+    """
+
+    metric: str = "fact_recall"
+    strategy: str = "memory"
+    group: str = "all"
+    max_prompt_tokens: float | None = None
+    penalty: float = 1.0
+    n_trials: int = 30
+    seed: int = 0
+    holdout_fraction: float = 0.3
+    split_seed: int = 0
+    tuning_ids: list[str] | None = None
+    holdout_ids: list[str] | None = None
+    preset: str = "tuned"
+
+    def __post_init__(self) -> None:
+        _check(
+            self.max_prompt_tokens is None or self.max_prompt_tokens > 0,
+            "tune.max_prompt_tokens",
+            f"must be > 0 or null, got {self.max_prompt_tokens}",
+        )
+        _check(self.penalty >= 0, "tune.penalty", f"must be >= 0, got {self.penalty}")
+        _check(self.n_trials >= 1, "tune.n_trials", f"must be >= 1, got {self.n_trials}")
+        _check(
+            0 < self.holdout_fraction < 1,
+            "tune.holdout_fraction",
+            f"must be in (0, 1), got {self.holdout_fraction}",
+        )
+        _check(
+            bool(self.preset) and all(c.isalnum() or c in "-_" for c in self.preset),
+            "tune.preset",
+            f"must be a file name of letters, digits, - and _; got {self.preset!r}",
+        )
+
+
+@dataclass
+class RunConfig:
+    """The whole run config (conf/config.yaml)."""
+
+    budget: int = default_of(ReplaySettings, "budget")
+    seed: int = 0
+    prompt_overhead_tokens: int = default_of(ReplaySettings, "prompt_overhead_tokens")
+    price_per_1k_tokens: float = default_of(ReplaySettings, "price_per_1k_tokens")
+    progress: bool = True  # bars on a terminal only; false: never
+    strategies: dict[str, Any] = field(default_factory=dict)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    transcripts: TranscriptsConfig = field(default_factory=TranscriptsConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    store: Any = None
+    embedder: Any = None
+    summarizer: Any = None
+    tune: TuneConfig | None = None
+
+    def __post_init__(self) -> None:
+        _check(
+            self.prompt_overhead_tokens >= 0,
+            "prompt_overhead_tokens",
+            f"must be >= 0, got {self.prompt_overhead_tokens}",
+        )
+        _check(
+            self.price_per_1k_tokens >= 0,
+            "price_per_1k_tokens",
+            f"must be >= 0, got {self.price_per_1k_tokens}",
+        )
+
+
+# -- plug-ins: store, embedder, summarizer ------------------------------------------
+PLUGINS: dict[str, Registry[type]] = {
+    "store": STORES,
+    "embedder": EMBEDDERS,
+    "summarizer": SUMMARIZERS,
+}
+"""Config groups whose options are library plug-ins, and their registries."""
+
+LAB_KEYS: dict[str, tuple[tuple[str, Any, Any], ...]] = {
+    "store": (("drop_after", bool, False),),
+}
+"""Keys of a plug-in node that the lab reads itself (not constructor arguments).
+``store.drop_after``: delete each replay's store data when the replay ends
+(stores that can, e.g. pgvector's per-replay tables)."""
+
+
+LAB_ARGUMENTS: dict[str, tuple[str, ...]] = {"store": ("create_dirs",)}
+"""Constructor arguments the lab passes itself (not config keys): a replay's file
+store lives in a fresh subfolder, so the lab lets the store create it."""
+
+
+def plugin_schema(group: str, name: str) -> type:
+    """The schema of ``<group>=<name>``: ``name``, the lab's keys, and the
+    parameters of the registered class's constructor."""
+    cls = PLUGINS[group].get(name)
+    extra = (("name", str, name), *LAB_KEYS.get(group, ()))
+    exclude = LAB_ARGUMENTS.get(group, ())
+    return signature_schema(cls, name=f"{group}_{name}", extra=extra, exclude=exclude)
+
+
+def strategy_schema(name: str, kind: Kind) -> type:
+    """The schema of a ``strategies`` entry of kind ``name``: ``kind`` and the
+    kind's own keys (conf/strategies/*.yaml extend it)."""
+    return fields_schema(
+        kind.schema, name=f"strategy_{name}", extra=[("kind", str, name)], doc=kind.schema.__doc__
+    )
+
+
+def register() -> None:
+    """Store the schemas in Hydra's ConfigStore: ``run_schema`` (config.yaml's base),
+    ``schema/<group>/<name>`` for every registered plug-in and
+    ``schema/strategy/<kind>`` for every strategy kind."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    for group, registry in PLUGINS.items():
+        for name in registry.names():
+            cs.store(group=f"schema/{group}", name=name, node=plugin_schema(group, name))
+    for name, kind in STRATEGIES.items():
+        cs.store(group="schema/strategy", name=name, node=strategy_schema(name, kind))
+    _register_tune_sampler(cs)
+
+
+def _register_tune_sampler(cs: Any) -> None:
+    """``hydra/sweeper/sampler=warm_tpe`` (memlab tune), when the ``tune`` extra is installed."""
+    try:
+        from hydra_plugins.hydra_optuna_sweeper.config import TPESamplerConfig
+    except ImportError:
+        return
+
+    @dataclass
+    class WarmTPESamplerConfig(TPESamplerConfig):
+        _target_: str = "memlab.lab.tune.warm_tpe"
+        warm_start: dict[str, Any] = field(default_factory=dict)
+
+    cs.store(group="hydra/sweeper/sampler", name="warm_tpe", node=WarmTPESamplerConfig)
+
+
+# -- composing with Hydra -------------------------------------------------------------
+def one_line(exc: BaseException) -> str:
+    """An exception's message as one line, without Hydra/OmegaConf boilerplate."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [
+        ln
+        for ln in lines
+        if not ln.startswith(("Set the environment", "full_key:", "object_type", "reference_type"))
+    ]
+    return "; ".join(ln.split("; reference_type")[0] for ln in lines) or type(exc).__name__
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group: the YAML files of conf/<group>."""
+    folder = conf_dir() / group
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def config_groups() -> dict[str, list[str]]:
+    """Every config group a user picks options from (conf/*/), with its options."""
+    root = conf_dir()
+    return {
+        d.name: group_options(d.name)
+        for d in sorted(root.iterdir())
+        if d.is_dir() and d.name != "hydra" and group_options(d.name)
+    }
+
+
+def plugin_names() -> dict[str, list[str]]:
+    """The registered plug-ins by kind (what the registries know, not the YAMLs)."""
+    from memlab.lab.datasets import DATASETS
+    from memlab.lab.metrics import METRICS, table_metrics
+
+    shown = table_metrics()
+    return {
+        "strategy kinds": STRATEGIES.names(),
+        "datasets": DATASETS.names(),
+        **{f"{group}s": registry.names() for group, registry in PLUGINS.items()},
+        "metrics": [*shown, f"... ({len(METRICS)} in all)"],
+    }
+
+
+def explain_compose_error(exc: BaseException) -> str:
+    """Turn Hydra's multi-line composition errors into one line that says what to do."""
+    text = str(exc)
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m:
+        key = m.group(1)
+        cause = str(exc.__cause__ or "")
+        detail = (
+            "it does not exist"
+            if "not in struct" in cause or "To append" in text
+            else one_line(exc.__cause__ or exc)
+        )
+        return f"config key '{key}': {detail}; check the spelling (memlab run --cfg job prints every key)"
+    m = re.search(r"Could not (?:find|load) '([^'/]+)/([^']+)'", text)
+    if m:
+        group, option = m.groups()
+        options = ", ".join(group_options(group)) or "(none)"
+        return f"config group '{group}' has no option '{option}'; choose one of: {options}"
+    m = re.search(r"Error merging override (\S+)", text)
+    if m:
+        return f"config override {m.group(1)}: {one_line(exc.__cause__ or exc)}"
+    return one_line(exc)
+
+
+def compose(overrides: Sequence[str], config_name: str = "config", with_hydra: bool = False) -> Any:
+    """The config that ``memlab run <overrides>`` (or ``tune``) would run."""
+    return compose_all([list(overrides)], config_name, with_hydra)[0]
+
+
+def compose_all(
+    variants: Sequence[Sequence[str]], config_name: str = "config", with_hydra: bool = False
+) -> list[Any]:
+    """Compose one config per override list (one Hydra initialization for all).
+
+    Raises:
+        ConfigError: a composition error as one line; MissingExtraError for a
+            launcher whose extra is not installed.
+    """
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+            return [
+                hydra_compose(config_name, overrides=list(v), return_hydra_config=with_hydra)
+                for v in variants
+            ]
+    except MemlabError:
+        raise
+    except Exception as exc:  # Hydra/OmegaConf composition errors
+        if "submitit" in str(exc):
+            from memlab.errors import require
+
+            require(
+                "hydra_plugins.hydra_submitit_launcher",
+                feature="the submitit/SLURM launcher",
+                extra="cluster",
+            )
+        raise ConfigError(explain_compose_error(exc)) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+# -- validation -------------------------------------------------------------------------
+STORE_PLACEHOLDERS = ("{run_dir}", "{strategy}", "{transcript}")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A checked plug-in node: the registered class, its constructor arguments,
+    and the lab's own keys."""
+
+    group: str
+    name: str
+    cls: type
+    kwargs: dict[str, Any]
+    lab: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A composed config, checked, as typed settings.
+
+    Attributes:
+        run: the run-level settings.
+        strategies: each strategy's kind and checked settings, by name.
+        plugins: the ``store``, ``embedder`` and ``summarizer`` nodes.
+        config: the effective config as a plain dict (every strategy entry with
+            its kind's defaults filled in): what config.yaml and the
+            fingerprint record.
+    """
+
+    run: RunConfig
+    strategies: dict[str, tuple[Kind, Any]]
+    plugins: dict[str, Plugin]
+    config: dict[str, Any]
+
+
+def plugin(group: str, node: Any) -> Plugin:
+    """Check a ``store``/``embedder``/``summarizer`` node against its class's signature.
+
+    Raises:
+        ConfigError: no such plug-in, unknown keys, wrong types, naming the key.
+    """
+    plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    if not isinstance(plain, Mapping) or not plain.get("name"):
+        raise ConfigError(
+            f"config key '{group}': choose one, e.g. {group}={PLUGINS[group].names()[0]}"
+        )
+    name = str(plain["name"])
+    if name not in PLUGINS[group]:
+        raise ConfigError(
+            f"config key '{group}.name': unknown {group} {name!r}; "
+            f"choose one of: {', '.join(PLUGINS[group].names())}"
+        )
+    values = as_dict(structured(plugin_schema(group, name), plain, group))
+    lab_keys = {k for k, _, _ in LAB_KEYS.get(group, ())} | {"name"}
+    kwargs = {k: v for k, v in values.items() if k not in lab_keys}
+    lab = {k: v for k, v in values.items() if k in lab_keys}
+    return Plugin(group, name, PLUGINS[group].get(name), kwargs, lab)
+
+
+def check_store_path(store: Plugin) -> None:
+    """A file store's path must hold {run_dir}, {strategy} and {transcript}, so every
+    replay, and every job of a sweep running in parallel, gets a fresh file.
+
+    Raises:
+        ConfigError: naming store.path and the missing placeholders.
+    """
+    path = store.kwargs.get("path")
+    if path is None:
+        return
+    missing = [p for p in STORE_PLACEHOLDERS if p not in str(path)]
+    if missing:
+        raise ConfigError(
+            f"config key 'store.path': {path!r} lacks {', '.join(missing)}; every replay "
+            "(and every job of a sweep) needs its own fresh store file, e.g. "
+            "'{run_dir}/stores/{strategy}/{transcript}.db'"
+        )
+
+
+def strategy_entry(name: str, raw: Any) -> tuple[str, Kind, dict[str, Any]]:
+    """A ``strategies`` entry's kind name, kind and keys (without ``kind``).
+
+    Raises:
+        ConfigError: a missing or unknown kind.
+    """
+    plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
+    if not isinstance(plain, Mapping) or "kind" not in plain:
+        raise ConfigError(
+            f"config key 'strategies.{name}.kind': missing; one of {STRATEGIES.names()}"
+        )
+    kind_name = str(plain["kind"])
+    if kind_name not in STRATEGIES:
+        raise ConfigError(
+            f"config key 'strategies.{name}.kind': must be one of {STRATEGIES.names()}, "
+            f"got {kind_name!r}"
+        )
+    rest = {str(k): v for k, v in plain.items() if k != "kind"}
+    return kind_name, STRATEGIES.get(kind_name), rest
+
+
+def validate(cfg: DictConfig | Mapping[str, Any]) -> Validated:
+    """Check a composed run config; return it as typed settings.
+
+    Every check that the library makes is made by building its objects
+    (RankWeights, SummarizePolicy, ...); their errors come back naming the key.
+
+    Raises:
+        ConfigError: one line naming the key and what is wrong.
+    """
+    plain = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    if not isinstance(plain, dict):
+        raise ConfigError(f"a run config is a mapping of keys, got {type(plain).__name__}")
+    # Strategy entries may leave override keys unset (``???``): they are not settings.
+    plain["strategies"] = set_values(plain.get("strategies") or {})
+    # A plain dict merged over the schema: an unknown key is an error even when it
+    # was added with `+` (Hydra lets `+memory.weigths.recency=0.3` through). The
+    # memory node is checked on its own so that its errors name their keys.
+    run: RunConfig = structured(RunConfig, {k: v for k, v in plain.items() if k != "memory"})
+    run.memory = memory_settings(plain.get("memory") or {}, where="memory")
+    query = {"scope": "check", "text": "", "token_budget": run.budget}
+    build(RecallQuery, query, "budget", names=())
+    MemoryParts.build(run.memory, "memory")
+    _check(
+        bool(run.strategies), "strategies", "select at least one strategy, e.g. strategies=[memory]"
+    )
+    strategies: dict[str, tuple[Kind, Any]] = {}
+    effective = dict(plain)
+    effective["strategies"] = {}
+    for name, raw in run.strategies.items():
+        kind_name, kind, rest = strategy_entry(name, raw)
+        effective["strategies"][name] = {"kind": kind_name, **kind.entry(name, rest)}
+        strategies[name] = (kind, kind.settings(name, rest, effective))
+    from memlab.lab.datasets import DATASETS
+
+    _check(
+        run.transcripts.name in DATASETS,
+        "transcripts.name",
+        f"unknown dataset {run.transcripts.name!r}; choose one of: {', '.join(DATASETS.names())}",
+    )
+    plugins = {group: plugin(group, plain.get(group)) for group in PLUGINS}
+    check_store_path(plugins["store"])
+    if run.tune is not None:
+        validate_tune(run.tune, run)
+    return Validated(run=run, strategies=strategies, plugins=plugins, config=effective)
+
+
+def validate_tune(tune: TuneConfig, run: RunConfig) -> None:
+    """Check the ``tune`` node against the run config; raise ConfigError naming the key."""
+    from memlab.lab.metrics import METRICS
+
+    choices = sorted(name for name, m in METRICS.items() if m.direction != 0)
+    _check(
+        tune.metric in choices,
+        "tune.metric",
+        f"must be a metric with a direction, one of {choices}; got {tune.metric!r}",
+    )
+    _check(
+        tune.strategy in run.strategies,
+        "tune.strategy",
+        f"must be one of the selected strategies {sorted(run.strategies)}; got {tune.strategy!r}",
+    )
+
+
+__all__ = [
+    "CacheConfig",
+    "Plugin",
+    "ReportConfig",
+    "RunConfig",
+    "TranscriptsConfig",
+    "TuneConfig",
+    "Validated",
+    "compose",
+    "compose_all",
+    "conf_dir",
+    "config_error",
+    "explain_compose_error",
+    "omegaconf_error",
+    "register",
+    "validate",
+]

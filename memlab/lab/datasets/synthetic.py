@@ -1,0 +1,44 @@
+"""``transcripts=synthetic``: the transcripts shipped with memlab (``memlab synth``
+regenerates them byte for byte)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import memlab
+from memlab.errors import TranscriptError
+from memlab.lab.datasets import DATASETS, Dataset
+from memlab.lab.transcripts import Transcript, load_dir
+
+
+def shipped_dir(name: str = "synthetic") -> Path:
+    """The folder of transcripts shipped with memlab (source checkout or wheel)."""
+    package = Path(memlab.__file__).resolve().parent
+    candidates = [
+        package / "transcripts" / name,  # installed wheel: memlab/transcripts
+        package.parent / "transcripts" / name,  # source checkout
+    ]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise TranscriptError(
+        f"the shipped '{name}' transcripts are missing (looked in {', '.join(map(str, candidates))}); "
+        "reinstall memlab or pass transcripts=dir transcripts.path=DIR"
+    )
+
+
+def load(
+    path: str | None = None,
+    *,
+    limit: int | None = None,
+    ids: list[str] | None = None,
+    progress: bool | None = None,
+) -> list[Transcript]:
+    """The shipped transcripts (or a folder given as ``path``)."""
+    return load_dir(path or shipped_dir("synthetic"))
+
+
+DATASETS.register(
+    "synthetic",
+    Dataset(load, reads=None, description="the 20 shipped transcripts (transcripts/synthetic)"),
+)

@@ -1,0 +1,300 @@
+"""The composition root: a validated config becomes objects, and they run.
+
+``run(cfg, out)`` is what ``memlab run`` does for one job: check the config,
+load the transcripts, build the embedder and summarizer (behind the persistent
+model cache where it pays), a fresh store and strategy per replay through the
+registries (``STORES``, ``EMBEDDERS``, ``SUMMARIZERS``, ``STRATEGIES``), replay,
+score, and write the run folder. The command line, the tuner, the benchmarks
+and the tests all come through here; nothing else builds these objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memlab.errors import ConfigError
+from memlab.lab import fingerprint
+from memlab.lab.config import Plugin, Validated, validate
+from memlab.lab.files import atomic_write_text
+from memlab.lab.replay import ReplaySettings, run_experiment
+from memlab.lab.schema import build, parameters
+from memlab.lab.strategies import Components, StrategyFactory
+from memlab.lab.summary import summarize, write_tables
+from memlab.lab.transcripts import Transcript
+from memlab.memory import (
+    CachedEmbedder,
+    CachedSummarizer,
+    Embedder,
+    ExtractiveSummarizer,
+    HashEmbedder,
+    MemoEmbedder,
+    MemoryStore,
+    ModelCache,
+    Summarizer,
+)
+
+STORE_TEMPLATES = ("path", "table", "schema")
+
+
+# -- plug-ins -------------------------------------------------------------------------
+def instantiate(p: Plugin, **overrides: Any) -> Any:
+    """The plug-in's class built from its checked arguments (``overrides`` win).
+
+    Raises:
+        ConfigError: the class rejected a value (naming ``<group>.<key>``).
+    """
+    return build(p.cls, {**p.kwargs, **overrides}, p.group)
+
+
+@dataclass
+class Models:
+    """The run's embedder and summarizer, and the cached ones (for hit rates)."""
+
+    embedder: Embedder
+    summarizer: Summarizer
+    cached: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        for component in (self.embedder, self.summarizer):
+            close = getattr(component, "close", None)
+            if close is not None:
+                close()
+
+    def cache_stats(self) -> dict[str, str]:
+        """``{"embedding": "<hits/misses>", ...}`` for the cached models."""
+        return {label: str(c.stats) for label, c in self.cached.items()}
+
+
+def models(v: Validated) -> Models:
+    """The configured embedder and summarizer, wrapped in the persistent model
+    cache where caching pays (not for the hash embedder or the extractive
+    summarizer, which are faster than a lookup)."""
+    embedder = instantiate(v.plugins["embedder"])
+    summarizer = instantiate(v.plugins["summarizer"])
+    out = Models(embedder, summarizer)
+    cache_cfg = v.run.cache
+    wrap_embedder = cache_cfg.embeddings and not isinstance(embedder, HashEmbedder)
+    wrap_summarizer = cache_cfg.summaries and not isinstance(summarizer, ExtractiveSummarizer)
+    if wrap_embedder or wrap_summarizer:
+        cache = ModelCache(cache_cfg.path)
+        if wrap_embedder:
+            out.embedder = out.cached["embedding"] = CachedEmbedder(embedder, cache)
+        if wrap_summarizer:
+            out.summarizer = out.cached["summary"] = CachedSummarizer(summarizer, cache)
+    return out
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:10]
+
+
+def make_store(
+    store: Plugin, out: Path, strategy: str, transcript: str, dims: int | None = None
+) -> MemoryStore:
+    """A fresh store for one (strategy, transcript) replay.
+
+    Placeholders in ``store.path`` (file stores) and ``store.table`` /
+    ``store.schema`` (pgvector): ``{run_dir}``, ``{strategy}``, ``{transcript}``,
+    ``{key}`` (a short hash of strategy and transcript) and ``{run_key}`` (a short
+    hash of the run folder). ``store.dims: null`` takes the embedder's dims.
+
+    Raises:
+        ConfigError: a bad placeholder, or a store file that already exists.
+    """
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
+    values = {
+        "run_dir": out,
+        "strategy": strategy,
+        "transcript": safe,
+        "key": _short_hash(strategy, transcript),
+        "run_key": _short_hash(str(out.resolve())),
+    }
+    kwargs: dict[str, Any] = {}
+    for key in STORE_TEMPLATES:
+        template = store.kwargs.get(key)
+        if template is not None:
+            try:
+                kwargs[key] = str(template).format(**values)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ConfigError(
+                    f"config key 'store.{key}': bad placeholder ({exc}); use "
+                    "{run_dir}, {strategy}, {transcript}, {key}, {run_key}"
+                ) from None
+    if "path" in kwargs and Path(kwargs["path"]).exists():
+        raise ConfigError(
+            f"store file {kwargs['path']} already exists; a replay needs a fresh store "
+            "(an earlier run wrote into this folder): choose a new hydra.run.dir or remove it"
+        )
+    if "dims" in store.kwargs and store.kwargs["dims"] is None and dims is not None:
+        kwargs["dims"] = dims
+    if "path" in kwargs and "create_dirs" in parameters(store.cls):
+        kwargs["create_dirs"] = True  # each replay's store lives in a fresh subfolder
+    store_obj: MemoryStore = instantiate(store, **kwargs)
+    return store_obj
+
+
+def strategy_factories(
+    v: Validated, out: Path, embedder: Embedder, summarizer: Summarizer
+) -> dict[str, StrategyFactory]:
+    """One factory per configured strategy; each builds a fresh strategy (and
+    store) for one transcript."""
+    store = v.plugins["store"]
+
+    def open_store(strategy: str, transcript: str) -> MemoryStore:
+        return make_store(store, out, strategy, transcript, embedder.dims)
+
+    parts = Components(
+        embedder=embedder,
+        summarizer=summarizer,
+        open_store=open_store,
+        drop_store=bool(store.lab.get("drop_after", False)),
+    )
+    return {
+        name: kind.factory(name, settings, parts) for name, (kind, settings) in v.strategies.items()
+    }
+
+
+def replay_settings(v: Validated) -> ReplaySettings:
+    r = v.run
+    return ReplaySettings(
+        budget=r.budget,
+        prompt_overhead_tokens=r.prompt_overhead_tokens,
+        price_per_1k_tokens=r.price_per_1k_tokens,
+        far_turns=r.report.far_turns,
+    )
+
+
+# -- running --------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    """What ``run`` wrote and measured."""
+
+    out: Path
+    summary: pd.DataFrame
+    probes: pd.DataFrame
+    turns: pd.DataFrame
+    transcripts: int
+    strategies: int
+    budget: int
+    seconds: float
+    charts: list[Path]
+    cache_stats: dict[str, str]
+
+    @property
+    def probes_per_strategy(self) -> int:
+        return len(self.probes) // max(1, self.strategies)
+
+
+def load_transcripts(v: Validated, progress: bool | None = None) -> list[Transcript]:
+    """The transcripts the config names (``transcripts.*``)."""
+    from memlab.lab.datasets import load_source
+
+    t = v.run.transcripts
+    shown = v.run.progress if progress is None else progress
+    return load_source(t.name, t.path, limit=t.limit, ids=t.ids, progress=shown)
+
+
+def run(
+    cfg: Any,
+    out: Path,
+    *,
+    transcripts: list[Transcript] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    on_transcript: Callable[[Transcript], None] | None = None,
+) -> RunResult:
+    """Run the experiment a composed config describes and write it to ``out``:
+    probes.csv, turns.csv, summary.csv (last, sealing fingerprint.json),
+    config.yaml, charts.
+
+    Args:
+        cfg: a composed run config (DictConfig or plain mapping).
+        out: the run folder.
+        transcripts: already loaded transcripts (default: what ``transcripts``
+            names).
+        overrides: dotted keys set on top of ``cfg`` (e.g.
+            ``{"report.charts": False}``).
+        on_transcript: called before each transcript is replayed.
+
+    Raises:
+        ConfigError: the config is invalid (nothing was written).
+        MemlabError: the transcripts, a model or a store failed.
+    """
+    started = time.perf_counter()
+    v = validate(_with(cfg, overrides))
+    if transcripts is None:
+        transcripts = load_transcripts(v)
+    m = models(v)
+    try:
+        memo = MemoEmbedder(m.embedder)
+
+        def before_transcript(transcript: Transcript) -> None:
+            # One batched embedding call per transcript instead of one per turn; the
+            # memo is dropped between transcripts so memory stays bounded.
+            memo.clear()
+            memo.prefetch([turn.text for turn in transcript.turns])
+            if on_transcript is not None:
+                on_transcript(transcript)
+
+        factories = strategy_factories(v, out, memo, m.summarizer)
+        _write_config(out, v, transcripts)
+        probes, turns = run_experiment(
+            transcripts,
+            factories,
+            replay_settings(v),
+            progress=v.run.progress,
+            before_transcript=before_transcript,
+        )
+    finally:
+        m.close()
+    summary = summarize(probes, turns, n_boot=v.run.report.bootstrap, seed=v.run.seed)
+    write_tables(out, probes, turns, summary)
+    written: list[Path] = []
+    if v.run.report.charts:
+        from memlab.lab.charts import charts
+
+        written = charts(probes, turns, summary, out / "charts")
+    return RunResult(
+        out=out,
+        summary=summary,
+        probes=probes,
+        turns=turns,
+        transcripts=len(transcripts),
+        strategies=len(factories),
+        budget=v.run.budget,
+        seconds=time.perf_counter() - started,
+        charts=written,
+        cache_stats=m.cache_stats(),
+    )
+
+
+def _with(cfg: Any, overrides: Mapping[str, Any] | None) -> Any:
+    if not overrides:
+        return cfg
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.create(
+        OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    )
+    for key, value in overrides.items():
+        OmegaConf.update(plain, key, value, force_add=True)
+    return plain
+
+
+def _write_config(out: Path, v: Validated, transcripts: list[Transcript]) -> None:
+    """config.yaml (the effective config) and an unsealed fingerprint.json."""
+    from omegaconf import OmegaConf
+
+    atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(v.config)))
+    fingerprint.write(out, fingerprint.fingerprint(transcripts, v.config))
+
+
+def effective_config(cfg: Any) -> dict[str, Any]:
+    """The effective config of a composed config (what config.yaml records)."""
+    return validate(cfg).config

@@ -1,0 +1,200 @@
+"""What every strategy is: the Strategy protocol, its context, and the registry of kinds.
+
+A Strategy sees a transcript one turn at a time: ``context(probe, budget)``
+before a probe turn (what it would put in the prompt), ``observe(turn)`` after
+every turn, ``maintain(turn)`` after observing. Time always comes from the
+transcript, never the wall clock.
+
+A strategy *kind* (``kind: memory`` in a ``strategies`` entry) is registered in
+``STRATEGIES``. It reads its own entry of the config (``settings``: typed and
+checked, ConfigError naming the key) and builds a fresh strategy per transcript
+from it (``factory``). A new kind is one module that registers itself plus one
+YAML in conf/strategies/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from memlab.lab.schema import structured
+from memlab.lab.transcripts import Transcript, Turn
+from memlab.memory import Embedder, MemoryStore, Summarizer, estimate_tokens
+from memlab.registry import Registry
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One thing a strategy puts into the prompt, in rank order."""
+
+    text: str
+    tokens: int
+    kind: str
+    scope: str
+    source: str
+    provenance: tuple[str, ...]
+    score: float | None = None
+
+
+@dataclass
+class Context:
+    items: list[ContextItem] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return sum(i.tokens for i in self.items)
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Size of what a strategy keeps, after a turn."""
+
+    records: int  # active records (or kept turns)
+    archived: int
+    tokens: int  # tokens of the active records
+    bytes: int  # bytes on disk (file stores) or of the kept text
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    name: str
+
+    def observe(self, turn: Turn) -> None: ...
+
+    def context(self, probe: Turn, budget: int) -> Context: ...
+
+    def maintain(self, turn: Turn) -> None: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def close(self) -> None: ...
+
+
+StrategyFactory = Callable[[Transcript], Strategy]
+
+
+@dataclass
+class Components:
+    """What an experiment hands every strategy kind when it builds.
+
+    Attributes:
+        embedder: the run's embedder (shared by every strategy and transcript).
+        summarizer: the run's summarizer.
+        open_store: ``(strategy name, transcript id) -> a fresh store`` (the
+            configured ``store``).
+        drop_store: delete a replay's store data when the replay ends (the
+            store config's ``drop_after``).
+    """
+
+    embedder: Embedder
+    summarizer: Summarizer
+    open_store: Callable[[str, str], MemoryStore]
+    drop_store: bool = False
+
+
+class Kind(Protocol):
+    """A strategy kind, as registered in ``STRATEGIES``.
+
+    Attributes:
+        schema: the dataclass of the entry's keys besides ``kind`` (Hydra
+            type-checks conf/strategies/*.yaml against it).
+    """
+
+    schema: type
+
+    def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``strategies.<name>`` entry (without ``kind``) with every default
+        filled in, as written to config.yaml and the fingerprint.
+
+        Raises:
+            ConfigError: unknown keys or wrong types, naming the key.
+        """
+        ...
+
+    def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> Any:
+        """The entry's settings, checked (the library's checks included).
+
+        Args:
+            name: the strategy's name (``strategies.<name>``).
+            raw: its entry, without ``kind``.
+            run: the whole run config (for kinds that start from a run-level node,
+                as ``memory`` strategies do from ``memory``).
+
+        Raises:
+            ConfigError: naming the key.
+        """
+        ...
+
+    def factory(self, name: str, settings: Any, parts: Components) -> StrategyFactory:
+        """A function that builds a fresh strategy for one transcript."""
+        ...
+
+
+class SettingsKind:
+    """A kind whose entry is one settings dataclass with a ``build`` method.
+
+    The dataclass's fields are the entry's keys (with their defaults); its
+    ``__post_init__`` checks the values (raising ``InputError``); and
+    ``build(name, parts) -> StrategyFactory`` makes the strategies. Register it
+    with ``STRATEGIES.register("my_kind", SettingsKind(MySettings))``.
+    """
+
+    def __init__(self, settings_class: type) -> None:
+        if not dataclasses.is_dataclass(settings_class) or not hasattr(settings_class, "build"):
+            raise TypeError(f"{settings_class!r} must be a dataclass with a build() method")
+        self.settings_class = settings_class
+        self.schema = settings_class
+
+    def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+        obj = structured(self.settings_class, raw, f"strategies.{name}")
+        return dataclasses.asdict(obj)
+
+    def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> Any:
+        return structured(self.settings_class, raw, f"strategies.{name}")
+
+    def factory(self, name: str, settings: Any, parts: Components) -> StrategyFactory:
+        return settings.build(name, parts)
+
+
+STRATEGIES: Registry[Kind] = Registry("strategy", "memlab.lab.strategies")
+"""Strategy kinds by name; each module of ``memlab.lab.strategies`` registers its own."""
+
+
+# -- shared by the memory-free baselines -----------------------------------------
+def turn_item(turn: Turn) -> ContextItem:
+    return ContextItem(
+        text=turn.text,
+        tokens=estimate_tokens(turn.text),
+        kind="turn",
+        scope=turn.scope,
+        source=turn.source,
+        provenance=(turn.id,),
+    )
+
+
+class TurnLog:
+    """Keeps every observed turn per scope (the baselines' whole state)."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, list[ContextItem]] = defaultdict(list)
+
+    def observe(self, turn: Turn) -> None:
+        self.turns[turn.scope].append(turn_item(turn))
+
+    def maintain(self, turn: Turn) -> None:
+        pass
+
+    def stats(self) -> StoreStats:
+        items = [i for items in self.turns.values() for i in items]
+        return StoreStats(
+            records=len(items),
+            archived=0,
+            tokens=sum(i.tokens for i in items),
+            bytes=sum(len(i.text.encode()) for i in items),
+        )
+
+    def close(self) -> None:
+        pass

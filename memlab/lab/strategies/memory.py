@@ -1,0 +1,410 @@
+"""``kind: memory``: the memory layer as a strategy, and its settings.
+
+A ``memory`` strategy starts from the run's ``memory`` settings and applies its
+entry's ``memory`` overrides (how the ablations differ from the default layer).
+The settings mirror the library: ``weights``, ``half_life``, ``summarize``,
+``eviction`` and ``neighbors`` have exactly the fields (and defaults) of
+``RankWeights``, ``HalfLives``, ``SummarizePolicy``, ``EvictionPolicy`` and
+``NeighborPolicy``; ``fusion``/``rrf_k`` are ``HybridRanker``'s,
+``untrusted_salience_cap``/``pool`` are ``MemoryLayer``'s and
+``max_hits``/``min_score_ratio`` are ``RecallQuery``'s. Only the lab's own
+settings are declared here: ``summarize.enabled``, ``eviction.enabled``,
+``rewrite``, ``salience``, ``fixed_salience``, ``remember_agent`` and
+``remember_tools``. The library objects check every value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from memlab.errors import InputError
+from memlab.lab.schema import (
+    as_dict,
+    build,
+    default_of,
+    fields_schema,
+    omegaconf_error,
+    partial_schema,
+    set_values,
+    structured,
+)
+from memlab.lab.strategies.base import (
+    STRATEGIES,
+    Components,
+    Context,
+    ContextItem,
+    StoreStats,
+    StrategyFactory,
+)
+from memlab.lab.transcripts import Turn
+from memlab.memory import (
+    Embedder,
+    EvictionPolicy,
+    HalfLives,
+    HashEmbedder,
+    HybridRanker,
+    InMemoryStore,
+    MemoryLayer,
+    MemoryQuestionRewriter,
+    MemoryStore,
+    NeighborPolicy,
+    QueryRewriter,
+    RankWeights,
+    RecallQuery,
+    SummarizePolicy,
+    estimate_salience,
+)
+
+SalienceFn = Callable[[Turn], float]
+SALIENCE_MODES = ("heuristic", "oracle", "fixed")
+REWRITERS: dict[str, type[QueryRewriter] | None] = {
+    "none": None,
+    "memory_question": MemoryQuestionRewriter,
+}
+
+
+def salience_function(mode: str, fixed: float = 0.5) -> SalienceFn:
+    """How a memory strategy rates a turn's importance.
+
+    ``heuristic``: ``estimate_salience`` on the text (cue phrases; see
+    memlab.memory.salience). ``oracle``: the transcript's ``salience_hint`` (an
+    upper-bound ablation; falls back to the heuristic where a turn has none).
+    ``fixed``: the same value for every turn.
+
+    Raises:
+        InputError: an unknown mode.
+    """
+    if mode == "heuristic":
+        return lambda t: estimate_salience(t.text)
+    if mode == "oracle":
+        return lambda t: (
+            t.salience_hint if t.salience_hint is not None else estimate_salience(t.text)
+        )
+    if mode == "fixed":
+        return lambda t: fixed
+    raise InputError(f"salience must be one of {list(SALIENCE_MODES)}, got {mode!r}")
+
+
+class MemoryStrategy:
+    """The memory layer: remembers every turn as an episodic record, recalls into
+    the budget, and runs summarization and eviction after each turn.
+
+    Args:
+        name: the strategy's name in results.
+        store: a fresh store for this replay.
+        embedder: shared embedder.
+        salience: rates each turn (see ``salience_function``; default heuristic).
+        remember_agent: also store agent replies.
+        remember_tools: also store tool output.
+        query: extra ``RecallQuery`` fields for every recall (``max_hits``,
+            ``min_score_ratio``, ...).
+        drop_store: on close, delete the store's data if it can (``store.drop()``,
+            e.g. a pgvector table made for this replay only).
+        **layer: ``MemoryLayer`` keyword arguments (``ranker`` or
+            ``weights``/``half_life``, ``summarizer``, ``summarize``, ``eviction``,
+            ``untrusted_salience_cap``, ``pool``, ``rewriter``, ``neighbors``);
+            the clock is the transcript's.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: MemoryStore,
+        embedder: Embedder,
+        *,
+        salience: SalienceFn | None = None,
+        remember_agent: bool = True,
+        remember_tools: bool = True,
+        query: Mapping[str, Any] | None = None,
+        drop_store: bool = False,
+        **layer: Any,
+    ) -> None:
+        self.name = name
+        self.drop_store = drop_store
+        self.query = dict(query or {})
+        self.now = 0.0
+        self.layer = MemoryLayer(store, embedder, clock=lambda: self.now, **layer)
+        self.salience = salience or salience_function("heuristic")
+        self.remember_agent = remember_agent
+        self.remember_tools = remember_tools
+
+    def observe(self, turn: Turn) -> None:
+        self.now = max(self.now, turn.time)
+        if turn.role == "agent" and not self.remember_agent:
+            return
+        if turn.role == "tool" and not self.remember_tools:
+            return
+        meta = {"role": turn.role}
+        if turn.session is not None:
+            meta["session"] = turn.session
+        self.layer.remember(
+            turn.scope,
+            turn.text,
+            salience=min(1.0, max(0.0, float(self.salience(turn)))),
+            source=turn.source,
+            provenance=(turn.id,),
+            meta=meta,
+            created_at=turn.time,
+        )
+
+    def context(self, probe: Turn, budget: int) -> Context:
+        self.now = max(self.now, probe.time)
+        result = self.layer.recall(
+            RecallQuery(probe.scope, probe.text, token_budget=budget, now=self.now, **self.query)
+        )
+        return Context(
+            [
+                ContextItem(
+                    text=h.record.content,
+                    tokens=h.record.tokens,
+                    kind=h.record.kind.value,
+                    scope=h.record.scope,
+                    source=h.record.source.value,
+                    provenance=h.record.provenance,
+                    score=h.score,
+                )
+                for h in result.hits
+            ]
+        )
+
+    def maintain(self, turn: Turn) -> None:
+        self.layer.maintain(turn.scope, now=self.now)
+
+    def stats(self) -> StoreStats:
+        store = self.layer.store
+        records = tokens = 0
+        for scope in store.scopes():
+            cands = store.candidates(scope)  # column views: no record is copied
+            records += cands.n_active
+            tokens += int(cands.tokens[cands.mask].sum())
+        return StoreStats(
+            records=records,
+            archived=store.count(None, include_archived=True) - store.count(None),
+            tokens=tokens,
+            bytes=store.size_bytes(),
+        )
+
+    def close(self) -> None:
+        drop = getattr(self.layer.store, "drop", None)
+        if self.drop_store and drop is not None:
+            drop()
+        else:
+            self.layer.store.close()
+
+
+# -- settings -----------------------------------------------------------------------
+ENABLED = ("enabled", bool, True)
+WeightsSettings = fields_schema(RankWeights, name="WeightsSettings")
+HalfLifeSettings = fields_schema(HalfLives, name="HalfLifeSettings")
+SummarizeSettings = fields_schema(
+    SummarizePolicy,
+    name="SummarizeSettings",
+    extra=[ENABLED],
+    doc="SummarizePolicy's fields, and enabled (false: never fold episodes).",
+)
+EvictionSettings = fields_schema(
+    EvictionPolicy,
+    name="EvictionSettings",
+    extra=[ENABLED],
+    doc="EvictionPolicy's fields, and enabled (false: never forget).",
+)
+NeighborsSettings = fields_schema(NeighborPolicy, name="NeighborsSettings")
+
+
+@dataclass
+class MemorySettings:
+    """The run's ``memory`` node (and what a strategy's ``memory`` overrides).
+
+    Every default is the library's; the lab's own settings are the last five.
+    ``neighbors`` with ``before`` and ``after`` both 0 packs no neighbours.
+    """
+
+    weights: Any = field(default_factory=WeightsSettings)
+    half_life: Any = field(default_factory=HalfLifeSettings)
+    summarize: Any = field(default_factory=SummarizeSettings)
+    eviction: Any = field(default_factory=EvictionSettings)
+    neighbors: Any = field(default_factory=NeighborsSettings)
+    fusion: str = default_of(HybridRanker, "fusion")
+    rrf_k: float = default_of(HybridRanker, "rrf_k")
+    untrusted_salience_cap: float = default_of(MemoryLayer, "untrusted_salience_cap")
+    pool: int = default_of(MemoryLayer, "pool")
+    max_hits: int | None = default_of(RecallQuery, "max_hits")
+    min_score_ratio: float = default_of(RecallQuery, "min_score_ratio")
+    # The lab's own settings:
+    rewrite: str = "none"  # none | memory_question ("what did I tell you about X?" -> "X")
+    salience: str = "heuristic"  # heuristic | oracle (the transcript's hints) | fixed
+    fixed_salience: float = 0.5
+    remember_agent: bool = default_of(MemoryStrategy, "remember_agent")
+    remember_tools: bool = default_of(MemoryStrategy, "remember_tools")
+
+    def __post_init__(self) -> None:
+        if self.rewrite not in REWRITERS:
+            raise InputError(f"rewrite must be one of {list(REWRITERS)}, got {self.rewrite!r}")
+        salience_function(self.salience)
+        if not 0.0 <= self.fixed_salience <= 1.0:
+            raise InputError(f"fixed_salience must be in 0..1, got {self.fixed_salience}")
+
+
+LIBRARY_SETTINGS: dict[str, Any] = {
+    "weights": RankWeights,
+    "half_life": HalfLives,
+    "summarize": SummarizePolicy,
+    "eviction": EvictionPolicy,
+    "neighbors": NeighborPolicy,
+    "fusion": HybridRanker,
+    "rrf_k": HybridRanker,
+    "untrusted_salience_cap": MemoryLayer,
+    "pool": MemoryLayer,
+    "max_hits": RecallQuery,
+    "min_score_ratio": RecallQuery,
+}
+"""Which library class owns each key of MemorySettings (the rest are the lab's)."""
+
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """Checked library objects for one memory strategy (shared by its replays)."""
+
+    weights: RankWeights
+    half_life: HalfLives
+    fusion: str
+    rrf_k: float
+    summarize: SummarizePolicy | None
+    eviction: EvictionPolicy | None
+    neighbors: NeighborPolicy | None
+    layer: dict[str, Any]
+    query: dict[str, Any]
+    rewriter: type[QueryRewriter] | None
+    salience: SalienceFn
+    remember_agent: bool
+    remember_tools: bool
+
+    @classmethod
+    def build(cls, s: MemorySettings, where: str = "memory") -> MemoryParts:
+        """Build (and so check) the library objects of settings ``s``.
+
+        Raises:
+            ConfigError: naming the key under ``where``.
+        """
+
+        def policy(key: str, factory: Any) -> Any:
+            values = {k: v for k, v in as_dict(getattr(s, key)).items() if k != "enabled"}
+            return build(factory, values, f"{where}.{key}")
+
+        weights = policy("weights", RankWeights)
+        half_life = policy("half_life", HalfLives)
+        build(
+            HybridRanker,
+            {"weights": weights, "half_life": half_life, "fusion": s.fusion, "rrf_k": s.rrf_k},
+            where,
+        )
+        summarize = policy("summarize", SummarizePolicy)
+        eviction = policy("eviction", EvictionPolicy)
+        neighbors = policy("neighbors", NeighborPolicy)
+        query = {"max_hits": s.max_hits, "min_score_ratio": s.min_score_ratio}
+        build(RecallQuery, {"scope": "check", "text": "", **query}, where)
+        layer = {"untrusted_salience_cap": s.untrusted_salience_cap, "pool": s.pool}
+        # The layer checks its own options; an empty store and a tiny embedder
+        # make it without touching anything.
+        build(MemoryLayer, {"store": InMemoryStore(), "embedder": HashEmbedder(8), **layer}, where)
+        return cls(
+            weights=weights,
+            half_life=half_life,
+            fusion=s.fusion,
+            rrf_k=s.rrf_k,
+            summarize=summarize if s.summarize.enabled else None,
+            eviction=eviction if s.eviction.enabled else None,
+            neighbors=neighbors if (neighbors.before or neighbors.after) else None,
+            layer=layer,
+            query=query,
+            rewriter=REWRITERS[s.rewrite],
+            salience=salience_function(s.salience, s.fixed_salience),
+            remember_agent=s.remember_agent,
+            remember_tools=s.remember_tools,
+        )
+
+    def strategy(
+        self, name: str, store: MemoryStore, parts: Components, *, drop_store: bool = False
+    ) -> MemoryStrategy:
+        """A MemoryStrategy over a fresh ``store``."""
+        return MemoryStrategy(
+            name,
+            store,
+            parts.embedder,
+            ranker=HybridRanker(self.weights, self.half_life, fusion=self.fusion, rrf_k=self.rrf_k),
+            summarizer=parts.summarizer if self.summarize is not None else None,
+            summarize=self.summarize,
+            eviction=self.eviction,
+            rewriter=self.rewriter() if self.rewriter is not None else None,
+            neighbors=self.neighbors,
+            salience=self.salience,
+            remember_agent=self.remember_agent,
+            remember_tools=self.remember_tools,
+            query=self.query,
+            drop_store=drop_store,
+            **self.layer,
+        )
+
+
+def memory_settings(*nodes: Any, where: str = "memory") -> MemorySettings:
+    """MemorySettings from config nodes merged in order (later ones win).
+
+    Raises:
+        ConfigError: unknown keys, wrong types or bad values, naming the key.
+    """
+    plain = [
+        OmegaConf.to_container(n, resolve=True) if OmegaConf.is_config(n) else n for n in nodes
+    ]
+    try:
+        merged: Any = OmegaConf.merge(*[p or {} for p in plain]) if plain else {}
+    except Exception as exc:
+        raise omegaconf_error(exc, where) from None
+    settings: MemorySettings = structured(MemorySettings, merged, where)
+    return settings
+
+
+MemoryOverrides = partial_schema(MemorySettings, name="MemoryOverrides")
+
+
+@dataclass
+class MemoryEntry:
+    """A ``strategies`` entry of kind ``memory``: ``memory`` overrides the run's
+    ``memory`` settings (any of its keys; the others keep the run's values)."""
+
+    memory: Any = field(default_factory=MemoryOverrides)
+
+
+class MemoryKind:
+    """The ``memory`` kind: settings = the run's ``memory`` + the entry's overrides."""
+
+    schema: type = MemoryEntry
+
+    def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+        key = f"strategies.{name}"
+        plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
+        try:
+            node = OmegaConf.merge(OmegaConf.structured(MemoryEntry), plain or {})
+        except Exception as exc:
+            raise omegaconf_error(exc, key) from None
+        values: Any = OmegaConf.to_container(node, resolve=True)
+        return {"memory": set_values(values["memory"])}
+
+    def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> MemoryParts:
+        overrides = self.entry(name, raw)["memory"]
+        where = f"strategies.{name}.memory" if overrides else "memory"
+        settings = memory_settings(run.get("memory") or {}, overrides, where=where)
+        return MemoryParts.build(settings, where)
+
+    def factory(self, name: str, settings: Any, parts: Components) -> StrategyFactory:
+        def make(transcript: Any) -> MemoryStrategy:
+            store = parts.open_store(name, transcript.id)
+            return settings.strategy(name, store, parts, drop_store=parts.drop_store)
+
+        return make
+
+
+STRATEGIES.register("memory", MemoryKind())
