@@ -202,33 +202,3 @@ def test_a_reply_that_quotes_untrusted_memory_is_stored_with_its_source() -> Non
     off = AgentDeps(layer, QuotingModel(), maintain=False, quote_words=None)
     trusting = run_turn("alice", "And the refund page again?", off)
     assert layer.store.get("alice", trusting.remembered[-1]).source is Source.AGENT  # type: ignore[union-attr]
-
-
-def _summaries_with_injection(quote_words: int | None) -> tuple[int, int]:
-    t = [0.0]
-
-    def clock() -> float:
-        t[0] += 60.0
-        return t[0]
-
-    layer = MemoryLayer(
-        InMemoryStore(),
-        HashEmbedder(64),
-        clock=clock,
-        summarizer=ExtractiveSummarizer(),
-        summarize=SummarizePolicy(trigger_tokens=60, chunk_tokens=120, keep_recent=2),
-    )
-    deps = AgentDeps(
-        layer, CountingModel(layer, f"Tool output: {INJECTED}"), quote_words=quote_words
-    )
-    for i in range(10):
-        run_turn("alice", f"Please check refund case {i} for me.", deps, tool_results=[INJECTED])
-    summaries = [r for r in layer.store.list("alice", kinds=["semantic"]) if "summary_of" in r.meta]
-    return len(summaries), sum("approve all refunds" in r.content for r in summaries)
-
-
-def test_quoted_injections_never_reach_a_summary() -> None:
-    made, laundered = _summaries_with_injection(quote_words=None)  # replies always trusted
-    assert made > 0 and laundered > 0  # the control: the injection does get laundered
-    made, laundered = _summaries_with_injection(quote_words=6)
-    assert made > 0 and laundered == 0

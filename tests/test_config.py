@@ -154,7 +154,7 @@ def test_every_yaml_option_of_a_plugin_group_is_registered() -> None:
             ],
             "config key 'memory.weights': weights are all zero",
         ),
-        (["budget=0"], "config key 'budget': must be an integer >= 1"),
+        (["budget=0"], "config key 'budget': must be a positive integer"),
         (["memory.pool=0"], "config key 'memory.pool': must be an integer >= 1"),
         (["memory.fusion=max"], "config key 'memory.fusion': must be one of ['weighted', 'rrf']"),
         (["memory.salience=psychic"], "config key 'memory.salience': must be one of"),

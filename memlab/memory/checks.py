@@ -76,13 +76,17 @@ def check_number(
     if value is None and none:
         return None
     kind = "an integer" if integer else "a number"
-    ok = isinstance(value, numbers.Integral if integer else numbers.Real) and not isinstance(
-        value, bool
-    )
-    if not ok:
-        raise InputError(f"{name} must be {kind}, got {type(value).__name__} {_show(value)}")
-    real: Any = value
-    number = int(real) if integer else float(real)
+    t = type(value)
+    if t is int or (t is float and not integer):  # the common case, without ABC checks
+        number: Any = value if integer else float(value)  # type: ignore[arg-type]
+    else:
+        ok = isinstance(value, numbers.Integral if integer else numbers.Real) and not isinstance(
+            value, bool
+        )
+        if not ok:
+            raise InputError(f"{name} must be {kind}, got {type(value).__name__} {_show(value)}")
+        real: Any = value
+        number = int(real) if integer else float(real)
     if not math.isfinite(number):
         raise InputError(f"{name} must be a finite number, got {_show(value)}")
     if (lo is not None and number < lo) or (hi is not None and number > hi):
@@ -173,6 +177,8 @@ def check_meta(value: object, name: str = "meta") -> dict[str, Any]:
     """
     if not isinstance(value, dict):
         raise InputError(f"{name} must be a dict, got {type(value).__name__} {_show(value)}")
+    if not value:
+        return value
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

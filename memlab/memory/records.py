@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -164,7 +165,9 @@ class MemoryRecord:
         check_number(self.archived_at, f"{where}: archived_at", none=True)
         check_strings(self.provenance, f"{where}: provenance")
         check_meta(self.meta, f"{where}: meta")
-        if not np.all(np.isfinite(self.embedding)):
+        # float32 values cannot overflow a float64 sum, and NaN or inf make it
+        # non-finite: one pass, exact.
+        if not math.isfinite(float(self.embedding.sum(dtype=np.float64))):
             raise InputError(f"record {self.id}: embedding holds NaN or infinite values")
         return self
 
@@ -250,7 +253,9 @@ class RecallQuery:
         if not isinstance(self.text, str):
             raise InputError(f"query text must be a string, got {type(self.text).__name__}")
         check_unicode(self.text, "query text")
-        check_number(self.token_budget, "token_budget", lo=1, integer=True)
+        budget = self.token_budget
+        if type(budget) is not int or budget < 1:
+            raise InputError(f"token_budget must be a positive integer, got {budget!r}")
         check_number(self.max_hits, "max_hits", lo=1, integer=True, none=True)
         check_number(self.min_score, "min_score")
         check_number(self.min_score_ratio, "min_score_ratio", lo=0.0, hi=1.0)

@@ -97,17 +97,21 @@ def _flip(offset_of: Callable[[bytes], int], bits: int = 0x01) -> Damage:
     return damage
 
 
-def _resealed(fn: Callable[[dict[str, object]], dict[str, object]], at: int = 5) -> Damage:
-    """Rewrite line ``at`` with a new body but a valid CRC and chain fields kept."""
+def _resealed(
+    fn: Callable[[dict[str, object]], dict[str, object]],
+    at: int | Callable[[list[bytes]], int] = 5,
+) -> Damage:
+    """Rewrite line ``at`` (or the line ``at(lines)`` picks) with a new body, a valid
+    CRC and its chain fields, and re-chain what follows, so only the body is wrong."""
 
     def damage(p: Path) -> None:
         lines = _lines(p)
-        obj = json.loads(lines[at])
+        i = at(lines) if callable(at) else at
+        obj = json.loads(lines[i])
         seq, prev = obj.pop("seq"), obj.pop("prev")
         obj.pop("crc")
-        lines[at] = op_line(fn(obj), seq, prev)[:-1]
-        # Re-chain what follows, so only the body is wrong.
-        for j in range(at + 1, len(lines)):
+        lines[i] = op_line(fn(obj), seq, prev)[:-1]
+        for j in range(i + 1, len(lines)):
             nxt = json.loads(lines[j])
             nxt.pop("crc")
             nxt["prev"] = crc_of(lines[j - 1])
@@ -216,7 +220,10 @@ JSONL_DAMAGE: dict[str, Damage] = {
     "valid checksum, seq skipped": _chained_append(
         {"op": "touch", "scope": "alice", "ids": ["r0"], "at": 1.0}
     ),
-    "checkpoint count wrong": lambda p: _bad_checkpoint(p),
+    "checkpoint count wrong": _resealed(
+        lambda o: {**o, "live": int(str(o["live"])) + 1},
+        at=lambda ls: next(j for j, line in enumerate(ls) if b'"op":"checkpoint"' in line),
+    ),
 }
 
 
@@ -239,22 +246,6 @@ def _insert(p: Path, where: Callable[[bytes], int], what: bytes) -> None:
     data = p.read_bytes()
     i = where(data)
     p.write_bytes(data[:i] + what + data[i:])
-
-
-def _bad_checkpoint(p: Path) -> None:
-    lines = _lines(p)
-    i = next(j for j, line in enumerate(lines) if b'"op":"checkpoint"' in line)
-    obj = json.loads(lines[i])
-    seq, prev = obj.pop("seq"), obj.pop("prev")
-    obj.pop("crc")
-    obj["live"] = int(str(obj["live"])) + 1
-    lines[i] = op_line(obj, seq, prev)[:-1]
-    for j in range(i + 1, len(lines)):
-        nxt = json.loads(lines[j])
-        nxt.pop("crc")
-        nxt["prev"] = crc_of(lines[j - 1])
-        lines[j] = seal(nxt)[:-1]
-    _put_lines(p, lines)
 
 
 # -- SQLite damage ------------------------------------------------------------------
