@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -128,7 +129,20 @@ def _row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecor
         provenance=tuple(provenance),
         meta=meta,
     )
-    return record.validate()
+    # What validate() checks, minus what SQLite and json.loads already guarantee
+    # (valid unicode, JSON-encodable meta), since every row of a scope passes here.
+    if not row[0] or not row[1] or not row[3] or not row[3].strip():
+        raise ValueError("an empty id, scope or content")
+    if not (0.0 <= row[5] <= 1.0) or row[6] < 0 or row[9] < 0:
+        raise ValueError(f"salience {row[5]}, tokens {row[6]} or access_count {row[9]} is out of range")
+    times = (row[7], row[8], 0.0 if row[10] is None else row[10])
+    if not all(math.isfinite(t) for t in times):
+        raise ValueError(f"a time is not finite: {times}")
+    if not all(isinstance(p, str) for p in provenance):
+        raise ValueError("provenance holds a non-string")
+    if not math.isfinite(float(record.embedding.sum(dtype=np.float64))):
+        raise ValueError("the embedding holds NaN or infinite values")
+    return record
 
 
 def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
