@@ -278,6 +278,7 @@ class SqliteStore:
             enable_wal(self._db, timeout)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            self._check_columns()
             self._dims = self._read_dims()
             if self._dims is None and self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone():
                 raise StoreCorrupted(
@@ -342,7 +343,8 @@ class SqliteStore:
             raise StoreCorrupted(self.path, None, f"SQLite {pragma} failed: {detail}")
 
     def _check_schema(self) -> None:
-        """Refuse another program's database, and a memlab one missing its tables."""
+        """Refuse another program's database, and a memlab one missing its tables
+        (columns are checked after the migrations, which may add some)."""
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         tables = {
             row[0]
@@ -360,9 +362,13 @@ class SqliteStore:
             raise StoreCorrupted(
                 self.path, None, f"the memlab tables are missing (found {sorted(tables)[:5]})"
             )
-        cols = [row[1] for row in self._db.execute("PRAGMA table_info(records)")]
-        if cols != _EXPECTED_COLUMNS:
-            raise StoreCorrupted(self.path, None, f"the records table has columns {cols}")
+
+    def _check_columns(self) -> None:
+        """After the migrations: the records table has every column memlab reads."""
+        cols = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
+        missing = [c for c in _EXPECTED_COLUMNS if c not in cols]
+        if missing:
+            raise StoreCorrupted(self.path, None, f"the records table lacks the columns {missing}")
 
     def _read_dims(self) -> int | None:
         row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
