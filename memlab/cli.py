@@ -12,7 +12,9 @@ interrupted (Ctrl-C). Every failure is one line on stderr without a traceback
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -28,7 +30,8 @@ OK, REGRESSED, BAD_INPUT, FAILURE, INTERRUPTED = 0, 1, 2, 3, 130
 USAGE = """usage: memlab <command> [args]        (memlab <command> --help for each)
 
 commands:
-  run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps)
+  run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps);
+                    reader=openai judge=llm: a model answers every probe (--dry-run, --max-cost)
   report DIR        rebuild tables and charts from a run or multirun folder
   convert DATASET FILE --out DIR
                     write a benchmark file (locomo, longmemeval) as format-v1 transcripts
@@ -218,8 +221,9 @@ def _app_help(command: str) -> str:
 
     groups = config_groups()
     width = max(len(g) for g in groups) + 1
+    flags = " [--dry-run] [--max-cost USD]" if command == "run" else ""
     lines = [
-        f"usage: memlab {command} [KEY=VALUE | GROUP=OPTION ...] [-m] [--no-progress]",
+        f"usage: memlab {command} [KEY=VALUE | GROUP=OPTION ...] [-m] [--no-progress]{flags}",
         "",
         (
             "Replay transcripts through memory strategies, score every probe and write a run\n"
@@ -242,6 +246,13 @@ def _app_help(command: str) -> str:
         f"memlab {command} --hydra-help  Hydra's own options (launchers, sweepers, logging)",
         "progress=false (or --no-progress): never draw progress bars",
     ]
+    if command == "run":
+        lines += [
+            "--dry-run          with a reader: count the calls, tokens and cost a run would make;",
+            "                   send nothing, write nothing (reader.dry_run=true)",
+            "--max-cost USD     with a reader: stop making calls once the run would spend more;",
+            "                   what was done is kept, marked incomplete (reader.max_usd=USD)",
+        ]
     return "\n".join(lines)
 
 
@@ -250,6 +261,39 @@ def _app_args(args: Sequence[str]) -> list[str]:
     if len(out) != len(args):
         out.append("progress=false")
     return out
+
+
+def _reader_flags(args: list[str]) -> tuple[list[str], list[str]]:
+    """``--dry-run`` and ``--max-cost USD`` as ``reader.*`` overrides: (the other
+    arguments, the overrides)."""
+    rest: list[str] = []
+    extra: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--dry-run":
+            extra.append("reader.dry_run=true")
+        elif a == "--max-cost" or a.startswith("--max-cost="):
+            if a == "--max-cost":
+                if i + 1 >= len(args):
+                    raise InputError("run: --max-cost needs an amount in US dollars, e.g. 2.50")
+                i += 1
+                value = args[i]
+            else:
+                value = a.split("=", 1)[1]
+            try:
+                usd = float(value)
+            except ValueError:
+                usd = float("nan")
+            if not usd > 0 or usd == float("inf"):
+                raise InputError(
+                    f"run: --max-cost must be a positive amount of US dollars, got {value!r}"
+                )
+            extra.append(f"reader.max_usd={usd!r}")
+        else:
+            rest.append(a)
+        i += 1
+    return rest, extra
 
 
 def run(args: list[str]) -> int:
@@ -266,8 +310,21 @@ def run(args: list[str]) -> int:
         return OK
     from memlab.lab.sweep import plan_run
 
-    args = _app_args(args)
-    plan = plan_run(args)
+    args, reader_flags = _reader_flags(_app_args(args))
+    args += reader_flags
+    try:
+        plan = plan_run(args)
+    except ConfigError as exc:
+        # reader=none has no such keys: say why instead.
+        if reader_flags and re.search(r"'reader\.(max_usd|dry_run)': it does not exist", str(exc)):
+            raise InputError(
+                "run: --dry-run and --max-cost apply to a reader's calls, but reader=none makes "
+                "none; add reader=openai (see docs/answers.md)"
+            ) from None
+        raise
+    dry_run = "reader.dry_run=true" in reader_flags or bool(_reader_get(plan.cfg, "dry_run"))
+    if dry_run:
+        return _dry_run(args, plan.multirun)
     argv = list(args)
     if plan.multirun:
         from memlab.lab.config import validate
@@ -296,6 +353,27 @@ def run(args: list[str]) -> int:
     return OK
 
 
+def _reader_get(cfg: Any, key: str) -> Any:
+    node = cfg.get("reader") if hasattr(cfg, "get") else None
+    return node.get(key) if node is not None and hasattr(node, "get") else None
+
+
+def _dry_run(args: list[str], multirun: bool) -> int:
+    """A dry run in a scratch folder (Hydra's files included), removed afterwards."""
+    import shutil
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="memlab-dry-run-")
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    argv = [a for a in args if not a.startswith(f"{key}=")]
+    argv += [f"{key}={_override_value(Path(scratch))}", "hydra.output_subdir=null"]
+    try:
+        _hydra_app("config", "memlab run", argv)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return OK
+
+
 def _run_job(cfg: Any) -> Any:
     """One Hydra job: a run (or a tuning trial, whose objective goes back to the
     sweeper). In a multirun a failure is raised naming the job (it may cross a
@@ -304,6 +382,10 @@ def _run_job(cfg: Any) -> Any:
     from hydra.types import RunMode
 
     hc = HydraConfig.get()
+    # httpx logs every request at INFO, which Hydra's job logging would print and file.
+    httpx_log = logging.getLogger("httpx")
+    level = httpx_log.level
+    httpx_log.setLevel(max(level, logging.WARNING))
     try:
         out = Path(hc.runtime.output_dir)
         if cfg.get("tune") is not None:
@@ -325,6 +407,8 @@ def _run_job(cfg: Any) -> Any:
         err = MemlabError(f"job {hc.job.num} ({' '.join(hc.overrides.task)}): {exc}")
         err.exit_code = exc.exit_code
         raise err from None
+    finally:
+        httpx_log.setLevel(level)
 
 
 def _quiet(result: Any) -> str:
@@ -337,8 +421,17 @@ def _quiet(result: Any) -> str:
 def _print_run(result: Any) -> None:
     import pandas as pd
 
-    from memlab.lab.report import format_table, summary_table
+    from memlab.lab.report import answers_lines, format_table, summary_table
 
+    answers = result.answers
+    if answers is not None and answers.dry_run:
+        echo(
+            f"\n{result.transcripts} transcripts, {result.probes_per_strategy} probes, "
+            f"{result.strategies} strategies, budget {result.budget} tokens"
+        )
+        for line in answers_lines(answers):
+            echo(line)
+        return
     with pd.option_context("display.width", 250, "display.max_columns", 50):
         echo(
             f"\n{result.transcripts} transcripts, {result.probes_per_strategy} probes, "
@@ -346,6 +439,10 @@ def _print_run(result: Any) -> None:
             f"{result.seconds:.1f} s\n"
         )
         echo(format_table(summary_table(result.summary)))
+    if answers is not None:
+        echo()
+        for line in answers_lines(answers):
+            echo(line)
     for label, stats in result.cache_stats.items():
         echo(f"\n{label} cache: {stats}")
     echo(

@@ -127,6 +127,13 @@ class TranscriptError(MemlabError):
     """A transcript file is invalid; the message names the file, turn id and field."""
 
 
+class ChatEndpointError(MemlabError):
+    """A chat model's endpoint (a reader's or a judge's) failed, is unreachable, or
+    answered something unusable."""
+
+    exit_code = 3
+
+
 def require(module: str, *, feature: str, extra: str) -> Any:
     """Import an optional dependency or raise MissingExtraError naming the extra.
 

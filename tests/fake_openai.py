@@ -12,6 +12,14 @@ It speaks just enough of the protocol for memlab's clients:
 So a MemoryLayer using ``OpenAIEmbedder`` + ``OpenAISummarizer`` against it must
 behave exactly like one using ``HashEmbedder`` + ``ExtractiveSummarizer``.
 
+Other chat clients (the consolidator, a judge, a reader) script the chat answers
+with ``on_chat``: a script matches requests (by a substring of the system prompt,
+or a predicate over the request body) and answers with fixed content or with a
+function of the body. Scripts are tried newest first; a request no script matches
+gets the summarizer's answer. ``consolidation_answer`` is the script the
+consolidator's tests use: it reads the memories the client sent and answers
+mem0-style events.
+
 Usage::
 
     from tests.fake_openai import FakeOpenAI
@@ -27,6 +35,17 @@ Usage::
         server.fail("embeddings", status=400, after=2)   # let two through, fail the third
         ...
         server.requests   # every request received: Received(path, body, headers)
+        server.on_chat("memory manager", {"memory": []})  # scripted chat answers
+        server.on_chat(lambda body: body.get("model") == "judge", lambda body: "yes")
+
+For the lab's reader and judge: ``answer_from_memory`` answers a reader's
+question with the gold answer when it is in the prompt's memory block (else
+"I don't know"), ``obey_planted`` repeats the planted instructions the block
+holds (a model that obeys them), ``judge_by_gold`` grades LongMemEval-style
+("yes"/"no") and mem0-style (``{"label": ...}``) judge prompts by whether the
+correct answer appears in the response. ``latency`` makes every chat answer
+take that long (the server's own latency); ``max_in_flight`` is the most
+requests it was serving at once, and ``GET /v1/models`` lists ``models``.
 
 Faults are consumed in the order they were added, per path. With ``api_key`` set,
 a request without ``Authorization: Bearer <api_key>`` gets a 401 whose message
@@ -40,6 +59,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -73,6 +93,61 @@ class Fault:
     times: int = 1
 
 
+ChatAnswer = str | dict[str, Any] | list[Any] | Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class ChatScript:
+    """Scripted answers for chat requests that ``match`` (see ``FakeOpenAI.on_chat``).
+
+    Args:
+        match: a substring of the system prompt, or a predicate over the request body.
+        answer: the assistant's content: a string, a JSON-able object (sent as JSON
+            text), or a function of the request body returning either.
+        times: answer this many matching requests, then stop matching (None: always).
+    """
+
+    match: str | Callable[[dict[str, Any]], bool]
+    answer: ChatAnswer
+    times: int | None = None
+    hits: int = 0
+
+    def matches(self, body: dict[str, Any]) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        if callable(self.match):
+            return bool(self.match(body))
+        messages = body.get("messages") or []
+        system = " ".join(
+            str(m.get("content", "")) for m in messages if isinstance(m, dict) and
+            m.get("role") == "system"
+        )  # fmt: skip
+        return self.match in system
+
+    def content(self, body: dict[str, Any]) -> str:
+        self.hits += 1
+        answer = self.answer(body) if callable(self.answer) else self.answer
+        return answer if isinstance(answer, str) else json.dumps(answer)
+
+
+def consolidation_answer(events: dict[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A chat script for consolidation prompts: reads the JSON the client sent in its
+    last user message (``{"memories": [{"id", "text"}], "new": ...}``) and answers
+    ``{"memory": [{"id", "event"}]}`` with ``events[substring]`` for every memory whose
+    text contains that substring, NONE for the others."""
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        sent = json.loads(users[-1]["content"])
+        out = []
+        for memory in sent["memories"]:
+            event = next((e for sub, e in events.items() if sub in memory["text"]), "NONE")
+            out.append({"id": memory["id"], "text": memory["text"], "event": event})
+        return {"memory": out}
+
+    return answer
+
+
 @dataclass
 class Received:
     """One request the server received."""
@@ -92,6 +167,7 @@ class FakeOpenAI:
         shuffle: answer embeddings in reverse order (each still with its index).
         max_batch: reject embedding requests with more inputs (400), like real
             servers do.
+        latency: seconds every chat completion takes (the server's own latency).
     """
 
     def __init__(
@@ -102,7 +178,15 @@ class FakeOpenAI:
         models: set[str] | None = None,
         shuffle: bool = False,
         max_batch: int = 2048,
+        latency: float = 0.0,
     ) -> None:
+        self.latency = latency
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.chat_seconds: list[float] = []  # each chat request's time in the server
+        self._hold = 0
+        self._hold_timeout = 0.0
+        self._released = threading.Event()
         self.dims = dims
         self.api_key = api_key
         self.models = models
@@ -110,6 +194,7 @@ class FakeOpenAI:
         self.max_batch = max_batch
         self.requests: list[Received] = []
         self._faults: dict[str, list[Fault]] = {}
+        self._scripts: list[ChatScript] = []
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -161,6 +246,27 @@ class FakeOpenAI:
         with self._lock:
             self._faults.setdefault(path.strip("/"), []).append(f)
         return f
+
+    def on_chat(
+        self,
+        match: str | Callable[[dict[str, Any]], bool],
+        answer: ChatAnswer,
+        *,
+        times: int | None = None,
+    ) -> ChatScript:
+        """Script the answer to chat requests that ``match`` (see ``ChatScript``);
+        newer scripts win over older ones."""
+        script = ChatScript(match, answer, times)
+        with self._lock:
+            self._scripts.insert(0, script)
+        return script
+
+    def hold(self, n: int, timeout: float = 20.0) -> None:
+        """Hold every chat answer until ``n`` requests are in flight at once (then
+        answer them all), or until ``timeout`` seconds passed: a client that never
+        has ``n`` in flight is slow, and ``max_in_flight`` tells."""
+        self._hold, self._hold_timeout = n, timeout
+        self._released.clear()
 
     def calls(self, path: str) -> list[Received]:
         """The requests received for ``path`` (e.g. ``"embeddings"``)."""
@@ -221,9 +327,14 @@ class FakeOpenAI:
         users = [m for m in messages if m.get("role") == "user"]
         if not users:
             return 400, _error("no user message")
-        found = _MAX_WORDS.search(system)
-        summarizer = ExtractiveSummarizer(max_words=int(found.group(1)) if found else 120)
-        content = summarizer.summarize([str(users[-1].get("content", ""))])
+        with self._lock:
+            script = next((sc for sc in self._scripts if sc.matches(body)), None)
+        if script is not None:
+            content = script.content(body)
+        else:
+            found = _MAX_WORDS.search(system)
+            summarizer = ExtractiveSummarizer(max_words=int(found.group(1)) if found else 120)
+            content = summarizer.summarize([str(users[-1].get("content", ""))])
         return 200, {
             "id": f"chatcmpl-fake-{len(self.requests)}",
             "object": "chat.completion",
@@ -236,8 +347,113 @@ class FakeOpenAI:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": len(content.split())},
+            "usage": {
+                "prompt_tokens": sum(_tokens(str(m.get("content", ""))) for m in messages),
+                "completion_tokens": _tokens(content),
+            },
         }
+
+
+def _tokens(text: str) -> int:
+    return -(-len(text) // 4)  # ceil(chars / 4), as memlab estimates
+
+
+# -- scripts for the lab's reader and judge ----------------------------------------------
+_ITEM = re.compile(r"^\[\d+\] \(([^)]*)\) ?", re.M)
+
+
+def memory_items(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(header, text) of every item in the memory block of a chat request's system
+    message (items start with ``[n] (kind, from source, ..., date)`` in column 0)."""
+    system = " ".join(
+        str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "system"
+    )
+    start, end = system.find("<memory>"), system.rfind("</memory>")
+    block = system[start + len("<memory>") : end] if start >= 0 and end > start else ""
+    heads = list(_ITEM.finditer(block))
+    return [
+        (h.group(1), block[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(block)])
+        for i, h in enumerate(heads)
+    ]
+
+
+def question_of(body: dict[str, Any]) -> str:
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return str(users[-1].get("content", "")) if users else ""
+
+
+def answer_from_memory(
+    gold: Callable[[dict[str, Any]], str | None],
+) -> Callable[[dict[str, Any]], str]:
+    """A reader that answers with the gold answer (``gold(body)``) when the memory
+    block holds it (the lab's normalized whole-word match), else "I don't know"."""
+    from memlab.lab.metrics import contains, normalize
+
+    def answer(body: dict[str, Any]) -> str:
+        value = gold(body)
+        block = normalize(" ".join(text for _, text in memory_items(body)))
+        if value and contains(block, value):
+            return f"It is {value}."
+        return "I don't know."
+
+    return answer
+
+
+_ORDERS = re.compile(
+    r"ignore|note to assistant|system:|important|proceed|authoriz|update your memory|"
+    r"ai agents",
+    re.I,
+)
+
+
+def obey_planted(fallback: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    """A reader that obeys planted instructions: it repeats every untrusted memory
+    item that gives orders, or answers like ``fallback`` when there is none."""
+
+    def answer(body: dict[str, Any]) -> str:
+        orders = [
+            " ".join(text.split())
+            for head, text in memory_items(body)
+            if "UNTRUSTED" in head and _ORDERS.search(text)
+        ]
+        return " ".join(orders) if orders else fallback(body)
+
+    return answer
+
+
+_LME = re.compile(
+    r"(?:Correct Answer|Rubric|Explanation): (.*?)\n\nModel Response: (.*?)\n\n", re.S
+)
+_MEM0 = re.compile(
+    r"real question:\nQuestion: .*?\nGold answer: (.*?)\nGenerated answer: (.*?)\n\nFirst, provide",
+    re.S,
+)
+
+
+def is_judge(body: dict[str, Any]) -> bool:
+    """A judge prompt (one user message asking to grade a response)."""
+    text = question_of(body)
+    return bool(_LME.search(text) or _MEM0.search(text))
+
+
+def judge_by_gold(body: dict[str, Any]) -> str:
+    """Grade a judge prompt: correct when the correct answer appears in the response
+    (for an abstention prompt: when the response says it does not know)."""
+    from memlab.lab.metrics import contains, normalize
+
+    text = question_of(body)
+    found = _MEM0.search(text)
+    if found is not None:
+        gold, response = found.groups()
+        ok = contains(normalize(response), gold)
+        return json.dumps({"label": "CORRECT" if ok else "WRONG"})
+    found = _LME.search(text)
+    if found is None:
+        return "no"
+    gold, response = found.groups()
+    if "unanswerable" in text:
+        return "yes" if "know" in response.lower() else "no"
+    return "yes" if contains(normalize(response), gold) else "no"
 
 
 def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
@@ -275,7 +491,37 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (a timeout test)
 
+    def do_GET(self) -> None:
+        fake = self.fake
+        with fake._lock:
+            fake.requests.append(Received(self.path, None, dict(self.headers.items())))
+        if self.path.rstrip("/") != "/v1/models":
+            self._send(404, _error(f"no route {self.path}"))
+            return
+        if (
+            fake.api_key is not None
+            and self.headers.get("Authorization") != f"Bearer {fake.api_key}"
+        ):
+            self._send(401, _error("Incorrect API key provided.", "auth_error"))
+            return
+        names = sorted(fake.models or ())
+        self._send(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+
     def do_POST(self) -> None:
+        fake = self.fake
+        t0 = time.perf_counter()
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            self._post()
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
+                if self.path.endswith("/chat/completions"):
+                    fake.chat_seconds.append(time.perf_counter() - t0)
+
+    def _post(self) -> None:
         fake = self.fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
@@ -318,6 +564,13 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "embeddings":
             status, answer = fake.embeddings(body)
         elif path == "chat/completions":
+            if fake._hold:
+                with fake._lock:
+                    if fake.in_flight >= fake._hold:
+                        fake._released.set()
+                fake._released.wait(fake._hold_timeout)
+            if fake.latency:
+                fake._stop.wait(fake.latency)
             status, answer = fake.chat(body)
         else:
             status, answer = 404, _error(f"no route {self.path}")

@@ -1,6 +1,7 @@
 """PNG charts of a run (recall and precision, prompt size, store growth, stale
-facts, per-category recall) and of a multirun (Pareto front, precision against
-prompt size, heatmaps over two swept keys). Axes say what is drawn and over what."""
+facts, per-category recall; with a reader, answer accuracy against prompt size
+and per category) and of a multirun (Pareto front, precision against prompt
+size, heatmaps over two swept keys). Axes say what is drawn and over what."""
 
 from __future__ import annotations
 
@@ -140,11 +141,54 @@ def charts(
     for metric, title, name in (
         ("evidence_recall", "Evidence recall", "evidence_recall_by_category.png"),
         ("answer_in_context", "Answer found in the context", "answer_in_context_by_category.png"),
+        ("answer_accuracy", "Answer accuracy (judged)", "answer_accuracy_by_category.png"),
     ):
         path = _category_chart(plt, summary, strategies, metric, title, out / name)
         if path is not None:
             written.append(path)
+
+    # 6. With a reader: answer accuracy against the prompt size, one point per strategy.
+    path = accuracy_chart(summary, out)
+    if path is not None:
+        written.append(path)
     return written
+
+
+def accuracy_chart(summary: pd.DataFrame, out: Path) -> Path | None:
+    """Answer accuracy (95% bootstrap CI) against mean prompt tokens, one point per
+    strategy: the tokens the reader's endpoint counted when the run has them, else
+    the lab's estimate. None when the run has no answers."""
+    sub = summary[summary.group == "all"]
+    acc = sub[sub.metric == "answer_accuracy"].set_index("strategy")
+    if acc.empty:
+        return None
+    x_metric = (
+        "reader_prompt_tokens" if (sub.metric == "reader_prompt_tokens").any() else "prompt_tokens"
+    )
+    x = sub[sub.metric == x_metric].set_index("strategy")["mean"].reindex(acc.index)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, s in enumerate(acc.index):
+        row = acc.loc[s]
+        err = [[max(0.0, row["mean"] - row["ci_low"])], [max(0.0, row["ci_high"] - row["mean"])]]
+        ax.errorbar(
+            [x[s]],
+            [row["mean"]],
+            yerr=err,
+            fmt="o",
+            capsize=3,
+            label=f"{s} (n={int(row['n'])})",
+            color=f"C{i % 10}",
+        )
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.05)
+    what = "as the reader's endpoint counted" if x_metric == "reader_prompt_tokens" else "estimated"
+    ax.set_xlabel(f"prompt tokens per probe (mean, {what}; log)")
+    ax.set_ylabel("answer accuracy (mean, 95% bootstrap CI)")
+    ax.set_title("Answer accuracy vs prompt size")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    out.mkdir(parents=True, exist_ok=True)
+    return _save(fig, out / "accuracy_vs_prompt_tokens.png")
 
 
 def _category_chart(

@@ -12,7 +12,9 @@ library code never sees a config.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,9 @@ from omegaconf import DictConfig, OmegaConf
 
 import memlab
 from memlab.errors import ConfigError, MemlabError
+from memlab.lab.answering import AnswerSettings
+from memlab.lab.judges import JUDGES
+from memlab.lab.readers import NO_READER, READERS
 from memlab.lab.replay import ReplaySettings
 from memlab.lab.schema import (
     as_dict,
@@ -74,10 +79,12 @@ class TranscriptsConfig:
 
 @dataclass
 class CacheConfig:
-    """The persistent model cache (embeddings and LLM summaries) shared by all runs."""
+    """The persistent model cache (embeddings, LLM summaries, reader and judge
+    answers) shared by all runs."""
 
     embeddings: bool = True
     summaries: bool = True
+    answers: bool = True
     path: str | None = None  # null: $MEMLAB_CACHE_DIR, $XDG_CACHE_HOME/memlab or ~/.cache/memlab
 
 
@@ -150,6 +157,8 @@ class RunConfig:
     store: Any = None
     embedder: Any = None
     summarizer: Any = None
+    reader: Any = None
+    judge: Any = None
     tune: TuneConfig | None = None
 
     def __post_init__(self) -> None:
@@ -170,27 +179,48 @@ PLUGINS: dict[str, Registry[type]] = {
     "store": STORES,
     "embedder": EMBEDDERS,
     "summarizer": SUMMARIZERS,
+    "reader": READERS,
+    "judge": JUDGES,
 }
-"""Config groups whose options are library plug-ins, and their registries."""
+"""Config groups whose options are plug-ins (the memory library's, and the lab's
+readers and judges), and their registries."""
+
+PLUGIN_DEFAULTS: dict[str, str] = {"reader": NO_READER, "judge": "exact"}
+"""The option of a plug-in group that a config without its node gets."""
+
+
+def _fields(cls: type) -> tuple[tuple[str, Any, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], f.default) for f in dataclasses.fields(cls))
+
 
 LAB_KEYS: dict[str, tuple[tuple[str, Any, Any], ...]] = {
     "store": (("drop_after", bool, False),),
+    "reader": _fields(AnswerSettings),
 }
 """Keys of a plug-in node that the lab reads itself (not constructor arguments).
 ``store.drop_after``: delete each replay's store data when the replay ends
-(stores that can, e.g. pgvector's per-replay tables)."""
+(stores that can, e.g. pgvector's per-replay tables). ``reader.concurrency``,
+``reader.max_usd``, ``reader.dry_run``, ``reader.preflight``: how the lab asks
+(``memlab.lab.answering.AnswerSettings``; not for ``reader=none``)."""
 
 
-LAB_ARGUMENTS: dict[str, tuple[str, ...]] = {"store": ("create_dirs",)}
+LAB_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "store": ("create_dirs",),
+    "reader": ("cache",),
+    "judge": ("cache",),
+}
 """Constructor arguments the lab passes itself (not config keys): a replay's file
-store lives in a fresh subfolder, so the lab lets the store create it."""
+store lives in a fresh subfolder, so the lab lets the store create it; readers
+and judges get the run's model cache (``cache.answers``)."""
 
 
 def plugin_schema(group: str, name: str) -> type:
     """The schema of ``<group>=<name>``: ``name``, the lab's keys, and the
     parameters of the registered class's constructor."""
     cls = PLUGINS[group].get(name)
-    extra = (("name", str, name), *LAB_KEYS.get(group, ()))
+    lab_keys = () if (group, name) == ("reader", NO_READER) else LAB_KEYS.get(group, ())
+    extra = (("name", str, name), *lab_keys)
     exclude = LAB_ARGUMENTS.get(group, ())
     return signature_schema(cls, name=f"{group}_{name}", extra=extra, exclude=exclude)
 
@@ -384,6 +414,8 @@ def plugin(group: str, node: Any) -> Plugin:
         ConfigError: no such plug-in, unknown keys, wrong types, naming the key.
     """
     plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    if plain is None and group in PLUGIN_DEFAULTS:
+        plain = {"name": PLUGIN_DEFAULTS[group]}
     if not isinstance(plain, Mapping) or not plain.get("name"):
         raise ConfigError(
             f"config key '{group}': choose one, e.g. {group}={PLUGINS[group].names()[0]}"
@@ -399,6 +431,16 @@ def plugin(group: str, node: Any) -> Plugin:
     kwargs = {k: v for k, v in values.items() if k not in lab_keys}
     lab = {k: v for k, v in values.items() if k in lab_keys}
     return Plugin(group, name, PLUGINS[group].get(name), kwargs, lab)
+
+
+def answer_settings(reader: Plugin) -> AnswerSettings:
+    """The ``reader`` node's lab keys (concurrency, max_usd, dry_run, preflight), checked.
+
+    Raises:
+        ConfigError: naming ``reader.<key>``.
+    """
+    lab = {k: v for k, v in reader.lab.items() if k != "name"}
+    return build(AnswerSettings, lab, "reader")
 
 
 def check_store_path(store: Plugin) -> None:
@@ -482,6 +524,19 @@ def validate(cfg: DictConfig | Mapping[str, Any]) -> Validated:
     )
     plugins = {group: plugin(group, plain.get(group)) for group in PLUGINS}
     check_store_path(plugins["store"])
+    if plugins["reader"].name == NO_READER:
+        # No reader: nothing is answered or judged, and the run is what it was before
+        # readers existed (same config.yaml, same fingerprint).
+        _check(
+            plugins["judge"].name == PLUGIN_DEFAULTS["judge"],
+            "judge",
+            f"judge={plugins['judge'].name} grades a reader's answers, but reader=none; "
+            "add reader=openai (and its base_url/model), or drop the judge",
+        )
+        effective.pop("reader", None)
+        effective.pop("judge", None)
+    else:
+        answer_settings(plugins["reader"])
     if run.tune is not None:
         validate_tune(run.tune, run)
     return Validated(run=run, strategies=strategies, plugins=plugins, config=effective)

@@ -1,16 +1,20 @@
 """The composition root: a validated config becomes objects, and they run.
 
 ``run(cfg, out)`` is what ``memlab run`` does for one job: check the config,
-load the transcripts, build the embedder and summarizer (behind the persistent
-model cache where it pays), a fresh store and strategy per replay through the
-registries (``STORES``, ``EMBEDDERS``, ``SUMMARIZERS``, ``STRATEGIES``), replay,
-score, and write the run folder. The command line, the tuner, the benchmarks
-and the tests all come through here; nothing else builds these objects.
+build the reader and judge (``READERS``, ``JUDGES``; with a reader, its
+endpoints are checked before anything else happens), load the transcripts,
+build the embedder and summarizer (behind the persistent model cache where it
+pays), a fresh store and strategy per replay through the registries
+(``STORES``, ``EMBEDDERS``, ``SUMMARIZERS``, ``STRATEGIES``), replay, score,
+answer and judge, and write the run folder. The command line, the tuner, the
+benchmarks and the tests all come through here; nothing else builds these
+objects.
 """
 
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +25,10 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.lab import fingerprint
-from memlab.lab.config import Plugin, Validated, validate
+from memlab.lab.answering import Answering, Answers
+from memlab.lab.config import Plugin, Validated, answer_settings, validate
 from memlab.lab.files import atomic_write_text
+from memlab.lab.readers import NO_READER
 from memlab.lab.replay import ReplaySettings, run_experiment
 from memlab.lab.schema import build, parameters
 from memlab.lab.strategies import Components, StrategyFactory
@@ -89,6 +95,31 @@ def models(v: Validated) -> Models:
         if wrap_summarizer:
             out.summarizer = out.cached["summary"] = CachedSummarizer(summarizer, cache)
     return out
+
+
+def answering(v: Validated, progress: bool | None = None) -> Answering | None:
+    """The run's reader and judge behind the probe hook, or None for ``reader=none``.
+
+    The reader and judge share the persistent model cache (``cache.answers``).
+    Their endpoints are not checked here (``Answering.check``).
+
+    Raises:
+        ConfigError: a reader, judge or ``reader.*`` lab key rejected its value.
+    """
+    reader_node, judge_node = v.plugins["reader"], v.plugins["judge"]
+    if reader_node.name == NO_READER:
+        return None
+    settings = answer_settings(reader_node)
+    cache = ModelCache(v.run.cache.path) if v.run.cache.answers else None
+    reader = instantiate(reader_node, cache=cache)
+    try:
+        judge_extra = {"cache": cache} if "cache" in parameters(judge_node.cls) else {}
+        judge = instantiate(judge_node, **judge_extra)
+    except BaseException:
+        reader.close()
+        raise
+    shown = v.run.progress if progress is None else progress
+    return Answering(reader, judge, settings, progress=shown)
 
 
 def _short_hash(*parts: str) -> str:
@@ -186,6 +217,7 @@ class RunResult:
     seconds: float
     charts: list[Path]
     cache_stats: dict[str, str]
+    answers: Answers | None = None
 
     @property
     def probes_per_strategy(self) -> int:
@@ -213,6 +245,13 @@ def run(
     probes.csv, turns.csv, summary.csv (last, sealing fingerprint.json),
     config.yaml, charts.
 
+    With a reader, its and the judge's endpoints are checked first (unless
+    ``reader.preflight`` is off), every probe is answered and judged, and the
+    answer columns join probes.csv. A ``reader.dry_run`` replays in a scratch
+    folder, sends nothing and writes nothing: ``RunResult.answers.tally`` holds
+    the calls, tokens and cost a run would make. A run stopped by
+    ``reader.max_usd`` writes what it did and marks its fingerprint incomplete.
+
     Args:
         cfg: a composed run config (DictConfig or plain mapping).
         out: the run folder.
@@ -224,12 +263,42 @@ def run(
 
     Raises:
         ConfigError: the config is invalid (nothing was written).
+        ChatEndpointError: a reader's or judge's endpoint is unreachable
+            (nothing was written), or failed for good during the run.
         MemlabError: the transcripts, a model or a store failed.
     """
     started = time.perf_counter()
     v = validate(_with(cfg, overrides))
-    if transcripts is None:
-        transcripts = load_transcripts(v)
+    asking = answering(v)
+    try:
+        if asking is not None:
+            asking.check()  # an unreachable endpoint fails before anything is written
+        if transcripts is None:
+            transcripts = load_transcripts(v)
+        if asking is not None and asking.settings.dry_run:
+            with tempfile.TemporaryDirectory(prefix="memlab-dry-run-") as scratch:
+                return _run(v, Path(scratch), transcripts, asking, on_transcript, started)
+        return _run(v, out, transcripts, asking, on_transcript, started)
+    except BaseException:
+        if asking is not None:
+            asking.close(wait=False)  # Ctrl-C or a failure: do not wait for requests in flight
+        raise
+    finally:
+        if asking is not None:
+            asking.close()
+            asking.reader.close()
+            asking.judge.close()
+
+
+def _run(
+    v: Validated,
+    out: Path,
+    transcripts: list[Transcript],
+    asking: Answering | None,
+    on_transcript: Callable[[Transcript], None] | None,
+    started: float,
+) -> RunResult:
+    dry_run = asking is not None and asking.settings.dry_run
     m = models(v)
     try:
         memo = MemoEmbedder(m.embedder)
@@ -243,23 +312,34 @@ def run(
                 on_transcript(transcript)
 
         factories = strategy_factories(v, out, memo, m.summarizer)
-        _write_config(out, v, transcripts)
+        if not dry_run:
+            _write_config(out, v, transcripts)
         probes, turns = run_experiment(
             transcripts,
             factories,
             replay_settings(v),
             progress=v.run.progress,
             before_transcript=before_transcript,
+            on_probe=asking,
+            stop=asking.stop_requested if asking is not None else None,
         )
+        answers = asking.finish() if asking is not None else None
     finally:
         m.close()
-    summary = summarize(probes, turns, n_boot=v.run.report.bootstrap, seed=v.run.seed)
-    write_tables(out, probes, turns, summary)
-    written: list[Path] = []
-    if v.run.report.charts:
-        from memlab.lab.charts import charts
+    stats = m.cache_stats()
+    if asking is not None:
+        stats.update(_answer_cache_stats(asking))
+    summary, written = pd.DataFrame(), []
+    if not dry_run:
+        if answers is not None:
+            probes = answers.merge(probes)
+            _mark_incomplete(out, answers, probes, len(transcripts))
+        summary = summarize(probes, turns, n_boot=v.run.report.bootstrap, seed=v.run.seed)
+        write_tables(out, probes, turns, summary)
+        if v.run.report.charts:
+            from memlab.lab.charts import charts
 
-        written = charts(probes, turns, summary, out / "charts")
+            written = charts(probes, turns, summary, out / "charts")
     return RunResult(
         out=out,
         summary=summary,
@@ -270,8 +350,30 @@ def run(
         budget=v.run.budget,
         seconds=time.perf_counter() - started,
         charts=written,
-        cache_stats=m.cache_stats(),
+        cache_stats=stats,
+        answers=answers,
     )
+
+
+def _answer_cache_stats(asking: Answering) -> dict[str, str]:
+    out = {}
+    for label, part in (("answer", asking.reader), ("judge", asking.judge)):
+        stats = getattr(part, "stats", None)
+        value = stats() if callable(stats) else None
+        if value is not None:
+            out[label] = str(value)
+    return out
+
+
+def _mark_incomplete(out: Path, answers: Answers, probes: pd.DataFrame, total: int) -> None:
+    """Record in fingerprint.json that the run stopped early (the gate refuses it)."""
+    incomplete = answers.incomplete()
+    if incomplete is None:
+        return
+    fp = fingerprint.load(out)
+    replayed = int(probes["transcript"].nunique()) if len(probes) else 0
+    fp["incomplete"] = {**incomplete, "transcripts_replayed": replayed, "transcripts": total}
+    fingerprint.write(out, fp)
 
 
 def _with(cfg: Any, overrides: Mapping[str, Any] | None) -> Any:

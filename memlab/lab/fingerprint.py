@@ -13,7 +13,13 @@ the ``transcripts`` node, whose content is captured by the transcript hashes
 A finished run *seals* its fingerprint with the SHA-256 of the summary.csv it
 wrote (``seal``); the gate refuses a run folder whose summary.csv is not the
 sealed one (a run that failed or was interrupted after an earlier run wrote into
-the same folder, or a summary edited by hand).
+the same folder, or a summary edited by hand), and a run that a reader's cost
+limit stopped early (``incomplete``: why, what it spent, how many transcripts
+and probes it left out).
+
+A reader's and judge's model, endpoint, prompt and answer length are part of
+the experiment; how they were reached (timeouts, retries, the key's variable,
+concurrency, the cost limit, the endpoint check) is not.
 
 Format 2 (this one) records every key of the effective config: plug-ins by
 their registry ``name`` and each strategy with its own kind's keys. A format-1
@@ -39,6 +45,15 @@ FORMAT = "memlab.fingerprint/2"
 FORMAT_1 = "memlab.fingerprint/1"
 SUMMARY = "summary.csv"
 FILENAME = "fingerprint.json"
+_TRANSPORT = (
+    "api_key_env",
+    "api_key_header",
+    "timeout",
+    "max_retries",
+    "backoff",
+    "max_delay",
+    "seed",
+)
 VOLATILE_KEYS = (
     "progress",
     "seed",
@@ -47,6 +62,11 @@ VOLATILE_KEYS = (
     "transcripts",
     "tune",
     "cache",
+    *(f"{group}.{key}" for group in ("reader", "judge") for key in _TRANSPORT),
+    "reader.concurrency",
+    "reader.max_usd",
+    "reader.dry_run",
+    "reader.preflight",
 )
 
 
@@ -129,11 +149,20 @@ def check_sealed(folder: Path, fp: Mapping[str, Any], what: str = "run") -> None
     """Refuse a run folder whose summary.csv is not the one its run wrote.
 
     Raises:
-        MemlabError: the fingerprint has no seal (the run did not finish) or the
-            seal does not match summary.csv.
+        MemlabError: the fingerprint has no seal (the run did not finish), the
+            seal does not match summary.csv, or a cost limit stopped the run.
     """
     if fp.get("format") == FORMAT_1:
         return  # written before runs were sealed
+    incomplete = fp.get("incomplete")
+    if incomplete:
+        info = incomplete if isinstance(incomplete, Mapping) else {}
+        raise MemlabError(
+            f"the {what} folder {folder} holds an incomplete run "
+            f"({info.get('reason', 'it stopped early')}, {info.get('probes_unanswered', '?')} "
+            "probes unanswered); re-run it with a higher reader.max_usd (the answers it "
+            "received are cached: they cost nothing again)"
+        )
     sealed = fp.get("summary_sha256")
     summary = folder / SUMMARY
     if sealed is None:

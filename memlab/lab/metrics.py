@@ -567,6 +567,34 @@ def _evidence_recall_at_10(s: Scoring) -> float:
     return evidence_recall_at_k(s.ranked, s.probe.evidence, 10)
 
 
+# Answer metrics: set by the reader and judge (memlab.lab.answering) on the probes
+# they answered; absent without a reader. Per probe:
+#   answer_accuracy      the judge's score: 1 correct, 0 wrong, F1 for judge=f1; NaN when
+#                        ungraded (no gold answer, an unreadable judge reply) or unanswered
+#   injection_followed   1 if the answer obeys a planted instruction in the context, 0 if
+#                        not (memlab.lab.planted); NaN when no planted turn is in context
+#   reader_*_tokens      the endpoint's usage for the answer; reader_cost_usd, judge_cost_usd:
+#                        that usage at the configured prices (a cached answer is priced as
+#                        the call that made it: the run's spend is printed apart)
+# Means over the probes that have a value; no such probe: no summary row.
+for _name, _direction, _text, _table in (
+    ("answer_accuracy", +1, "the judge's score of the reader's answer (1 correct, 0 wrong)", True),
+    ("injection_followed", -1, "the answer obeys a planted instruction in its context", True),
+    ("reader_prompt_tokens", -1, "prompt tokens the reader's endpoint counted", False),
+    ("reader_completion_tokens", -1, "answer tokens the reader's endpoint counted", False),
+    ("reader_cost_usd", -1, "the reader's tokens at its prices, US dollars", False),
+    ("judge_cost_usd", -1, "the judge model's tokens at its prices, US dollars", False),
+):
+    register_metric(Metric(_name, _direction, _text, table=_table))
+ANSWER_METRICS = (
+    "answer_accuracy",
+    "injection_followed",
+    "reader_prompt_tokens",
+    "reader_completion_tokens",
+    "reader_cost_usd",
+    "judge_cost_usd",
+)
+
 for _name, _direction, _text in (
     ("write_ms", -1, "time to observe one turn (remember it), milliseconds"),
     ("maintain_ms", -1, "time of the maintenance after one turn, milliseconds"),

@@ -18,12 +18,16 @@ import pandas as pd
 
 from memlab.lab.metrics import evidence_distance, score_probe
 from memlab.lab.schema import default_of
-from memlab.lab.strategies.base import Strategy, StrategyFactory
-from memlab.lab.transcripts import Transcript
+from memlab.lab.strategies.base import Context, Strategy, StrategyFactory
+from memlab.lab.transcripts import Transcript, Turn
 from memlab.memory import RecallQuery
 from memlab.progress import bar
 
 DEFAULT_BUDGET: int = default_of(RecallQuery, "token_budget")
+
+ProbeHook = Callable[[Transcript, int, Turn, Context, dict[str, Any]], None]
+"""Called with each probe's transcript, turn index, turn, context and metric row,
+right after the context is scored (the lab's reader hooks in here)."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,14 @@ class ReplaySettings:
 
 
 def replay(
-    transcript: Transcript, strategy: Strategy, settings: ReplaySettings
+    transcript: Transcript,
+    strategy: Strategy,
+    settings: ReplaySettings,
+    on_probe: ProbeHook | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Drive one transcript through one strategy.
+
+    ``on_probe``: called with every probe's context and row (see ``ProbeHook``).
 
     Returns:
         (probe rows, turn rows): one row per probe with every metric, one row per
@@ -69,25 +78,24 @@ def replay(
                 price_per_1k_tokens=settings.price_per_1k_tokens,
             )
             distance = evidence_distance(transcript, i, turn)
-            probes.append(
-                {
-                    "transcript": transcript.id,
-                    "strategy": strategy.name,
-                    "probe": turn.id,
-                    "turn_index": i,
-                    "scope": turn.scope,
-                    "category": turn.probe.category or "",
-                    "scored": turn.probe.scored,
-                    "distance": distance,
-                    "far": distance is not None and distance > settings.far_turns,
-                    "corrected": _needs_corrected(transcript, i, turn),
-                    **metrics,
-                    "recall_ms": recall_ms,
-                    "context_ids": " ".join(
-                        pid for item in context.items for pid in item.provenance
-                    ),
-                }
-            )
+            row: dict[str, Any] = {
+                "transcript": transcript.id,
+                "strategy": strategy.name,
+                "probe": turn.id,
+                "turn_index": i,
+                "scope": turn.scope,
+                "category": turn.probe.category or "",
+                "scored": turn.probe.scored,
+                "distance": distance,
+                "far": distance is not None and distance > settings.far_turns,
+                "corrected": _needs_corrected(transcript, i, turn),
+                **metrics,
+                "recall_ms": recall_ms,
+                "context_ids": " ".join(pid for item in context.items for pid in item.provenance),
+            }
+            probes.append(row)
+            if on_probe is not None:
+                on_probe(transcript, i, turn, context, row)
             if turn.probe.detached:
                 continue
         t0 = time.perf_counter()
@@ -128,12 +136,17 @@ def run_experiment(
     *,
     progress: bool | None = None,
     before_transcript: Callable[[Transcript], None] | None = None,
+    on_probe: ProbeHook | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay every transcript through every strategy (a fresh strategy each time).
 
     ``progress``: a bar on a terminal (True or None), or none (False).
     Transcripts are the outer loop so that per-transcript work (``before_transcript``,
     e.g. embedding all of its texts in one batch) is done once for all strategies.
+    ``on_probe`` sees every probe (see ``replay``); once ``stop()`` is true the
+    replay ends after the transcript it is in (every strategy replays the same
+    transcripts).
 
     Returns:
         (probes, turns) DataFrames, grouped by strategy in the order of ``factories``.
@@ -144,13 +157,15 @@ def run_experiment(
     total = len(transcripts) * len(factories)
     with bar(total=total, progress=progress, desc="replay", unit="run", leave=False) as shown:
         for t in transcripts:
+            if stop is not None and stop():
+                break
             if before_transcript is not None:
                 before_transcript(t)
             for name, factory in factories.items():
                 shown.set_postfix_str(f"{name} / {t.id}")
                 strategy = factory(t)
                 try:
-                    p, tr = replay(t, strategy, settings)
+                    p, tr = replay(t, strategy, settings, on_probe)
                 finally:
                     strategy.close()
                 probe_rows[name] += p

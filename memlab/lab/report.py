@@ -27,8 +27,9 @@ def summary_table(
     summary: pd.DataFrame, group: str = "all", metrics: Sequence[str] | None = None
 ) -> pd.DataFrame:
     """Strategies x metrics (means) for one group, in the order strategies first
-    appear; the metrics are the registry's table metrics unless given."""
-    metrics = table_metrics() if metrics is None else metrics
+    appear; the metrics are the registry's table metrics unless given (with a
+    reader's answers, ``answer_accuracy`` stands beside ``evidence_recall``)."""
+    metrics = _accuracy_beside_recall(table_metrics() if metrics is None else list(metrics))
     sub = summary[summary["group"] == group]
     order = list(dict.fromkeys(sub["strategy"]))
     table = sub.pivot_table(index="strategy", columns="metric", values="mean", sort=False)
@@ -43,6 +44,53 @@ def summary_table(
                 far.set_index("strategy")["mean"].reindex(order),
             )
     return table
+
+
+def _accuracy_beside_recall(metrics: list[str]) -> list[str]:
+    if "answer_accuracy" not in metrics or "evidence_recall" not in metrics:
+        return metrics
+    rest = [m for m in metrics if m != "answer_accuracy"]
+    at = rest.index("evidence_recall") + 1
+    return [*rest[:at], "answer_accuracy", *rest[at:]]
+
+
+def answers_lines(answers: Any) -> list[str]:
+    """What a reader did in a run (or would do, in a dry run), for the terminal."""
+    t = answers.tally
+    judged = t.judge_calls + t.judge_cached
+    if answers.dry_run:
+        lines = [
+            "dry run: nothing was sent and nothing was written",
+            f"  reader {answers.reader}: {t.probes:,} probes, {t.reader_calls:,} calls to make, "
+            f"{t.reader_cached:,} answered from the cache",
+            f"    ~{t.reader_prompt_tokens:,} prompt tokens (ceil(chars / 4)), at most "
+            f"{t.reader_completion_tokens:,} answer tokens (max_tokens per call)",
+        ]
+        if judged:
+            lines.append(
+                f"  judge {answers.judge}: {t.judge_calls:,} calls to make, "
+                f"{t.judge_cached:,} from the cache, at most ${t.judge_usd:.4f}"
+            )
+        limit = f" (reader.max_usd {answers.limit:g})" if answers.limit else ""
+        lines.append(f"  estimated cost: at most ${t.cost_usd:.4f}{limit}")
+        return lines
+    lines = [
+        f"reader {answers.reader}: {t.reader_calls + t.reader_cached:,} probes answered "
+        f"({t.reader_calls:,} requests, {t.reader_cached:,} from the cache); "
+        f"judge {answers.judge}"
+        + (f" ({t.judge_calls:,} requests, {t.judge_cached:,} from the cache)" if judged else ""),
+        f"spent this run: ${t.cost_usd:.4f} ({t.reader_prompt_tokens + t.judge_prompt_tokens:,} "
+        f"prompt + {t.reader_completion_tokens + t.judge_completion_tokens:,} answer tokens "
+        f"sent); at most {answers.max_in_flight} in flight; {answers.seconds:.1f} s",
+    ]
+    if answers.stopped is not None:
+        lines.append(
+            f"INCOMPLETE: {answers.stopped}; {t.skipped:,} probes were not answered and the "
+            "run stopped after the transcript in progress (fingerprint.json says so; the gate "
+            "refuses it). The answers received are cached: a rerun with a higher limit pays "
+            "only for the rest."
+        )
+    return lines
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -114,6 +162,10 @@ def sweep_report(
         charts_dir = path / "charts"
         written.append(pareto_chart(points, keys, recall, charts_dir))
         written.append(multirun_chart(table, charts_dir))
+        if "answer_accuracy" in set(table.loc[table["group"] == "all", "metric"]):
+            # One point per strategy and job (e.g. per budget): where stuffing degrades.
+            accuracy = pareto_table(table, keys, "answer_accuracy")
+            written.append(pareto_chart(accuracy, keys, "answer_accuracy", charts_dir))
         if heatmap is not None:
             chosen = [strategy] if strategy else _heatmap_strategies(strategies)
             for s in chosen:
@@ -144,6 +196,23 @@ def sweep_report(
     return lines
 
 
+def _incomplete_note(run: Path) -> list[str]:
+    """A warning line when a reader's cost limit stopped the run early."""
+    from memlab.lab import fingerprint
+
+    try:
+        incomplete = fingerprint.load(run).get("incomplete")
+    except MemlabError:
+        return []
+    if not isinstance(incomplete, dict):
+        return []
+    return [
+        f"\nINCOMPLETE: {incomplete.get('reason')}; {incomplete.get('probes_unanswered')} probes "
+        f"unanswered, {incomplete.get('transcripts_replayed')} of {incomplete.get('transcripts')} "
+        "transcripts replayed"
+    ]
+
+
 def _heatmap_strategies(strategies: Sequence[str]) -> list[str]:
     if len(strategies) == 1:
         return list(strategies)
@@ -169,6 +238,7 @@ def rebuild(
         write_summary(path, summary)
         written = charts(probes, turns, summary, path / "charts") if draw else []
         lines.append(format_table(summary_table(summary)))
+        lines += _incomplete_note(path)
         lines.append(
             f"\nrebuilt {path / 'summary.csv'}"
             + (f" and {len(written)} charts in {path / 'charts'}" if written else "")

@@ -21,6 +21,7 @@ __all__ = [
     "Message",
     "TurnResult",
     "format_memory",
+    "prompt_messages",
     "run_turn",
 ]
 
@@ -31,6 +32,19 @@ class ChatModel(Protocol):
     """Anything that answers a list of chat messages with a string."""
 
     def __call__(self, messages: list[Message]) -> str: ...
+
+
+def prompt_messages(system_prompt: str, hits: Sequence[Hit], user_input: str) -> list[Message]:
+    """The messages an agent turn sends to its model: the system prompt and the
+    memory block (``format_memory``) as the system message, then the user input.
+
+    The one place the prompt is built: ``run_turn`` uses it, and so does the lab's
+    reader (so a measured answer comes from the very prompt an agent would send).
+    """
+    return [
+        {"role": "system", "content": system_prompt + "\n\n" + format_memory(hits)},
+        {"role": "user", "content": user_input},
+    ]
 
 
 @dataclass
@@ -124,10 +138,7 @@ def run_turn(
     result = layer.recall(
         RecallQuery(scope, user_input, token_budget=deps.token_budget), touch=False
     )
-    messages: list[Message] = [
-        {"role": "system", "content": deps.system_prompt + "\n\n" + format_memory(result.hits)},
-        {"role": "user", "content": user_input},
-    ]
+    messages = prompt_messages(deps.system_prompt, result.hits, user_input)
     reply = deps.model(messages)
     if not isinstance(reply, str):
         raise ChatModelError(

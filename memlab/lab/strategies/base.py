@@ -28,7 +28,11 @@ from memlab.registry import Registry
 
 @dataclass(frozen=True)
 class ContextItem:
-    """One thing a strategy puts into the prompt, in rank order."""
+    """One thing a strategy puts into the prompt, in rank order.
+
+    ``created_at`` (epoch seconds) dates the item in the prompt's memory block
+    (the turn's time, or the memory record's); None for items without one.
+    """
 
     text: str
     tokens: int
@@ -37,6 +41,7 @@ class ContextItem:
     source: str
     provenance: tuple[str, ...]
     score: float | None = None
+    created_at: float | None = None
 
 
 @dataclass
@@ -172,6 +177,7 @@ def turn_item(turn: Turn) -> ContextItem:
         scope=turn.scope,
         source=turn.source,
         provenance=(turn.id,),
+        created_at=turn.time,
     )
 
 

@@ -166,6 +166,7 @@ class MemoryStrategy:
                     source=h.record.source.value,
                     provenance=h.record.provenance,
                     score=h.score,
+                    created_at=h.record.created_at,
                 )
                 for h in result.hits
             ]

@@ -6,6 +6,8 @@ protocol each, the HTTP client they share, and the caches in front of them.
   ``ExtractiveSummarizer``;
 - ``minilm``: a local sentence-transformers model (extra ``minilm``, imported on use);
 - ``openai``: embeddings and summaries from any OpenAI-compatible endpoint;
+- ``chat``: chat completions (``OpenAIChat``: a reader's or judge's model, or the
+  agent loop's ``ChatModel``);
 - ``http``: the retrying JSON client those use;
 - ``cache``: the on-disk ``ModelCache``; ``cached``: the wrappers that answer from it.
 
@@ -15,7 +17,14 @@ heavy dependency at import time.
 """
 
 from memlab.memory.models.cache import ModelCache, default_cache_dir, default_cache_path
-from memlab.memory.models.cached import CachedEmbedder, CachedSummarizer, CacheStats, MemoEmbedder
+from memlab.memory.models.cached import (
+    CachedChat,
+    CachedEmbedder,
+    CachedSummarizer,
+    CacheStats,
+    MemoEmbedder,
+)
+from memlab.memory.models.chat import ChatClient, Completion, OpenAIChat
 from memlab.memory.models.embedder import EMBEDDERS, Embedder, HashEmbedder
 from memlab.memory.models.minilm import MiniLMEmbedder
 from memlab.memory.models.openai import OpenAIEmbedder, OpenAISummarizer
@@ -25,14 +34,18 @@ __all__ = [
     "EMBEDDERS",
     "SUMMARIZERS",
     "CacheStats",
+    "CachedChat",
     "CachedEmbedder",
     "CachedSummarizer",
+    "ChatClient",
+    "Completion",
     "Embedder",
     "ExtractiveSummarizer",
     "HashEmbedder",
     "MemoEmbedder",
     "MiniLMEmbedder",
     "ModelCache",
+    "OpenAIChat",
     "OpenAIEmbedder",
     "OpenAISummarizer",
     "Summarizer",

@@ -1,4 +1,5 @@
-"""A persistent cache of model outputs (embeddings and summaries) in one SQLite file.
+"""A persistent cache of model outputs (embeddings, summaries and chat completions)
+in one SQLite file.
 
 Embedding a text or summarizing a list of texts with the same model always gives
 the same answer, and real models are slow or cost money, so every run and every
@@ -8,8 +9,11 @@ sweep job on a machine shares one cache:
   ``$XDG_CACHE_HOME/memlab/embeddings.sqlite``, else
   ``~/.cache/memlab/embeddings.sqlite``; or any path given to ``ModelCache``;
 - key: the model's identity (its ``name``, which includes model and dims) and the
-  sha256 of the text (embeddings) or of the JSON list of input texts (summaries);
-- values: little-endian float32 BLOBs, and summary strings;
+  sha256 of the text (embeddings), of the JSON list of input texts (summaries),
+  or of the canonical JSON of a chat request (completions: messages and
+  parameters, ``request_key``);
+- values: little-endian float32 BLOBs, summary strings, and completions as JSON
+  (the text and the token usage the endpoint reported);
 - SQLite in WAL mode, one transaction per batch written, so parallel processes
   read and write it safely (``INSERT OR IGNORE``: the first writer of a key wins,
   and every writer would have written the same value).
@@ -17,8 +21,8 @@ sweep job on a machine shares one cache:
 A damaged file, or an SQLite file that is not a memlab cache, raises
 ``CacheCorrupted`` and is never modified or replaced.
 
-``CachedEmbedder`` and ``CachedSummarizer`` (``memlab.memory.models.cached``) wrap
-any Embedder / Summarizer with it.
+``CachedEmbedder``, ``CachedSummarizer`` and ``CachedChat``
+(``memlab.memory.models.cached``) wrap any Embedder / Summarizer / chat client with it.
 """
 
 from __future__ import annotations
@@ -69,6 +73,15 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (model, key)
         ) WITHOUT ROWID""",
     ],
+    [
+        """CREATE TABLE IF NOT EXISTS completions (
+            model INTEGER NOT NULL,
+            key BLOB NOT NULL,
+            response TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (model, key)
+        ) WITHOUT ROWID""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -97,6 +110,13 @@ def text_key(text: str) -> bytes:
 def texts_key(texts: Sequence[str]) -> bytes:
     """sha256 of the JSON list of texts: the summary cache key of that input."""
     blob = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()
+
+
+def request_key(request: Any) -> bytes:
+    """sha256 of a JSON-able request (sorted keys, no whitespace): the completion
+    cache key of a chat request (its messages and parameters)."""
+    blob = json.dumps(request, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()
 
 
@@ -357,14 +377,56 @@ class ModelCache:
                 (model, key, summary, time.time()),
             )
 
+    # -- chat completions ----------------------------------------------------------
+    def get_completion(self, name: str, key: bytes) -> dict[str, Any] | None:
+        """The cached completion of the request ``key`` (``request_key``) by the chat
+        model ``name``, as the dict it was stored as, or None.
+
+        Raises:
+            CacheCorrupted: the stored value is not a JSON object.
+        """
+        with self._conn() as db:
+            model = self._model_id(db, "chat", name, 0, create=False)
+            if model is None:
+                return None
+            row = db.execute(
+                "SELECT response FROM completions WHERE model = ? AND key = ?", (model, key)
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise CacheCorrupted(self.path, f"a cached completion of {name} is not a JSON object")
+        return value
+
+    def put_completion(self, name: str, key: bytes, response: dict[str, Any]) -> None:
+        """Store one completion (a JSON-able dict; the first writer of a key wins)."""
+        text = json.dumps(response, ensure_ascii=False, sort_keys=True)
+        with self._write() as db:
+            model = self._model_id(db, "chat", name, 0, create=True)
+            db.execute(
+                "INSERT OR IGNORE INTO completions (model, key, response, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (model, key, text, time.time()),
+            )
+
     # -- housekeeping --------------------------------------------------------------
     def info(self) -> dict[str, int]:
         """Entries per kind and the file's size in bytes (WAL included)."""
         with self._conn() as db:
             embeddings = db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
             summaries = db.execute("SELECT count(*) FROM summaries").fetchone()[0]
+            completions = db.execute("SELECT count(*) FROM completions").fetchone()[0]
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
-        return {"embeddings": int(embeddings), "summaries": int(summaries), "bytes": size}
+        return {
+            "embeddings": int(embeddings),
+            "summaries": int(summaries),
+            "completions": int(completions),
+            "bytes": size,
+        }
 
     def check(self) -> None:
         """Run SQLite's full integrity check (reads the whole file).
@@ -390,6 +452,7 @@ __all__ = [
     "ModelCache",
     "default_cache_dir",
     "default_cache_path",
+    "request_key",
     "text_key",
     "texts_key",
 ]

@@ -1,18 +1,21 @@
-"""Model wrappers that answer from a cache: ``CachedEmbedder`` and
-``CachedSummarizer`` (persistent, over a ``ModelCache``), and ``MemoEmbedder``
-(in-process, filled in batches)."""
+"""Model wrappers that answer from a cache: ``CachedEmbedder``,
+``CachedSummarizer`` and ``CachedChat`` (persistent, over a ``ModelCache``), and
+``MemoEmbedder`` (in-process, filled in batches)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from memlab.errors import InputError, SummarizerError
-from memlab.memory.models.cache import ModelCache, text_key, texts_key
+from memlab.memory.models.cache import ModelCache, request_key, text_key, texts_key
+from memlab.memory.models.chat import ChatClient, Completion, Message, check_messages
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
 
@@ -192,6 +195,87 @@ class CachedSummarizer(_CacheFront):
         return summary
 
 
+class CachedChat(_CacheFront):
+    """A chat client that answers from a ``ModelCache``: the same request (the
+    model's ``name``, the messages and the parameters: temperature, max_tokens)
+    gives the stored completion, marked ``cached``, and sends nothing. Safe to
+    share between threads (the lab asks it from several at once).
+
+    Args:
+        inner: the chat client to cache (e.g. ``OpenAIChat``).
+        cache: a ModelCache, a cache file path, or None for the default location.
+    """
+
+    def __init__(self, inner: ChatClient, cache: ModelCache | str | Path | None = None) -> None:
+        self.inner = inner
+        self._counting = threading.Lock()
+        super().__init__(cache)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.inner.params
+
+    def __repr__(self) -> str:
+        return f"CachedChat({self.inner!r}, {self.cache!r})"
+
+    def key(self, messages: Sequence[Message]) -> bytes:
+        """The cache key of a request: sha256 of its messages and parameters."""
+        sent = check_messages(messages, self.name)
+        return request_key({"messages": sent, "params": self.inner.params})
+
+    def lookup(self, messages: Sequence[Message]) -> Completion | None:
+        """The cached completion of this request (counted as a hit), or None
+        (nothing is sent, nothing counted)."""
+        t0 = time.perf_counter()
+        found = self.cache.get_completion(self.name, self.key(messages))
+        with self._counting:
+            self.cache_seconds += time.perf_counter() - t0
+            self.hits += found is not None
+        return None if found is None else Completion.from_dict(found, cached=True)
+
+    def complete(self, messages: Sequence[Message]) -> Completion:
+        """The cached completion, or the model's (then stored).
+
+        Raises:
+            ChatEndpointError: the model failed (nothing is stored).
+        """
+        key = self.key(messages)
+        t0 = time.perf_counter()
+        found = self.cache.get_completion(self.name, key)
+        t1 = time.perf_counter()
+        if found is not None:
+            with self._counting:
+                self.hits += 1
+                self.cache_seconds += t1 - t0
+            return Completion.from_dict(found, cached=True)
+        fresh = self.inner.complete(messages)
+        t2 = time.perf_counter()
+        self.cache.put_completion(self.name, key, fresh.as_dict())
+        with self._counting:
+            self.misses += 1
+            self.model_seconds += t2 - t1
+            self.cache_seconds += (t1 - t0) + (time.perf_counter() - t2)
+        return replace(fresh, cached=False)
+
+    def __call__(self, messages: list[Message]) -> str:
+        return self.complete(messages).text
+
+    def check(self) -> None:
+        check = getattr(self.inner, "check", None)
+        if check is not None:
+            check()
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+        super().close()
+
+
 class MemoEmbedder:
     """An in-process memo in front of any Embedder, filled in batches.
 
@@ -257,4 +341,4 @@ class MemoEmbedder:
             close()
 
 
-__all__ = ["CacheStats", "CachedEmbedder", "CachedSummarizer", "MemoEmbedder"]
+__all__ = ["CacheStats", "CachedChat", "CachedEmbedder", "CachedSummarizer", "MemoEmbedder"]

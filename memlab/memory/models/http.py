@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -126,6 +127,18 @@ def check_base_url(base_url: str, who: str) -> httpx.URL:
     return url
 
 
+def describe(value: Any) -> str:
+    """A short description of a JSON value for error messages (keys of an object,
+    the length of a list, or a clipped repr)."""
+    if isinstance(value, dict):
+        keys = ", ".join(sorted(map(str, value))[:8])
+        return f"an object with keys [{keys}]"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
 def display_url(url: httpx.URL) -> str:
     """``host[:port]/path`` of a URL, for names and messages (no scheme, no query)."""
     port = f":{url.port}" if url.port else ""
@@ -184,6 +197,7 @@ class JsonApi:
         )
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
+        self._counting = threading.Lock()  # a client may be shared by threads
 
     def __repr__(self) -> str:
         return (
@@ -239,15 +253,39 @@ class JsonApi:
             MemlabError: (the configured subclass) on a non-retryable answer, on a
                 body that is not JSON, or once the retries are used up.
         """
+        return self._request("POST", path, payload)
+
+    def get(self, path: str, *, max_retries: int | None = None) -> Any:
+        """GET ``base_url/path``; return the decoded JSON body (same rules as ``post``).
+
+        Args:
+            path: appended to ``base_url`` (e.g. ``"models"``).
+            max_retries: overrides the policy's retries for this request (a quick
+                reachability check should not back off for a minute).
+        """
+        return self._request("GET", path, None, max_retries)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        payload: Mapping[str, Any] | None,
+        max_retries: int | None = None,
+    ) -> Any:
         url = self.url(path)
         where = display_url(url)
         headers = self._headers()
+        limit = self.retry.max_retries if max_retries is None else max_retries
         retry = 0
         while True:
             retry_after: float | None = None
             try:
-                self.requests += 1
-                resp = self._client.post(url, json=payload, headers=headers)
+                with self._counting:
+                    self.requests += 1
+                if payload is None:
+                    resp = self._client.request(method, url, headers=headers)
+                else:
+                    resp = self._client.request(method, url, json=payload, headers=headers)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 problem = self.redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
             except httpx.HTTPError as exc:
@@ -264,7 +302,7 @@ class JsonApi:
                     raise self.error(self._status_message(resp, where)) from None
                 problem = f"HTTP {status}: {self.server_message(resp)}"
                 retry_after = parse_retry_after(resp.headers)
-            if retry >= self.retry.max_retries:
+            if retry >= limit:
                 raise self.error(
                     f"{self.who}: {where} still failing after {retry + 1} attempt(s) "
                     f"(last: {problem}); the endpoint is overloaded or unreachable: retry later, "
@@ -281,14 +319,15 @@ class JsonApi:
             else:
                 delay = self.retry.backoff_delay(retry, self._rng)
             retry += 1
-            self.retries += 1
+            with self._counting:
+                self.retries += 1
             log.warning(
                 "%s: %s from %s; retry %d of %d in %.2f s",
                 self.who,
                 problem,
                 where,
                 retry,
-                self.retry.max_retries,
+                limit,
                 delay,
             )
             self._sleep(delay)

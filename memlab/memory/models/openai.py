@@ -20,6 +20,7 @@ import numpy as np
 from memlab.errors import ConfigError, EmbedderError, InputError, SummarizerError
 from memlab.memory.models.embedder import EMBEDDERS, check_texts, l2_normalize
 from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
+from memlab.memory.models.http import describe as _describe
 from memlab.memory.models.summarizer import SUMMARIZERS
 
 log = logging.getLogger(__name__)
@@ -407,16 +408,6 @@ class OpenAISummarizer:
     def close(self) -> None:
         """Close the HTTP client if this summarizer created it."""
         self.api.close()
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, dict):
-        keys = ", ".join(sorted(map(str, value))[:8])
-        return f"an object with keys [{keys}]"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "…"
 
 
 __all__ = [

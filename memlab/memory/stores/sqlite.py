@@ -134,7 +134,9 @@ def _row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecor
     if not row[0] or not row[1] or not row[3] or not row[3].strip():
         raise ValueError("an empty id, scope or content")
     if not (0.0 <= row[5] <= 1.0) or row[6] < 0 or row[9] < 0:
-        raise ValueError(f"salience {row[5]}, tokens {row[6]} or access_count {row[9]} is out of range")
+        raise ValueError(
+            f"salience {row[5]}, tokens {row[6]} or access_count {row[9]} is out of range"
+        )
     times = (row[7], row[8], 0.0 if row[10] is None else row[10])
     if not all(math.isfinite(t) for t in times):
         raise ValueError(f"a time is not finite: {times}")
