@@ -22,6 +22,11 @@ prints a table of trials, operations and failures; it writes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memlab.memory.records import MemoryKind, MemoryRecord
 
 
 @dataclass
@@ -50,4 +55,29 @@ class Row:
     guarded: bool = True
 
 
-__all__ = ["Row"]
+def make_record(
+    rid: str,
+    content: str,
+    scope: str,
+    embedding: np.ndarray,
+    *,
+    at: float = 0.0,
+    kind: MemoryKind = MemoryKind.EPISODIC,
+    **fields: Any,
+) -> MemoryRecord:
+    """A record for a check: salience 0.5, 10 tokens, made and last used at ``at``."""
+    return MemoryRecord(
+        id=rid,
+        content=content,
+        embedding=np.asarray(embedding, dtype=np.float32),
+        kind=kind,
+        scope=scope,
+        salience=fields.pop("salience", 0.5),
+        tokens=fields.pop("tokens", 10),
+        created_at=at,
+        last_accessed_at=at,
+        **fields,
+    )
+
+
+__all__ = ["Row", "make_record"]

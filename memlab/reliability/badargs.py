@@ -50,6 +50,7 @@ from memlab.memory import (
 from memlab.memory.quotes import Untrusted, find_quotes
 from memlab.memory.records import Source
 from memlab.memory.stores.base import MemoryStore
+from memlab.reliability import make_record
 
 DIMS = 16
 NAN = float("nan")
@@ -117,16 +118,13 @@ class Env:
 
 
 def _record(**change: Any) -> MemoryRecord:
-    r = MemoryRecord(
-        id="new-record",
-        content="a new fact",
-        embedding=np.ones(DIMS, dtype=np.float32) / 4.0,
+    r = make_record(
+        "new-record",
+        "a new fact",
+        "alice",
+        np.full(DIMS, 0.25),
+        at=1.78e9,
         kind=MemoryKind.SEMANTIC,
-        scope="alice",
-        salience=0.5,
-        tokens=3,
-        created_at=1.78e9,
-        last_accessed_at=1.78e9,
     )
     for k, v in change.items():
         object.__setattr__(r, k, v)

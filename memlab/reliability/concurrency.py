@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from memlab.memory import JsonlStore, MemoryKind, MemoryRecord, SqliteStore
+from memlab.memory import JsonlStore, SqliteStore
 from memlab.memory.stores.base import MemoryStore
-from memlab.reliability import Row
+from memlab.reliability import Row, make_record
 
 DIMS = 8
 
@@ -39,17 +39,7 @@ def _writer(kind: str, path: str, worker: int, n: int, conn: Any) -> None:
         emb = np.full(DIMS, 0.25, dtype=np.float32)
         for i in range(n):
             rid = f"w{worker}-{i}"
-            record = MemoryRecord(
-                id=rid,
-                content=f"worker {worker} fact {i}",
-                embedding=emb,
-                kind=MemoryKind.EPISODIC,
-                scope=f"w{worker}",
-                salience=0.5,
-                tokens=6,
-                created_at=float(i),
-                last_accessed_at=float(i),
-            )
+            record = make_record(rid, f"worker {worker} fact {i}", f"w{worker}", emb, at=i)
             try:
                 store.put(record)
                 written += 1
@@ -101,19 +91,7 @@ def trial(kind: str, folder: Path, writers: int, per_writer: int) -> Row:
     _open(kind, path).close()
     if kind == "jsonl":  # the file exists before anyone compacts it
         with JsonlStore(path) as s:
-            s.put(
-                MemoryRecord(
-                    id="seed",
-                    content="seed",
-                    embedding=np.full(DIMS, 0.25, dtype=np.float32),
-                    kind=MemoryKind.EPISODIC,
-                    scope="seed",
-                    salience=0.5,
-                    tokens=1,
-                    created_at=0.0,
-                    last_accessed_at=0.0,
-                )
-            )
+            s.put(make_record("seed", "seed", "seed", np.full(DIMS, 0.25)))
     ctx = mp.get_context("fork")
     stop = ctx.Event()
     pipes = [ctx.Pipe() for _ in range(writers + 1)]

@@ -26,7 +26,7 @@ from memlab.errors import MemlabError, StoreCorrupted
 from memlab.memory import JsonlStore, MemoryKind, MemoryRecord, SqliteStore
 from memlab.memory.stores.base import MemoryStore
 from memlab.memory.stores.logchain import crc_of, header, op_line, seal
-from memlab.reliability import Row
+from memlab.reliability import Row, make_record
 
 DIMS = 8
 Damage = Callable[[Path], object]
@@ -34,16 +34,13 @@ Damage = Callable[[Path], object]
 
 def _record(i: int, scope: str, content: str | None = None) -> MemoryRecord:
     rng = np.random.default_rng(i)
-    return MemoryRecord(
-        id=f"r{i}",
-        content=content or f"fact number {i} for {scope}: " + "lorem ipsum " * (i % 40),
-        embedding=rng.standard_normal(DIMS).astype(np.float32),
+    return make_record(
+        f"r{i}",
+        content or f"fact number {i} for {scope}: " + "lorem ipsum " * (i % 40),
+        scope,
+        rng.standard_normal(DIMS),
+        at=1.78e9 + i,
         kind=list(MemoryKind)[i % 3],
-        scope=scope,
-        salience=0.5,
-        tokens=10,
-        created_at=1.78e9 + i,
-        last_accessed_at=1.78e9 + i,
         provenance=(f"t{i}",),
         meta={"n": i},
     )

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import MemlabError
-from memlab.memory import JsonlStore, MemoryKind, MemoryRecord, SqliteStore
+from memlab.memory import JsonlStore, MemoryRecord, SqliteStore
 from memlab.memory.stores.base import MemoryStore
-from memlab.reliability import Row
+from memlab.reliability import Row, make_record
 
 DIMS = 8
 
@@ -33,17 +33,7 @@ def _open(kind: str, path: Path) -> MemoryStore:
 
 
 def _record(i: int, pad: int) -> MemoryRecord:
-    return MemoryRecord(
-        id=f"r{i}",
-        content=f"fact {i} " + "x" * pad,
-        embedding=np.full(DIMS, 0.25, dtype=np.float32),
-        kind=MemoryKind.EPISODIC,
-        scope="alice",
-        salience=0.5,
-        tokens=10,
-        created_at=float(i),
-        last_accessed_at=float(i),
-    )
+    return make_record(f"r{i}", f"fact {i} " + "x" * pad, "alice", np.full(DIMS, 0.25), at=i)
 
 
 def _child(kind: str, path: str, limit: int, conn: Any) -> None:

@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from memlab.memory import JsonlStore, MemoryKind, MemoryRecord, SqliteStore
+from memlab.memory import JsonlStore, MemoryRecord, SqliteStore
 from memlab.memory.stores.base import MemoryStore
-from memlab.reliability import Row
+from memlab.reliability import Row, make_record
 
 SCOPES = [f"s{i}" for i in range(5)]
 DIMS = 8
@@ -58,17 +58,7 @@ def open_store(kind: str, path: Path) -> MemoryStore:
 def _record(rid: str, scope: str, version: int, rng: random.Random, at: float) -> MemoryRecord:
     vec = np.frombuffer(rid.encode().ljust(DIMS * 4, b"x")[: DIMS * 4], dtype=np.uint8)
     emb = (vec[:DIMS].astype(np.float32) + 1.0) / 256.0
-    return MemoryRecord(
-        id=rid,
-        content=f"{rid} v{version} " + "z" * rng.randrange(0, 300),
-        embedding=emb,
-        kind=MemoryKind.EPISODIC,
-        scope=scope,
-        salience=0.5,
-        tokens=10,
-        created_at=at,
-        last_accessed_at=at,
-    )
+    return make_record(rid, f"{rid} v{version} " + "z" * rng.randrange(0, 300), scope, emb, at=at)
 
 
 def _die() -> None:

@@ -22,10 +22,10 @@ from collections.abc import Callable
 import numpy as np
 
 from memlab.errors import InputError
-from memlab.memory import MemoryKind, MemoryLayer, MemoryRecord, RecallQuery
+from memlab.memory import MemoryLayer, MemoryRecord, RecallQuery
 from memlab.memory.models.embedder import HashEmbedder
 from memlab.memory.stores.base import MemoryStore
-from memlab.reliability import Row
+from memlab.reliability import Row, make_record
 
 DIMS = 16
 _BASES = ["alice", "bob", "Alice:support", "tenant-1/user", "o'brien", "100%", "a_b", "émile"]
@@ -85,16 +85,8 @@ def adversarial_scopes(n: int, seed: int = 13) -> list[str]:
 
 def _record(i: int, scope: str) -> MemoryRecord:
     vec = np.random.default_rng(i).standard_normal(DIMS).astype(np.float32)
-    return MemoryRecord(
-        id=f"rec-{i}",
-        content=f"secret {i} of its scope",
-        embedding=vec / np.linalg.norm(vec),
-        kind=MemoryKind.EPISODIC,
-        scope=scope,
-        salience=0.5,
-        tokens=5,
-        created_at=1.78e9 + i,
-        last_accessed_at=1.78e9 + i,
+    return make_record(
+        f"rec-{i}", f"secret {i} of its scope", scope, vec / np.linalg.norm(vec), at=1.78e9 + i
     )
 
 
