@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from memlab.memory.checks import check_bool
 from memlab.memory.lexical import LexicalIndex
 from memlab.memory.records import KIND_CODES, SOURCE_CODES, MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     Candidates,
+    check_candidates_args,
     check_valid_at,
     kind_filter,
     scoped_ids,
@@ -272,6 +274,7 @@ class IndexedStore:
         include_archived: bool = False,
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
+        check_bool(include_archived, "include_archived")
         self._sync()
         wanted = kind_filter(kinds)
         out = [
@@ -283,6 +286,7 @@ class IndexedStore:
         return out
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        check_bool(include_archived, "include_archived")
         self._sync()
         if scope is None:
             pool: Iterable[MemoryRecord] = self._records.values()
@@ -310,6 +314,7 @@ class IndexedStore:
         valid_at: float | None = None,
     ) -> Candidates:
         check_scope(scope)
+        check_candidates_args(query, self._dims, include_archived, pool, text, weights)
         valid_at = check_valid_at(valid_at)
         self._sync()
         idx = self._index.get(scope)
