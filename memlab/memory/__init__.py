@@ -51,8 +51,8 @@ from memlab.memory.records import (
     Source,
     Superseded,
 )
-from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
+from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.salience import estimate_salience
 from memlab.memory.stores import (
     STORES,

@@ -645,9 +645,7 @@ class MemoryLayer:
             )
         if touch and hits and as_of is None:
             self.store.touch(query.scope, [h.record.id for h in hits], now)
-        return RecallResult(
-            query, hits, now, cands.n_active, text, window, mode, guarded
-        )
+        return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
 
     def _superseder_rows(
         self, scope: str, cands: Candidates, stale: np.ndarray

@@ -152,7 +152,11 @@ class Superseded:
 
     def explain(self) -> str:
         """One line: ``superseded by r2 at 2026-...Z (explicit-old-value, 0.90): ...``."""
-        what = "superseded" if self.span is None else f"claim {self.span[0]}..{self.span[1]} superseded"
+        what = (
+            "superseded"
+            if self.span is None
+            else f"claim {self.span[0]}..{self.span[1]} superseded"
+        )
         how = f" ({self.reason}, {self.confidence:.2f})" if self.reason else ""
         return f"{what} by {self.by} at {_iso(self.at)}{how}" + (
             f": {self.detail}" if self.detail else ""

@@ -67,8 +67,10 @@ class SupersedePolicy:
             )
         for name in ("factor", "min_confidence"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                0.0 <= value <= 1.0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0.0 <= value <= 1.0)
             ):
                 raise InputError(f"supersede.{name} must be a number in 0..1, got {value!r}")
         if not isinstance(self.guard, bool):

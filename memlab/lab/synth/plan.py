@@ -233,9 +233,7 @@ def _segment_blocks(
         steps = user.steps[k]
         key = rng.uniform(lo, 0.85 if len(steps) > 1 else 1.0)
         for step, style in enumerate(steps, start=1):
-            early.append(
-                _Block(u, "correction", "UA", (k,), key, {"step": step, "style": style})
-            )
+            early.append(_Block(u, "correction", "UA", (k,), key, {"step": step, "style": style}))
             key = rng.uniform(key + 0.02, 1.0)
     for k, (how, _) in user.false.items():
         lo = max(stmt_key[k] + 0.1, 0.3)

@@ -45,7 +45,11 @@ def superseded_from_list(data: Any) -> tuple[Superseded, ...]:
         raise TypeError(f"superseded must be a list, got {type(data).__name__}")
     out = []
     for d in data:
+        if not isinstance(d, dict):
+            raise TypeError(f"a superseded entry must be an object, got {type(d).__name__}")
         span = d.get("span")
+        if span is not None and (not isinstance(span, list) or len(span) != 2):
+            raise ValueError(f"a superseded span must be [start, end], got {span!r}")
         out.append(
             Superseded(
                 by=str(d["by"]),

@@ -146,7 +146,9 @@ class ScopeIndex:
         n = self.n
         mask = self.alive[:n].copy()
         if valid_at is not None:
-            mask &= valid_mask(self.created[:n], self.invalid_at[:n], self.archived_at[:n], valid_at)
+            mask &= valid_mask(
+                self.created[:n], self.invalid_at[:n], self.archived_at[:n], valid_at
+            )
         elif not include_archived:
             mask &= np.isinf(self.archived_at[:n])
         if kinds is not None and len(kinds) < len(KIND_CODES):
