@@ -614,10 +614,10 @@ class MemoryLayer:
                 break
             scores = scores.copy()
             row_of = {cands.ids[r]: r for r in rows}
-            for old_id, new_id, why in found:
+            for old_id, newer_id, why in found:
                 r = row_of[old_id]
                 scores[r] = -np.inf if mode == "exclude" else scores[r] * self.supersede.factor
-                guarded.append((old_id, new_id, why))
+                guarded.append((old_id, newer_id, why))
         weights = scored.weights
         hits: list[Hit] = []
         for row in rows:
@@ -675,7 +675,10 @@ class MemoryLayer:
 
         Columns show the signals this recall used (sim, lex, rec or time, sal, use);
         'why' names the largest weighted term, or the hit a neighbour was packed
-        next to. Given a query, recalls without touching anything.
+        next to. Supersession is shown under the hits it concerns (who superseded
+        a record or one of its claims, when and why), then the records the recall
+        guard left out; the header names the recall mode and ``as_of``. Given a
+        query, recalls without touching anything.
         """
         check_number(width, "width", lo=10, integer=True)
         if isinstance(result, RecallQuery):
@@ -699,6 +702,9 @@ class MemoryLayer:
         ]
         if result.search_text and result.search_text != q.text:
             lines.append(f"rewritten to: {result.search_text!r}")
+        if q.as_of is not None or result.superseded != "exclude":
+            at = f", as of {iso(q.as_of)}" if q.as_of is not None else ""
+            lines.append(f"superseded records: {result.superseded}{at}")
         if result.window is not None:
             lines.append(
                 f"time: {result.window.expression!r} -> {iso(result.window.start)} .. "
@@ -719,6 +725,11 @@ class MemoryLayer:
                 f"{h.rank:>2} {h.score:6.3f} {values} {h.record.tokens:>4} "
                 f"{h.record.kind.value:<10} {h.record.source.value:<6} {why:<10} {text}"
             )
+            for entry in h.record.superseded:
+                if q.as_of is None or entry.at <= q.as_of:
+                    lines.append(f"   {entry.explain()}")
+        for old_id, newer_id, why in result.guarded:
+            lines.append(f"left out {old_id}: the newer {newer_id} states it otherwise ({why})")
         w = self.ranker.weights.as_dict()
         lines.append(
             "weights: "
