@@ -227,7 +227,7 @@ def plugin_schema(group: str, name: str) -> type:
     lab_keys = () if (group, name) == ("reader", NO_READER) else LAB_KEYS.get(group, ())
     extra = (("name", str, name), *lab_keys)
     settings = getattr(cls, "settings", None)
-    if dataclasses.is_dataclass(settings):
+    if isinstance(settings, type) and dataclasses.is_dataclass(settings):
         return fields_schema(
             settings, name=f"{group}_{name}", extra=extra, doc=f"{settings.__doc__}"
         )

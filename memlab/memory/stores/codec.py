@@ -66,7 +66,7 @@ def superseded_from_list(data: Any) -> tuple[Superseded, ...]:
 def record_to_dict(r: MemoryRecord) -> dict[str, Any]:
     """A record as JSON data. ``superseded`` is written only when set, so records
     without supersession encode exactly as before it existed."""
-    d = {
+    d: dict[str, Any] = {
         "id": r.id,
         "content": r.content,
         "e": encode_embedding(r.embedding),
