@@ -267,7 +267,9 @@ def test_the_consolidator_group_is_derived_from_rule_policy() -> None:
     assert isinstance(built, RuleConsolidator) and built.policy.min_similar == 0.6
     assert validate(compose([])).plugins["consolidator"].cls is RuleConsolidator
     with pytest.raises(ConfigError, match="consolidator"):
-        instantiate(validate(compose(["consolidator.supersede_from=[robot]"])).plugins["consolidator"])
+        instantiate(
+            validate(compose(["consolidator.supersede_from=[robot]"])).plugins["consolidator"]
+        )
 
 
 def test_memory_no_supersede_is_in_the_default_experiment() -> None:

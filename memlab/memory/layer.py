@@ -607,9 +607,8 @@ class MemoryLayer:
             records.update((r.id, r) for r in self.store.get_many(query.scope, wanted))
             if self._guard is None or mode == "include":
                 break
-            found = self._guard.conflicts(
-                [records[cands.ids[r]] for r in rows if cands.ids[r] in records], as_of
-            )
+            top = [records[cands.ids[r]] for r in rows if cands.ids[r] in records]
+            found = self._guard.conflicts(top[: self.supersede.guard_top], as_of)
             if not found:
                 break
             scores = scores.copy()

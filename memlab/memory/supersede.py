@@ -53,12 +53,15 @@ class SupersedePolicy:
         guard: compare the statements among the packed hits and leave an older one
             out when a newer one states the same thing with another value (see
             ``memlab.memory.recall_guard``).
+        guard_top: the guard compares the best this-many packed hits (the pairs
+            grow with its square; the hits that answer a query are at the top).
     """
 
     recall: str = "exclude"
     factor: float = 0.25
     min_confidence: float = 0.5
     guard: bool = True
+    guard_top: int = 6
 
     def __post_init__(self) -> None:
         if self.recall not in SUPERSEDED_MODES:
@@ -75,6 +78,12 @@ class SupersedePolicy:
                 raise InputError(f"supersede.{name} must be a number in 0..1, got {value!r}")
         if not isinstance(self.guard, bool):
             raise InputError(f"supersede.guard must be true or false, got {self.guard!r}")
+        if (
+            isinstance(self.guard_top, bool)
+            or not isinstance(self.guard_top, int)
+            or self.guard_top < 2
+        ):
+            raise InputError(f"supersede.guard_top must be an integer >= 2, got {self.guard_top!r}")
 
 
 @dataclass
