@@ -208,6 +208,7 @@ def run(
     transcripts: list[Transcript] | None = None,
     overrides: Mapping[str, Any] | None = None,
     on_transcript: Callable[[Transcript], None] | None = None,
+    on_scored: Callable[[Transcript, list[dict[str, Any]]], None] | None = None,
 ) -> RunResult:
     """Run the experiment a composed config describes and write it to ``out``:
     probes.csv, turns.csv, summary.csv (last, sealing fingerprint.json),
@@ -221,6 +222,9 @@ def run(
         overrides: dotted keys set on top of ``cfg`` (e.g.
             ``{"report.charts": False}``).
         on_transcript: called before each transcript is replayed.
+        on_scored: called after each transcript with its probe rows (every
+            strategy's); an exception it raises ends the run before any table
+            is written.
 
     Raises:
         ConfigError: the config is invalid (nothing was written).
@@ -250,6 +254,7 @@ def run(
             replay_settings(v),
             progress=v.run.progress,
             before_transcript=before_transcript,
+            after_transcript=on_scored,
         )
     finally:
         m.close()

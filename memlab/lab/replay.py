@@ -128,12 +128,16 @@ def run_experiment(
     *,
     progress: bool | None = None,
     before_transcript: Callable[[Transcript], None] | None = None,
+    after_transcript: Callable[[Transcript, list[dict[str, Any]]], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay every transcript through every strategy (a fresh strategy each time).
 
     ``progress``: a bar on a terminal (True or None), or none (False).
     Transcripts are the outer loop so that per-transcript work (``before_transcript``,
     e.g. embedding all of its texts in one batch) is done once for all strategies.
+    ``after_transcript`` gets each transcript's probe rows (every strategy's) once
+    it is replayed; the tuner reports running means from it, and an exception it
+    raises (a pruned trial) ends the replay.
 
     Returns:
         (probes, turns) DataFrames, grouped by strategy in the order of ``factories``.
@@ -142,6 +146,7 @@ def run_experiment(
     probe_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     turn_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     total = len(transcripts) * len(factories)
+    done: list[dict[str, Any]] = []
     with bar(total=total, progress=progress, desc="replay", unit="run", leave=False) as shown:
         for t in transcripts:
             if before_transcript is not None:
@@ -155,7 +160,11 @@ def run_experiment(
                     strategy.close()
                 probe_rows[name] += p
                 turn_rows[name] += tr
+                done.extend(p)
                 shown.update()
+            if after_transcript is not None:
+                after_transcript(t, done)
+            done = []
     return (
         pd.DataFrame([row for rows in probe_rows.values() for row in rows]),
         pd.DataFrame([row for rows in turn_rows.values() for row in rows]),
