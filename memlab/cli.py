@@ -37,6 +37,7 @@ commands:
                     compare a run with a baseline; exit 1 when a metric regressed
   demo              a short tour of the memory layer (two users, recall under a budget)
   synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
+                    (--turns 300-600 --days 40 ...: long multi-week ones)
   bench store       compare the store backends on one seeded workload
                     -> results/bench/store.csv, store.png
 
@@ -439,27 +440,70 @@ def report(args: list[str]) -> int:
 
 # -- synth and convert ----------------------------------------------------------------------
 def synth(args: list[str]) -> int:
-    """``memlab synth --n N --seed S --out DIR [--force]``: write generated transcripts."""
+    """``memlab synth --n N --seed S --out DIR [--turns N|LO-HI] [mix options] [--force]``."""
     from memlab.lab import synth as generator
 
     parser = ArgumentParser(
         prog="memlab synth",
-        description="Generate seeded 60-turn support-agent transcripts (format v1). "
-        "Seeds seed .. seed+n-1 give files support-<seed>.json; the same seed always "
-        "gives the same bytes.",
+        description="Generate seeded support-agent transcripts (format v1). Seeds seed .. "
+        "seed+n-1 give files support-<seed>.json (60 turns, the shipped default set) or, "
+        "with any length or mix option, long-<seed>.json; the same seed and options always "
+        "give the same bytes.",
     )
     parser.add_argument("--n", type=int, default=20, help="how many transcripts (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--out", required=True, help="output folder (created if missing)")
     parser.add_argument(
+        "--turns",
+        default=None,
+        help="turns per transcript: N, or LO-HI for a seeded length per transcript (default 60)",
+    )
+    parser.add_argument(
+        "--sessions", type=int, help="sessions per transcript (default: one per 30 turns)"
+    )
+    parser.add_argument(
+        "--days", type=int, help="days the sessions span (default: one per 12 turns)"
+    )
+    parser.add_argument(
+        "--fact-density", type=float, help="facts stated per 100 turns per customer (default 6)"
+    )
+    parser.add_argument(
+        "--noise", type=float, default=1.0, help="weight of small talk among filler turns (1)"
+    )
+    parser.add_argument(
+        "--tool-output",
+        type=float,
+        default=1.0,
+        help="weight of tool output among filler turns (1)",
+    )
+    parser.add_argument(
+        "--injections", type=float, help="injected instructions per 100 turns (default 1)"
+    )
+    parser.add_argument(
+        "--corrections", type=float, help="share of correctable facts corrected later (0.3)"
+    )
+    parser.add_argument("--probes", type=float, help="probes per 100 turns per customer (5)")
+    parser.add_argument(
         "--force", action="store_true", help="replace existing files whose content differs"
     )
     _no_progress(parser)
     ns = parser.parse_args(args)
-    result = generator.write(
-        ns.out, ns.n, ns.seed, force=ns.force, progress=False if ns.no_progress else None
+    mix = generator.Mix(
+        turns=generator.parse_turns(ns.turns) if ns.turns else generator.Mix().turns,
+        sessions=ns.sessions,
+        days=ns.days,
+        fact_density=ns.fact_density,
+        noise=ns.noise,
+        tool_output=ns.tool_output,
+        injections=ns.injections,
+        corrections=ns.corrections,
+        probes=ns.probes,
     )
-    first, last = generator.transcript_id(ns.seed), generator.transcript_id(ns.seed + ns.n - 1)
+    result = generator.write(
+        ns.out, ns.n, ns.seed, force=ns.force, progress=False if ns.no_progress else None, mix=mix
+    )
+    first = generator.mix.transcript_id(ns.seed, mix)
+    last = generator.mix.transcript_id(ns.seed + ns.n - 1, mix)
     echo(
         f"{ns.n} transcripts ({first} .. {last}) in {result.folder}: "
         f"{len(result.written)} written, {len(result.replaced)} replaced, "
