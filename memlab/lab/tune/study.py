@@ -159,9 +159,10 @@ def storage_object(url: str) -> Any:
         raise ConfigError(f"config key 'tune.storage': cannot open {url!r}: {exc}") from None
 
 
-def sampler(ctx: Context, worker: int = 0) -> Any:
-    """TPE seeded with ``tune.seed + worker``; in multi-objective mode with
-    ``tune.max_prompt_tokens`` as a constraint."""
+def sampler(ctx: Context, worker: int = 0, history: int = 0) -> Any:
+    """TPE seeded with ``tune.seed + worker`` (plus a step per trial already in a
+    resumed study, so that a resumed search does not repeat its first random
+    trials); in multi-objective mode with ``tune.max_prompt_tokens`` as a constraint."""
     optuna = optuna_module()
     constraints = None
     limit = ctx.tc.max_prompt_tokens
@@ -170,16 +171,17 @@ def sampler(ctx: Context, worker: int = 0) -> Any:
         def constraints(ft: Any) -> list[float]:
             return [float(ft.user_attrs.get("prompt_tokens", math.inf)) - float(limit)]
 
-    return optuna.samplers.TPESampler(seed=ctx.tc.seed + worker, constraints_func=constraints)
+    seed = ctx.tc.seed + worker + 7919 * history
+    return optuna.samplers.TPESampler(seed=seed, constraints_func=constraints)
 
 
 def pruner(ctx: Context) -> Any:
-    """MedianPruner (after 5 complete trials, from a quarter of the transcripts on), or none."""
+    """MedianPruner (after 5 complete trials, from half of the tuning transcripts on), or none."""
     optuna = optuna_module()
     if not ctx.pruning:
         return optuna.pruners.NopPruner()
     return optuna.pruners.MedianPruner(
-        n_startup_trials=5, n_warmup_steps=max(0, len(ctx.tuning) // 4 - 1)
+        n_startup_trials=5, n_warmup_steps=max(0, len(ctx.tuning) // 2 - 1)
     )
 
 
@@ -208,6 +210,7 @@ def open_study(ctx: Context, worker: int = 0) -> Any:
                 f"in: {', '.join(differ) or 'everything'}); resume it with the same command "
                 "line, or choose another tune.out (or tune.study)"
             )
+        study.sampler = sampler(ctx, worker, history=len(study.get_trials(deepcopy=False)))
         return study
     study = optuna.create_study(
         study_name=name,
@@ -342,6 +345,17 @@ def trial_line(ft: Any, metric: str) -> str:
     return ", ".join(parts)
 
 
+class _OneLine(logging.Filter):
+    """Log records as one line each: a failed trial's traceback stays out of the file
+    (the trial's state and error message are in it, and in ``trials.csv``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
+        record.msg = " ".join(str(record.msg).split())
+        return True
+
+
 def file_log(out: Path) -> logging.Logger:
     """``<out>/tune.log``: plain lines, no colour codes; Optuna's warnings go there too."""
     log = logging.getLogger(LOG)
@@ -351,6 +365,7 @@ def file_log(out: Path) -> logging.Logger:
     if not any(getattr(h, "baseFilename", None) == path for h in log.handlers):
         handler = logging.FileHandler(path, encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(message)s"))
+        handler.addFilter(_OneLine())
         log.addHandler(handler)
         logging.getLogger("optuna").addHandler(handler)
     return log
