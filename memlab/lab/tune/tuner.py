@@ -400,6 +400,8 @@ def describe(p: Plan, study: Any, trials: pd.DataFrame) -> list[str]:
     from memlab.lab.metrics import direction
 
     tc = p.context.tc
+    run = validate_run(p.cfg)
+    embedder = str(p.cfg.embedder.name)
     sign = direction(tc.metric)
     goal = f"{'maximize' if sign > 0 else 'minimize'} {tc.metric} of strategy {tc.strategy}, probe group {tc.group}"
     if tc.multi_objective:
@@ -415,6 +417,7 @@ def describe(p: Plan, study: Any, trials: pd.DataFrame) -> list[str]:
         f"search space: {', '.join(f'{k}={v}' for k, v in p.context.space.spec.items())}",
         f"tuned on ({len(p.tuning)}): {', '.join(p.tuning)}",
         f"held apart ({len(p.holdout)}): {', '.join(p.holdout)} (split seed {tc.split_seed}; never replayed by a trial)",
+        f"embedder: {embedder}, budget {run.budget} tokens",
         f"study: {tc.study} in {p.context.storage}",
     ]
 
@@ -452,7 +455,8 @@ def run(
     sign = direction(tc.metric)
     echo(
         f"memlab tune: {'maximize' if sign > 0 else 'minimize'} {tc.metric} of {tc.strategy} "
-        f"(group {tc.group}) over {tc.n_trials} trials (seed {tc.seed})"
+        f"(group {tc.group}) over {tc.n_trials} trials (seed {tc.seed}), "
+        f"embedder {p.cfg.embedder.name}"
         + (" against prompt tokens" if tc.multi_objective else "")
         + (f", mean prompt tokens <= {tc.max_prompt_tokens:g}" if tc.max_prompt_tokens else "")
         + f"\n  tuning set ({len(p.tuning)}): {', '.join(p.tuning)}"
