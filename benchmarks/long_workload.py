@@ -92,6 +92,35 @@ def sweep_range(sweep: Path, metric: str = "fact_recall", strategy: str = "memor
     return pd.DataFrame(rows)
 
 
+def weights_chart(grid: pd.DataFrame, path: Path) -> Path:
+    """fact_recall over the weights grid: one panel per similarity weight, recency on
+    the x axis, one line per salience weight."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sims = sorted(grid["memory.weights.similarity"].unique())
+    fig, axes = plt.subplots(1, len(sims), figsize=(8.4, 3.2), sharey=True)
+    for ax, sim in zip(axes, sims, strict=True):
+        sub = grid[grid["memory.weights.similarity"] == sim]
+        for sal, line in sub.groupby("memory.weights.salience"):
+            line = line.sort_values("memory.weights.recency")
+            ax.plot(
+                line["memory.weights.recency"], line["fact_recall"], "o-", label=f"salience {sal:g}"
+            )
+        ax.set_title(f"similarity {sim:g}", fontsize=9)
+        ax.set_xlabel("recency weight")
+    axes[0].set_ylabel("fact_recall (memory)")
+    axes[0].set_ylim(0, 1)
+    axes[-1].legend(fontsize=7)
+    fig.suptitle("synthetic_long: the weights_grid preset (usage 0.05, budget 400)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def tune_rows(tunes: list[tuple[str, Path]]) -> pd.DataFrame:
     rows = []
     for label, folder in tunes:
@@ -205,6 +234,9 @@ def main() -> None:
                 f"## {name}: fact_recall {r['fact_recall'].min():.3f} .. {r['fact_recall'].max():.3f}\n"
             )
             print(markdown_table(r.sort_values("fact_recall")) + "\n")
+            if ns.charts and folder == ns.weights:
+                ns.charts.mkdir(parents=True, exist_ok=True)
+                print(f"chart: {weights_chart(r, ns.charts / 'weights_grid.png')}")
     if ns.tune:
         pairs = []
         for item in ns.tune:
