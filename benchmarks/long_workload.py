@@ -1,7 +1,7 @@
 """Figures for docs/tuning.md: what the long workload (transcripts=synthetic_long) shows.
 
 Reads folders that memlab wrote (it runs nothing itself) and prints markdown tables;
-with --charts DIR it also draws the docs' charts there.
+with --charts DIR it also draws the docs' charts there (results/long, linked from docs/img/long).
 
     memlab run transcripts=synthetic_long hydra.run.dir=R
     memlab run -m +experiment=eviction transcripts=synthetic_long hydra.sweep.dir=E
@@ -9,7 +9,7 @@ with --charts DIR it also draws the docs' charts there.
     memlab run -m +experiment=weights_grid transcripts=synthetic_long hydra.sweep.dir=W
     memlab tune ... tune.out=T1   (one or more tunes, LABEL=DIR)
     python -m benchmarks.long_workload --run R --eviction E --half-life H --weights W \
-        --tune "shipped, hash=T1" --tune "synthetic_long, hash=T2" --charts docs/img/long
+        --tune "shipped, hash=T1" --tune "synthetic_long, hash=T2" --charts results/long
 
 Every interval is a 95% paired bootstrap over probes (memlab.lab.tune.gain.paired_gain):
 the same probes answered under two settings.
