@@ -199,6 +199,8 @@ def replay_settings(v: Validated) -> ReplaySettings:
         prompt_overhead_tokens=r.prompt_overhead_tokens,
         price_per_1k_tokens=r.price_per_1k_tokens,
         far_turns=r.report.far_turns,
+        benchmark_metrics=r.report.benchmark_metrics,
+        abstain_below=r.report.abstain_below,
     )
 
 
