@@ -62,12 +62,14 @@ def _check(ok: bool, key: str, problem: str) -> None:
 # -- the lab's own settings ---------------------------------------------------------
 @dataclass
 class TranscriptsConfig:
-    """Which transcripts to replay (``name``: a dataset in ``DATASETS``)."""
+    """Which transcripts to replay (``name``: a dataset in ``DATASETS``), and an
+    errata file to apply to them (``errata``: see ``memlab.lab.errata``)."""
 
     name: str = "synthetic"
     path: str | None = None
     limit: int | None = None
     ids: list[str] | None = None
+    errata: str | None = None
 
     def __post_init__(self) -> None:
         _check(

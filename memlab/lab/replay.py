@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.lab import errata
 from memlab.lab.metrics import ABSTAIN_BELOW, evidence_distance, score_probe
 from memlab.lab.schema import default_of
 from memlab.lab.strategies.base import Context, RanksHaystack, Strategy, StrategyFactory
@@ -89,17 +90,14 @@ def replay(
             t0 = time.perf_counter()
             context = strategy.context(turn, settings.budget)
             recall_ms = (time.perf_counter() - t0) * 1e3
-            metrics = score_probe(
-                transcript,
-                i,
-                turn,
-                context,
-                prompt_overhead_tokens=settings.prompt_overhead_tokens,
-                price_per_1k_tokens=settings.price_per_1k_tokens,
-                ranking=full,
-                benchmark=benchmark,
-                abstain_below=settings.abstain_below,
-            )
+            scoring = {
+                "prompt_overhead_tokens": settings.prompt_overhead_tokens,
+                "price_per_1k_tokens": settings.price_per_1k_tokens,
+                "ranking": full,
+                "benchmark": benchmark,
+                "abstain_below": settings.abstain_below,
+            }
+            metrics = score_probe(transcript, i, turn, context, **scoring)
             distance = evidence_distance(transcript, i, turn)
             row: dict[str, Any] = {
                 "transcript": transcript.id,
@@ -119,6 +117,13 @@ def replay(
                 "recall_ms": recall_ms,
                 "context_ids": " ".join(pid for item in context.items for pid in item.provenance),
             }
+            before = errata.original(turn)
+            if before is not None:
+                # The same context scored against the ground truth before the erratum.
+                record = turn.probe.meta[errata.META_KEY]
+                row["errata"] = f"{record['error_type']}:{record['action']}"
+                old = score_probe(transcript, i, before, context, **scoring)
+                row["errata_before"] = errata.before_row(old, turn)
             probes.append(row)
             if on_probe is not None:
                 on_probe(transcript, i, turn, context, row)

@@ -363,7 +363,9 @@ class LLMJudge:
         }
         first = self._endpoints[families[0]]
         self._check = first.check
-        self.name = f"llm:{first.name}:{prompt}:prompts-{prompt_sha256(families)[:12]}"
+        self.model = model
+        self.prompt_sha256 = prompt_sha256(families)
+        self.name = f"llm:{first.name}:{prompt}:prompts-{self.prompt_sha256[:12]}"
 
     def __repr__(self) -> str:
         return f"LLMJudge({self.name!r})"
