@@ -236,3 +236,33 @@ def test_dev_slice_errata() -> None:
                       "ATTRIBUTION_ERROR": 4, "TEMPORAL_ERROR": 3, "INCOMPLETE": 2}  # fmt: skip
     changed_evidence = [q for q in old if old[q].evidence != new[q].evidence]
     assert len(changed_evidence) >= 15
+
+
+def test_impact_counts_by_hand_including_a_judges_grade() -> None:
+    def before(answer: bool = True, scored: bool = True, **values: float | None) -> str:
+        return json.dumps({**values, "_answer": answer, "_scored": scored})
+
+    rows = pd.DataFrame(
+        [
+            # corrected evidence: recall 0 -> 1 (changed); the grade stands (unchanged)
+            ("s", "WRONG_CITATION:evidence", True, before(evidence_recall=0.0), 1.0, 1.0),
+            # answer dropped: the grade is lost; recall unchanged
+            ("s", "HALLUCINATION:drop_answer", True, before(evidence_recall=0.5), 0.5, 0.0),
+            # excluded: every metric lost
+            ("s", "AMBIGUOUS:exclude", False, before(evidence_recall=1.0), 1.0, 1.0),
+            # answer corrected: regraded (changed)
+            ("s", "TYPO:answer", True, before(evidence_recall=1.0), 1.0, 1.0),
+            # no erratum: not counted
+            ("s", None, True, None, 0.0, 0.0),
+        ],
+        columns=["strategy", "errata", "scored", "errata_before", "evidence_recall",
+                 "answer_accuracy"],
+    )  # fmt: skip
+    table = errata.impact(rows, ["evidence_recall", "answer_accuracy"]).set_index("metric")
+    ev = table.loc["evidence_recall"]
+    assert (ev.errata_probes, ev.lost, ev.gained, ev.changed, ev.unchanged) == (4, 1, 0, 1, 2)
+    assert ev.mean_before == pytest.approx(2.5 / 4) and ev.mean_after == pytest.approx(2.5 / 3)
+    acc = table.loc["answer_accuracy"]
+    assert (acc.lost, acc.changed, acc.unchanged) == (2, 1, 1)
+    assert acc.mean_before == pytest.approx(1.0)  # only the grade known before: 1.0
+    assert errata.impact(rows.drop(columns="errata_before"), ["evidence_recall"]).empty

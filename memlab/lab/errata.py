@@ -416,48 +416,61 @@ def impact(probes: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     rows = []
     for strategy, mine in hit.groupby("strategy", sort=False):
         befores = [json.loads(x) for x in mine["errata_before"]]
-        scored_now = mine["scored"].astype(bool).tolist()
-        actions = mine["errata"].tolist() if "errata" in mine else [""] * len(mine)
+        actions = [str(a).rpartition(":")[2] for a in mine["errata"]]
+        scored = mine["scored"].astype(bool).tolist()
         for m in metrics:
+            afters = mine[m].astype(float).tolist() if m in mine else [math.nan] * len(mine)
+            pairs = [
+                _before_after(m, b, a, action, now)
+                for b, a, action, now in zip(befores, afters, actions, scored, strict=True)
+            ]
             counts = {"lost": 0, "gained": 0, "changed": 0, "unchanged": 0}
-            was: list[float] = []
-            now: list[float] = []
-            for j, before in enumerate(befores):
-                after = mine[m].iloc[j] if m in mine else math.nan
-                after = float(after) if after is not None and after == after else math.nan
-                old = before.get(m)
-                if m in ANSWER_METRICS:
-                    old = after if before["_answer"] else None  # not re-asked (see above)
-                    if str(actions[j]).endswith(("drop_answer", "exclude")) and before["_answer"]:
-                        after = math.nan
-                had = old is not None and before["_scored"]
-                has = not math.isnan(after) and scored_now[j]
-                if had:
-                    was.append(float(old))  # type: ignore[arg-type]
-                if has:
-                    now.append(after)
-                if had and not has:
+            for old, new, regraded in pairs:
+                if old is not None and new is None:
                     counts["lost"] += 1
-                elif has and not had:
+                elif new is not None and old is None:
                     counts["gained"] += 1
-                elif had and has:
-                    changed = abs(float(old) - after) > 1e-12  # type: ignore[arg-type]
-                    if m in ANSWER_METRICS:
-                        changed = str(actions[j]).endswith(":answer")
-                    counts["changed" if changed else "unchanged"] += 1
-            if not (was or now):
+                elif old is not None and new is not None:
+                    differs = regraded or (not math.isnan(old) and abs(old - new) > 1e-12)
+                    counts["changed" if differs else "unchanged"] += 1
+            was = [old for old, _, _ in pairs if old is not None and not math.isnan(old)]
+            now = [new for _, new, _ in pairs if new is not None]
+            if not (was or now or counts["lost"]):
                 continue
             rows.append(
                 {
                     "strategy": strategy,
                     "metric": m,
-                    "errata_probes": len(befores),
+                    "errata_probes": len(pairs),
                     **counts,
                     "mean_before": sum(was) / len(was) if was else math.nan,
                     "mean_after": sum(now) / len(now) if now else math.nan,
                 }
             )
     return pd.DataFrame(rows, columns=IMPACT_COLUMNS)
+
+
+def _before_after(
+    metric: str, before: Mapping[str, Any], after: float, action: str, scored: bool
+) -> tuple[float | None, float | None, bool]:
+    """(the value before the erratum, after it, whether a grade was re-asked) of one
+    probe; None where it has no value in a scored group, NaN where it had one that
+    is not known (a judge's grade against a gold answer that was replaced)."""
+    new = after if scored and not math.isnan(after) else None
+    if metric not in ANSWER_METRICS:
+        value = before.get(metric)
+        return (float(value) if value is not None and before["_scored"] else None), new, False
+    # A grade is not re-asked against the original answer. The gold answer did not
+    # change (evidence, exclude): the grade stood as it is. It was dropped: the
+    # question had a grade (not known) and has none now. It was replaced: it had a
+    # grade (not known) and was graded again.
+    if action == "drop_answer":
+        new = None
+    if not (before["_answer"] and before["_scored"]):
+        return None, new, False
+    if action in ("drop_answer", "answer"):
+        return math.nan, new, action == "answer"
+    return (after if not math.isnan(after) else None), new, False
 
 
 __all__ = [
