@@ -206,7 +206,7 @@ def wide(
         row: dict[str, object] = {"embedder": emb, "budget": budget, "strategy": strat}
         for label, group in columns:
             if group == "unscored:*":
-                row[label] = _pooled(g[g.group.str.startswith("unscored:")])
+                row[label] = _pooled(g[g.group.str.startswith(("abstention:", "unscored:"))])
             else:
                 hit = g[g.group == group]["mean"]
                 row[label] = float(hit.iloc[0]) if len(hit) else float("nan")
@@ -233,7 +233,9 @@ def category_columns(data: pd.DataFrame) -> list[tuple[str, str]]:
     if set(LOCOMO_ORDER) >= set(cats):
         cats = [c for c in LOCOMO_ORDER if c in cats]
     cols = [(c, f"category:{c}") for c in cats] + [("all scored", "all")]
-    unscored = sorted(g.split(":", 1)[1] for g in groups if g.startswith("unscored:"))
+    unscored = sorted(
+        g.split(":", 1)[1] for g in groups if g.startswith(("abstention:", "unscored:"))
+    )
     if unscored:
         label = "adversarial†" if unscored == ["adversarial"] else "abstention†"
         cols.append((label, "unscored:*"))
@@ -246,7 +248,7 @@ def describe(data: pd.DataFrame) -> str:
     first = data[data.budget == data.budget.min()]
     first = first[first.strategy == first.strategy.iloc[0]]
     n_all = int(first[first.group == "all"]["n"].max())
-    unscored = first[first.group.str.startswith("unscored:")]
+    unscored = first[first.group.str.startswith(("abstention:", "unscored:"))]
     n_uns = int(unscored.groupby("group")["n"].max().sum()) if len(unscored) else 0
     return f"{n_all} scored questions" + (f", {n_uns} unscored" if n_uns else "")
 

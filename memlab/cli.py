@@ -32,7 +32,10 @@ USAGE = """usage: memlab <command> [args]        (memlab <command> --help for ea
 commands:
   run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps);
                     reader=openai judge=llm: a model answers every probe (--dry-run, --max-cost)
-  report DIR        rebuild tables and charts from a run or multirun folder
+  report DIR        rebuild tables and charts from a run or multirun folder, with how far to
+                    trust them (differences against --reference with paired CIs, ...)
+  compare RUN_A RUN_B
+                    run B against run A on the same probes (paired bootstrap CIs)
   convert DATASET FILE --out DIR
                     write a benchmark file (locomo, longmemeval) as format-v1 transcripts
   tune [overrides]  search ranking weights and half-lives (Optuna), score on held-apart transcripts
@@ -532,6 +535,19 @@ def report(args: list[str]) -> int:
     parser.add_argument(
         "--strategy", help="the heatmap's strategy (default: the only one, else memory)"
     )
+    parser.add_argument(
+        "--reference",
+        metavar="STRATEGY",
+        help="a run folder's differences are each strategy minus this one, on the same probes "
+        "(default: memory, else the first strategy)",
+    )
+    parser.add_argument(
+        "--differences",
+        metavar="METRIC[,METRIC]",
+        help="the metrics to compare (default: the run's of fact_recall, evidence_recall, "
+        "answer_accuracy, stale_wins, haystack_session_recall_all@5, haystack_turn_ndcg@10, "
+        "abstention_proxy)",
+    )
     ns = parser.parse_args(args)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a folder; pass a run or multirun folder")
@@ -549,8 +565,61 @@ def report(args: list[str]) -> int:
         heatmap=heatmap,
         metric=ns.metric,
         strategy=ns.strategy,
+        reference=ns.reference,
+        differences=_names(ns.differences),
     ):
         echo(line)
+    return OK
+
+
+def _names(text: str | None) -> list[str] | None:
+    """A comma-separated option as a list (None when not given)."""
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def compare(args: list[str]) -> int:
+    """``memlab compare RUN_A RUN_B``: run B against run A on the same probes: the
+    paired bootstrap interval of each difference, per strategy, group and metric."""
+    from memlab.lab import run_report
+
+    parser = ArgumentParser(prog="memlab compare", description=compare.__doc__)
+    parser.add_argument("run_a", type=Path, help="the run compared against (A)")
+    parser.add_argument("run_b", type=Path, help="the run compared (B); differences are B - A")
+    parser.add_argument(
+        "--strategies",
+        metavar="A_NAME:B_NAME[,...]",
+        help="strategy pairs to compare (default: every strategy both runs have, with itself)",
+    )
+    parser.add_argument("--metrics", metavar="METRIC[,METRIC]", help="as report --differences")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-charts", action="store_true")
+    parser.add_argument("--out", type=Path, help="where to write compare.md (default: RUN_B)")
+    ns = parser.parse_args(args)
+    pairs = None
+    if ns.strategies:
+        pairs = []
+        for item in _names(ns.strategies) or []:
+            a, sep, b = item.partition(":")
+            if not sep or not a or not b:
+                raise InputError(f"compare: --strategies takes A_NAME:B_NAME pairs, got {item!r}")
+            pairs.append((a, b))
+    for folder in (ns.run_a, ns.run_b):
+        if not folder.is_dir():
+            raise InputError(f"compare: {folder} is not a folder; pass two run folders")
+    found = run_report.compare(
+        ns.run_a,
+        ns.run_b,
+        strategies=pairs,
+        metrics=_names(ns.metrics),
+        n_boot=ns.bootstrap,
+        seed=ns.seed,
+        draw=not ns.no_charts,
+        out=ns.out,
+    )
+    for line in run_report.to_text(found.sections):
+        echo(line)
+    echo(f"\nwritten: {', '.join(str(p) for p in found.written)}")
     return OK
 
 
@@ -658,9 +727,6 @@ def gate(args: list[str]) -> int:
     parser.add_argument("--markdown", type=Path, help="where to write the report (RUN/gate.md)")
     ns = parser.parse_args(args)
 
-    def names(text: str | None) -> list[str] | None:
-        return [x.strip() for x in text.split(",") if x.strip()] if text else None
-
     gate_rules = gating.rules(
         file=ns.rules,
         margin_abs=ns.margin_abs,
@@ -668,8 +734,8 @@ def gate(args: list[str]) -> int:
         margins=ns.margin,
         include_latency=ns.include_latency,
         exclude=ns.exclude,
-        groups=names(ns.groups),
-        strategies=names(ns.strategies),
+        groups=_names(ns.groups),
+        strategies=_names(ns.strategies),
     )
     outcome = gating.evaluate(ns.baseline, ns.run, gate_rules, allow_config=ns.allow_config)
     if outcome.text:
@@ -725,6 +791,7 @@ def bench(args: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "report": report,
+    "compare": compare,
     "convert": convert,
     "tune": tune,
     "gate": gate,

@@ -224,7 +224,7 @@ def test_run_on_longmemeval_has_rank_metrics_by_question_type(tmp_path: Path) ->
     s: pd.DataFrame = result.summary
     groups = set(s.group)
     assert {"category:single-session-user", "category:single-session-assistant"} <= groups
-    assert "unscored:knowledge-update" in groups and "category:knowledge-update" not in groups
+    assert "abstention:knowledge-update" in groups and "category:knowledge-update" not in groups
     mem = s[(s.strategy == "memory") & (s.group == "all")].set_index("metric")["mean"]
     for family in ("haystack", "context"):
         for level in ("session", "turn"):

@@ -253,3 +253,52 @@ def test_a_registered_metric_is_scored_for_every_probe() -> None:
     assert "toy_items_squared" not in score_probe(t, i, t.turns[i], Context([item("a")]))
     with pytest.raises(ValueError, match="direction must be"):
         Metric("bad", 2, "no")
+
+
+# -- abstention (LoCoMo's adversarial questions) ----------------------------------------------
+def test_question_coverage_by_hand() -> None:
+    from memlab.lab.metrics import question_coverage
+
+    q = "What did Caroline realize after her charity race?"  # caroline realize after charity race
+    assert question_coverage(q, ["Melanie: I ran a charity race on Saturday."]) == 2 / 5
+    assert question_coverage(q, ["charity", "Caroline had a charity race after all"]) == 4 / 5
+    assert question_coverage(q, []) == 0.0
+    assert question_coverage("what is it?", ["anything"]) == 1.0  # no content words
+
+
+def _abstention_transcript() -> Transcript:
+    data = {
+        "format": "memlab.transcript/1",
+        "id": "adv",
+        "meta": {"dataset": "locomo"},
+        "turns": [
+            {"id": "D1:1", "ts": "2026-01-01T00:00:00Z", "scope": "c", "role": "user",
+             "text": "Melanie: I ran a charity race on Saturday.", "session": "session_1"},
+            {"id": "Q1", "ts": "2026-01-02T00:00:00Z", "scope": "c", "role": "user",
+             "text": "What did Caroline realize after her charity race?",
+             "probe": {"evidence": ["D1:1"], "answer": "self-care matters", "scored": False,
+                       "detached": True, "category": "adversarial",
+                       "meta": {"abstention": True}}},
+            {"id": "Q2", "ts": "2026-01-02T00:00:01Z", "scope": "c", "role": "user",
+             "text": "When did Melanie run the charity race?",
+             "probe": {"evidence": ["D1:1"], "answer": "Saturday", "detached": True,
+                       "category": "temporal"}},
+        ],
+    }  # fmt: skip
+    return Transcript.from_dict(data)
+
+
+def test_abstention_proxies_on_abstention_and_answerable_questions() -> None:
+    t = _abstention_transcript()
+    ctx = Context([ContextItem(t.turns[0].text, 10, "turn", "c", "user", ("D1:1",), 0.9)])
+    adv = score_probe(t, 1, t.turns[1], ctx, benchmark=True, abstain_below=0.65)
+    assert adv["question_coverage"] == 2 / 5 and adv["abstention_proxy"] == 1.0
+    assert "false_abstention_proxy" not in adv
+    ok = score_probe(t, 2, t.turns[2], ctx, benchmark=True, abstain_below=0.65)
+    # terms melanie, run, charity, race: three of four in the turn ("ran" is not "run")
+    assert ok["question_coverage"] == 0.75 and ok["false_abstention_proxy"] == 0.0
+    assert "abstention_proxy" not in ok
+    strict = score_probe(t, 2, t.turns[2], ctx, benchmark=True, abstain_below=0.8)
+    assert strict["false_abstention_proxy"] == 1.0
+    off = score_probe(t, 1, t.turns[1], ctx)  # not a benchmark run: no proxies
+    assert not {"abstention_proxy", "question_coverage"} & set(off)

@@ -47,9 +47,13 @@ from memlab.memory.lexical import terms
 from memlab.registry import Registry
 
 UNTRUSTED = frozenset({"tool", "web"})
-ABSTAIN_BELOW = 0.5
+ABSTAIN_BELOW = 0.65
 """The default ``report.abstain_below``: a context whose best item covers less of
-the question's terms than this would make a reader abstain (``abstention_proxy``)."""
+the question's terms than this would make a reader abstain (``abstention_proxy``).
+Chosen on LoCoMo conv-26 alone (the value of 0.05 steps that best separates its
+adversarial questions from its answerable ones for memory_longterm and the
+reference retrievers at 800 tokens); figures are reported on conv-30
+(docs/trust.md)."""
 _NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
 
 
@@ -544,6 +548,15 @@ CONTEXT_METRICS = ranking.metric_names("context")
 )
 def _evidence_recall_at_10(s: Scoring) -> float:
     return evidence_recall_at_k(s.ranked, s.probe.evidence, 10)
+
+
+@_probe_metric(
+    "question_coverage",
+    0,
+    "the largest share of the question's terms one context item holds (benchmark probes)",
+)
+def _question_coverage(s: Scoring) -> float | None:
+    return s.coverage if s.benchmark else None
 
 
 @_probe_metric(
