@@ -30,8 +30,9 @@ detect less; the paired interval is the test itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
+from typing import Any
 
 import pandas as pd
 
@@ -284,7 +285,7 @@ def minimum_detectable(
     return pd.DataFrame(rows, columns=MDD_COLUMNS)
 
 
-def interval(row: pd.Series | dict[str, float], digits: int = 3) -> str:
+def interval(row: Mapping[str, Any], digits: int = 3) -> str:
     """``+0.052 [+0.021, +0.083]*`` (``*``: the interval excludes 0)."""
     if any(isinstance(row[k], float) and math.isnan(row[k]) for k in ("diff", "ci_low", "ci_high")):
         return "-"
@@ -299,10 +300,7 @@ def wide(table: pd.DataFrame, metric: str, groups: Sequence[str] | None = None) 
     if sub.empty:
         return pd.DataFrame()
     order = list(dict.fromkeys(sub["group"])) if groups is None else list(groups)
-    cells = {
-        (r.strategy, r.group): interval(r._asdict())  # type: ignore[attr-defined]
-        for r in sub.itertuples(index=False)
-    }
+    cells = {(str(r["strategy"]), str(r["group"])): interval(r) for r in sub.to_dict("records")}
     strategies = list(dict.fromkeys(sub["strategy"]))
     data = {g: [cells.get((s, g), "-") for s in strategies] for g in order if g in set(sub.group)}
     return pd.DataFrame(data, index=pd.Index(strategies, name="strategy"))

@@ -60,7 +60,7 @@ class Section:
 
 def shown_groups(groups: Sequence[str]) -> list[str]:
     """The groups a report table shows: ``all``, then categories, then abstention."""
-    order = ["all"] + sorted(g for g in groups if g.startswith("category:"))
+    order = ["all", *sorted(g for g in groups if g.startswith("category:"))]
     return order + sorted(g for g in groups if g.startswith("abstention:"))
 
 
@@ -188,7 +188,7 @@ def abstention_section(summary: pd.DataFrame) -> Section | None:
             n = g["n"].sum()
             mean = float((g["mean"] * g["n"]).sum() / n) if n else math.nan
             label = f"{metric} ({'abstention questions' if group.endswith(':') else 'answerable'})"
-            rows.setdefault(s, {})[label] = f"{format_value(mean)} (n={int(n)})"
+            rows.setdefault(str(s), {})[label] = f"{format_value(mean)} (n={int(n)})"
     if not any("abstention questions" in k for r in rows.values() for k in r):
         return None
     table = pd.DataFrame.from_dict(rows, orient="index").fillna("-")
