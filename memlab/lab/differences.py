@@ -285,7 +285,7 @@ def minimum_detectable(
     return pd.DataFrame(rows, columns=MDD_COLUMNS)
 
 
-def interval(row: Mapping[str, Any], digits: int = 3) -> str:
+def interval(row: Mapping[Any, Any], digits: int = 3) -> str:
     """``+0.052 [+0.021, +0.083]*`` (``*``: the interval excludes 0)."""
     if any(isinstance(row[k], float) and math.isnan(row[k]) for k in ("diff", "ci_low", "ci_high")):
         return "-"
