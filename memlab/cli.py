@@ -39,6 +39,8 @@ commands:
   convert DATASET FILE --out DIR
                     write a benchmark file (locomo, longmemeval) as format-v1 transcripts
   tune [overrides]  search ranking weights and half-lives (Optuna), score on held-apart transcripts
+  judge calibrate [judge=NAME judge.KEY=VALUE ...] --audit DIR
+                    a judge's acceptance of gold and of known-wrong answers, with 95% intervals
   gate --baseline SUMMARY RUN_DIR
                     compare a run with a baseline; exit 1 when a metric regressed
   demo              a short tour of the memory layer (two users, recall under a budget)
@@ -748,6 +750,107 @@ def gate(args: list[str]) -> int:
     return OK if outcome.passed else REGRESSED
 
 
+# -- judge calibration -----------------------------------------------------------------------
+JUDGE_USAGE = """usage: memlab judge calibrate [options] [judge=NAME judge.KEY=VALUE ... cache.KEY=VALUE]
+
+targets:
+  calibrate   grade the gold answers (should be accepted) and two sets of known-wrong
+              answers (specific but wrong, vague but topical: should be rejected) with a
+              judge; acceptance rates with 95% intervals per category
+              (memlab judge calibrate --help lists the options)"""
+
+
+def judge(args: list[str]) -> int:
+    """``memlab judge calibrate``: a judge's true-accept and false-accept rates."""
+    if not args or args[0] in {"-h", "--help"}:
+        if args:
+            echo(JUDGE_USAGE)
+            return OK
+        raise InputError("judge needs a target: memlab judge calibrate (memlab judge --help)")
+    if args[0] != "calibrate":
+        raise InputError(f"judge has no target {args[0]!r}; the target is: calibrate")
+    import time as clock
+
+    from memlab.lab import calibration
+    from memlab.lab.experiment import calibration_judge
+    from memlab.lab.fingerprint import file_sha256
+    from memlab.lab.judges import provenance
+
+    parser = ArgumentParser(
+        prog="memlab judge calibrate",
+        description="Grade the gold answers and two known-wrong answer sets of the public "
+        "LoCoMo audit with a judge (the judge config group: judge=llm judge.prompt=locomo "
+        "judge.model=... ; default judge=exact), and report how often it accepts each, per "
+        "category, with Wilson 95%% intervals.",
+    )
+    parser.add_argument("--audit", type=Path, help="a folder holding the audit's "
+                        "wrong_answers_v1*.json (specific) and wrong_answers_v2*.json (vague)")  # fmt: skip
+    parser.add_argument("--specific", type=Path, help="the specific-but-wrong answers file")
+    parser.add_argument("--vague", type=Path, help="the vague-but-topical answers file")
+    parser.add_argument("--out", type=Path, help="output folder (results/calibration/<time>)")
+    parser.add_argument("--threshold", type=float, default=0.5,
+                        help="accept an answer whose score is at least this (0.5)")  # fmt: skip
+    parser.add_argument("--limit", type=int, help="only the first N questions of each file")
+    parser.add_argument("--concurrency", type=int, default=16, help="judge calls in flight")
+    parser.add_argument("--max-cost", type=float, help="stop making judge calls past USD")
+    _no_progress(parser)
+    ns, rest = parser.parse_known_args(args[1:])
+    flags = [a for a in rest if a.startswith("-")]
+    if flags:
+        raise InputError(f"judge calibrate: unknown options {flags} (see --help)")
+    if ns.audit is not None:
+        files = calibration.find_audit(ns.audit)
+    elif ns.specific is not None and ns.vague is not None:
+        files = {"specific": ns.specific, "vague": ns.vague}
+    else:
+        raise InputError(
+            "judge calibrate: pass --audit DIR, or --specific FILE and --vague FILE "
+            "(the public LoCoMo audit's wrong_answers_v1 / v2 files)"
+        )
+    if ns.limit is not None and ns.limit < 1:
+        raise InputError(f"judge calibrate: --limit must be >= 1, got {ns.limit}")
+    if ns.max_cost is not None and not ns.max_cost > 0:
+        raise InputError(f"judge calibrate: --max-cost must be > 0, got {ns.max_cost}")
+    items = calibration.load_answers(files["specific"], files["vague"])
+    if ns.limit is not None:
+        keep = list(dict.fromkeys(i.question_id for i in items))[: ns.limit]
+        items = [i for i in items if i.question_id in set(keep)]
+    grader = calibration_judge(rest)
+    try:
+        grader.check()
+        graded = calibration.grade(
+            grader,
+            items,
+            threshold=ns.threshold,
+            concurrency=ns.concurrency,
+            max_usd=ns.max_cost,
+            progress=False if ns.no_progress else None,
+        )
+        identity = provenance(grader)
+    finally:
+        grader.close()
+    summary = calibration.summarize(graded)
+    out = ns.out or Path("results/calibration") / clock.strftime("%Y-%m-%d_%H-%M-%S")
+    origin = {
+        "judge": identity,
+        "threshold": ns.threshold,
+        "answers": {k: {"file": str(v), "sha256": file_sha256(Path(v))} for k, v in files.items()},
+    }
+    written = calibration.write(out, graded, summary, origin)
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        echo(f"judge {identity['name']}: {len(items):,} answers graded")
+        echo(calibration.headline(summary).to_string(index=False))
+        by = summary.pivot_table(index="category", columns="set", values="accept_rate", sort=False)
+        echo("\nacceptance rate by category:\n" + by.to_string(float_format="{:.1%}".format))
+    skipped = int(graded["verdict"].eq("not graded (max cost)").sum())
+    if skipped:
+        echo(f"\nINCOMPLETE: --max-cost stopped the grading; {skipped:,} answers were not graded")
+    echo(f"\nwritten: {', '.join(str(p) for p in written)}")
+    return OK
+
+
 # -- demo and bench ----------------------------------------------------------------------------
 def demo(args: list[str]) -> int:
     """``memlab demo``: a short tour of the memory layer."""
@@ -792,6 +895,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "report": report,
     "compare": compare,
+    "judge": judge,
     "convert": convert,
     "tune": tune,
     "gate": gate,

@@ -16,18 +16,19 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memlab.errors import ConfigError
+from memlab.errors import ConfigError, InputError
 from memlab.lab import errata, fingerprint
 from memlab.lab.answering import Answering, Answers
 from memlab.lab.config import Plugin, Validated, answer_settings, validate
 from memlab.lab.files import atomic_write, atomic_write_text
+from memlab.lab.judges import Judge
 from memlab.lab.readers import NO_READER
 from memlab.lab.replay import ReplaySettings, run_experiment
 from memlab.lab.schema import build, parameters
@@ -122,6 +123,34 @@ def answering(v: Validated, progress: bool | None = None) -> Answering | None:
         raise
     shown = v.run.progress if progress is None else progress
     return Answering(reader, judge, settings, progress=shown)
+
+
+def calibration_judge(overrides: Sequence[str]) -> Judge:
+    """The judge ``memlab judge calibrate`` grades with: the ``judge`` config group
+    and its keys as a run would build it (``judge=llm judge.prompt=locomo_strict
+    judge.model=...``), behind the model cache (``cache.*``). Its endpoint is not
+    checked here (``Judge.check``).
+
+    Raises:
+        InputError: an override that is not a judge or cache key.
+        ConfigError: an unknown judge, key or value.
+    """
+    from memlab.lab.config import CacheConfig, compose, plugin
+    from memlab.lab.schema import structured
+
+    others = [o for o in overrides if not o.lstrip("+~").startswith(("judge", "cache."))]
+    if others:
+        raise InputError(
+            f"judge calibrate takes judge=NAME, judge.KEY=VALUE and cache.KEY=VALUE "
+            f"overrides, not {others}"
+        )
+    cfg = compose(list(overrides))
+    node = plugin("judge", cfg.get("judge"))
+    cache_cfg: CacheConfig = structured(CacheConfig, cfg.get("cache") or {}, "cache")
+    cache = ModelCache(cache_cfg.path) if cache_cfg.answers else None
+    extra = {"cache": cache} if "cache" in parameters(node.cls) else {}
+    judge: Judge = instantiate(node, **extra)
+    return judge
 
 
 def _short_hash(*parts: str) -> str:
