@@ -212,8 +212,10 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
             "answers": [f"{s} ({SETS[s][1]})" for s in sub["set"]],
             "rate": sub["rate"].tolist(),
             "accepted": [
-                f"{r.accept_rate:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}] of {r.n}" if r.n else "-"
-                for r in sub.itertuples()
+                f"{r['accept_rate']:.1%} [{r['ci_low']:.1%}, {r['ci_high']:.1%}] of {r['n']}"
+                if r["n"]
+                else "-"
+                for r in sub.to_dict("records")
             ],
             "ungraded": sub["ungraded"].tolist(),
         }
