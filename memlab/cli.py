@@ -448,12 +448,24 @@ def _print_run(result: Any) -> None:
         echo()
         for line in answers_lines(answers):
             echo(line)
+    if result.errata is not None:
+        from memlab.lab.run_report import errata_section, to_text
+
+        section = errata_section(result.out)
+        for line in to_text([section] if section is not None else []):
+            echo(line)
     for label, stats in result.cache_stats.items():
         echo(f"\n{label} cache: {stats}")
     echo(
         f"\nresults: {result.out}/ (summary.csv, probes.csv, turns.csv, config.yaml, "
-        f"fingerprint.json{', charts/*.png' if result.charts else ''})"
+        f"fingerprint.json{', errata.csv' if result.errata is not None else ''}"
+        f"{', charts/*.png' if result.charts else ''})"
     )
+    if result.strategies > 1:
+        echo(
+            f"how far to trust the differences: memlab report {result.out} "
+            "(paired intervals against memory, minimum detectable differences)"
+        )
 
 
 def tune(args: list[str]) -> int:
