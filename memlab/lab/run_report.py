@@ -122,6 +122,11 @@ def uninformative_share(probes: pd.DataFrame, strategy: str, metric: str) -> flo
     return float(np.mean(flags))
 
 
+def flag(share: float) -> str:
+    """``†`` when every probe's value is uninformative, ``†(12%)`` when a share is."""
+    return UNINFORMATIVE if share >= 1 else f"{UNINFORMATIVE}({share:.0%})"
+
+
 def ranked_sections(probes: pd.DataFrame, summary: pd.DataFrame) -> list[Section]:
     """The full-ranking and budget-bound retrieval sections (when the run has them)."""
     out = []
@@ -155,7 +160,7 @@ def ranked_sections(probes: pd.DataFrame, summary: pd.DataFrame) -> list[Section
                 value = format_value(float(hit.iloc[0])) if len(hit) else "-"
                 share = uninformative_share(probes, s, name)
                 if share > 0:
-                    value += UNINFORMATIVE
+                    value += flag(share)
                     flagged = True
                 cells.append(value)
             rows[s] = cells
@@ -165,7 +170,8 @@ def ranked_sections(probes: pd.DataFrame, summary: pd.DataFrame) -> list[Section
         table.index.name = "strategy"
         flag_note = (
             f" {UNINFORMATIVE} = uninformative: k is at least the number of sessions (turns) "
-            "in the haystack for some of these probes, so the top k holds all of it."
+            "in the haystack, so the top k holds all of it (for every probe, or for the "
+            "share given)."
             if flagged
             else ""
         )
@@ -408,6 +414,7 @@ __all__ = [
     "compare",
     "difference_sections",
     "errata_section",
+    "flag",
     "ranked_sections",
     "to_markdown",
     "to_text",
