@@ -75,7 +75,7 @@ def test_abstention_section_pools_the_abstention_groups(folder: Path) -> None:
     summary = pd.read_csv(folder / "summary.csv")
     section = run_report.abstention_section(summary)
     assert section is not None
-    ((caption, table),) = section.tables
+    ((_caption, table),) = section.tables
     assert "abstention_proxy (abstention questions)" in table.columns
     assert table.loc["memory", "abstention_proxy (abstention questions)"].endswith("(n=1)")
     assert run_report.abstention_section(summary[summary.metric != "abstention_proxy"]) is None
