@@ -140,7 +140,9 @@ def differences(
         reference: the reference strategy (``reference_of``).
         metrics: the metrics (``pick_metrics``).
         groups: the groups (default: every group of summary.csv).
-        n_boot, seed, level: the bootstrap's.
+        n_boot: bootstrap resamples.
+        seed: the bootstrap's seed.
+        level: the intervals' confidence level.
 
     Raises:
         MemlabError: an unknown reference or metric.
