@@ -11,6 +11,7 @@ from memlab.memory.layer import (
     MemoryInput,
     MemoryLayer,
     NeighborPolicy,
+    Ranking,
     RecallResult,
     SummarizePolicy,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "PgVectorStore",
     "QueryRewriter",
     "RankWeights",
+    "Ranking",
     "RecallQuery",
     "RecallResult",
     "Source",

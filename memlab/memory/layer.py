@@ -28,7 +28,16 @@ from memlab.memory.checks import (
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
-from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
+from memlab.memory.rank import (
+    HOUR,
+    HalfLives,
+    HybridRanker,
+    RankWeights,
+    Scored,
+    adjacent_rows,
+    pack,
+    ranked,
+)
 from memlab.memory.records import (
     SOURCE_CODES,
     UNTRUSTED_SOURCES,
@@ -43,7 +52,7 @@ from memlab.memory.records import (
     new_id,
 )
 from memlab.memory.rewrite import QueryRewriter
-from memlab.memory.stores.base import MemoryStore
+from memlab.memory.stores.base import Candidates, MemoryStore
 from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 
@@ -141,6 +150,29 @@ class RecallResult:
 
     def __getitem__(self, i: int) -> Hit:
         return self.hits[i]
+
+
+@dataclass
+class Ranking:
+    """Every active record of a scope, best first, as the ranker scored them for a
+    query: no token budget, no neighbours, no score threshold (``MemoryLayer.rank``).
+
+    Attributes:
+        query: the query.
+        ids: record ids, best first.
+        scores: their scores (same order).
+        now: the time ranked against.
+        search_text: the query text after rewriting.
+    """
+
+    query: RecallQuery
+    ids: list[str]
+    scores: np.ndarray
+    now: float
+    search_text: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 @dataclass
@@ -454,28 +486,10 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("recall", query))
         check_bool(touch, "touch")
-        self._check_open()
-        now = float(query.now) if query.now is not None else self.clock()
-        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
-        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
-        qvec = self.embed_query(text)
-        cands = self.store.candidates(
-            query.scope,
-            qvec,
-            kinds=query.kinds,
-            include_archived=False,
-            pool=self.pool,
-            text=text if self.ranker.uses_lexical else None,
-            weights=self.ranker.weights.as_dict(),
-        )
-        if len(cands) == 0:
+        now, text, window, cands, scored = self._score(query)
+        if scored is None:
             return RecallResult(query, [], now, 0, text, window)
         mask = cands.mask
-        if not query.include_untrusted:
-            untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
-            mask = mask & ~untrusted
-            cands = dataclasses.replace(cands, mask=mask)
-        scored = self.ranker.score(cands, qvec, now, window=window)
         scores = scored.scores
         neighbor_rows: dict[int, int] = {}
         expand = None
@@ -525,6 +539,63 @@ class MemoryLayer:
         if touch and hits:
             self.store.touch(query.scope, [h.record.id for h in hits], now)
         return RecallResult(query, hits, now, cands.n_active, text, window)
+
+    def rank(self, query: RecallQuery) -> Ranking:
+        """Every active record of ``query.scope`` ranked best first, as ``recall``
+        scores them, without packing: no token budget, no ``max_hits``, no
+        ``min_score``/``min_score_ratio`` cut and no neighbour expansion (those
+        choose what fits a prompt; this is the ranking they choose from). Ties are
+        broken as packing breaks them (newer first, then id). Nothing is touched.
+
+        ``query.kinds`` and ``query.include_untrusted`` filter as in ``recall``;
+        ``token_budget`` is ignored. An approximate store ranks its candidate pool
+        (``pool`` records per scope), as ``recall`` does.
+
+        Raises:
+            InputError: ``query`` is not a RecallQuery.
+        """
+        if not isinstance(query, RecallQuery):
+            raise InputError(_not_a_query("rank", query))
+        now, text, _, cands, scored = self._score(query)
+        if scored is None:
+            return Ranking(query, [], np.zeros(0), now, text)
+        rows = list(
+            ranked(
+                scored.scores,
+                cands.tokens,
+                int(cands.tokens.max()),
+                ids=cands.ids,
+                tiebreak=cands.created_at,
+            )
+        )
+        return Ranking(query, [cands.ids[r] for r in rows], scored.scores[rows], now, text)
+
+    def _score(
+        self, query: RecallQuery
+    ) -> tuple[float, str, TimeWindow | None, Candidates, Scored | None]:
+        """The scope's candidates scored for ``query`` (``recall`` and ``rank``):
+        (now, rewritten text, time window, candidates, scores; None when the scope
+        has no candidates)."""
+        self._check_open()
+        now = float(query.now) if query.now is not None else self.clock()
+        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
+        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
+        qvec = self.embed_query(text)
+        cands = self.store.candidates(
+            query.scope,
+            qvec,
+            kinds=query.kinds,
+            include_archived=False,
+            pool=self.pool,
+            text=text if self.ranker.uses_lexical else None,
+            weights=self.ranker.weights.as_dict(),
+        )
+        if len(cands) == 0:
+            return now, text, window, cands, None
+        if not query.include_untrusted:
+            untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
+            cands = dataclasses.replace(cands, mask=cands.mask & ~untrusted)
+        return now, text, window, cands, self.ranker.score(cands, qvec, now, window=window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.
