@@ -32,14 +32,20 @@ USAGE = """usage: memlab <command> [args]        (memlab <command> --help for ea
 commands:
   run [overrides]   replay transcripts through memory strategies (Hydra; -m for sweeps);
                     reader=openai judge=llm: a model answers every probe (--dry-run, --max-cost)
-  report DIR        rebuild tables and charts from a run or multirun folder
+  report DIR        rebuild tables and charts from a run or multirun folder, with how far to
+                    trust them (differences against --reference with paired CIs, ...)
+  compare RUN_A RUN_B
+                    run B against run A on the same probes (paired bootstrap CIs)
   convert DATASET FILE --out DIR
                     write a benchmark file (locomo, longmemeval) as format-v1 transcripts
   tune [overrides]  search ranking weights and half-lives (Optuna), score on held-apart transcripts
+  judge calibrate [judge=NAME judge.KEY=VALUE ...] --audit DIR
+                    a judge's acceptance of gold and of known-wrong answers, with 95% intervals
   gate --baseline SUMMARY RUN_DIR
                     compare a run with a baseline; exit 1 when a metric regressed
   demo              a short tour of the memory layer (two users, recall under a budget)
   synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
+                    (--turns 300-600 --days 40 ...: long multi-week ones)
   bench store       compare the store backends on one seeded workload
                     -> results/bench/store.csv, store.png
 
@@ -223,18 +229,25 @@ def _app_help(command: str) -> str:
     width = max(len(g) for g in groups) + 1
     flags = " [--dry-run] [--max-cost USD]" if command == "run" else ""
     lines = [
-        f"usage: memlab {command} [KEY=VALUE | GROUP=OPTION ...] [-m] [--no-progress]{flags}",
+        f"usage: memlab {command} [KEY=VALUE | GROUP=OPTION ...] "
+        + ("[-m] [--no-progress]" + flags if command == "run" else "[--force] [--no-progress]"),
         "",
         (
             "Replay transcripts through memory strategies, score every probe and write a run\n"
             "folder (summary.csv, probes.csv, turns.csv, config.yaml, fingerprint.json, charts)."
             if command == "run"
             else "Search the memory layer's ranking weights and half-lives with Optuna on the\n"
-            "tuning transcripts; write the best config as a preset and score it, next to the\n"
-            "default, on the held-apart transcripts (conf/tune.yaml documents every key)."
+            "tuning transcripts; report the best config's gain over the default on the tuning\n"
+            "and the held-apart transcripts as paired bootstrap intervals; write it as a preset\n"
+            "only when the held-apart gain excludes 0 (conf/tune.yaml documents every key).\n"
+            "Search ranges: 'KEY=interval(a,b)', 'KEY=int(interval(a,b))', 'KEY=choice(x,y)'.\n"
+            "--force: write the preset anyway. tune.out=DIR: the folder (rerun to resume)."
         ),
-        "-m sweeps: one job per value (budget=200,400,800) or +experiment=NAME.",
-        "",
+        *(
+            ["-m sweeps: one job per value (budget=200,400,800) or +experiment=NAME.", ""]
+            if command == "run"
+            else [""]
+        ),
         "config groups (GROUP=OPTION):",
     ]
     lines += [f"  {g + ':':<{width}} {', '.join(opts)}" for g, opts in groups.items()]
@@ -243,7 +256,11 @@ def _app_help(command: str) -> str:
     lines += [
         "",
         f"memlab {command} --cfg job     print the composed config: every key and its value",
-        f"memlab {command} --hydra-help  Hydra's own options (launchers, sweepers, logging)",
+        *(
+            [f"memlab {command} --hydra-help  Hydra's own options (launchers, sweepers, logging)"]
+            if command == "run"
+            else []
+        ),
         "progress=false (or --no-progress): never draw progress bars",
     ]
     if command == "run":
@@ -375,9 +392,8 @@ def _dry_run(args: list[str], multirun: bool) -> int:
 
 
 def _run_job(cfg: Any) -> Any:
-    """One Hydra job: a run (or a tuning trial, whose objective goes back to the
-    sweeper). In a multirun a failure is raised naming the job (it may cross a
-    process boundary)."""
+    """One Hydra job: a run. In a multirun a failure is raised naming the job (it
+    may cross a process boundary)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -388,13 +404,6 @@ def _run_job(cfg: Any) -> Any:
     httpx_log.setLevel(max(level, logging.WARNING))
     try:
         out = Path(hc.runtime.output_dir)
-        if cfg.get("tune") is not None:
-            from memlab.lab.tune import run_trial
-
-            trial = run_trial(cfg, out)
-            echo(_quiet(trial.run))
-            echo(trial.line())
-            return trial.objective
         from memlab.lab.experiment import run as run_experiment
 
         _print_run(run_experiment(cfg, out))
@@ -443,71 +452,60 @@ def _print_run(result: Any) -> None:
         echo()
         for line in answers_lines(answers):
             echo(line)
+    if result.errata is not None:
+        from memlab.lab.run_report import errata_section, to_text
+
+        section = errata_section(result.out)
+        for line in to_text([section] if section is not None else []):
+            echo(line)
     for label, stats in result.cache_stats.items():
         echo(f"\n{label} cache: {stats}")
     echo(
         f"\nresults: {result.out}/ (summary.csv, probes.csv, turns.csv, config.yaml, "
-        f"fingerprint.json{', charts/*.png' if result.charts else ''})"
+        f"fingerprint.json{', errata.csv' if result.errata is not None else ''}"
+        f"{', charts/*.png' if result.charts else ''})"
     )
+    if result.strategies > 1:
+        echo(
+            f"how far to trust the differences: memlab report {result.out} "
+            "(paired intervals against memory, minimum detectable differences)"
+        )
 
 
 def tune(args: list[str]) -> int:
-    """``memlab tune [overrides]``: Optuna (TPE) over ranking weights and half-lives
-    on the tuning transcripts, then the best config as a preset and its score on
-    the held-apart transcripts (conf/tune.yaml documents every key)."""
+    """``memlab tune [overrides] [--force] [--no-progress]``: Optuna (TPE) over the
+    search space on the tuning transcripts, then the paired gain of the best
+    config over the default on the tuning and the held-apart transcripts; the
+    preset is written only when the held-apart gain excludes 0 (or with --force)."""
     if _wants_help(args):
         echo(_app_help("tune"))
         return OK
     from memlab.errors import require
 
     require("optuna", feature="memlab tune", extra="tune")
-    require("hydra_plugins.hydra_optuna_sweeper", feature="memlab tune", extra="tune")
     if _wants_hydra(args):
-        _hydra_app("tune", "memlab tune", list(args))
-        return OK
-    from memlab.lab import tune as tuning
-    from memlab.lab.config import validate
-    from memlab.lab.experiment import load_transcripts
-    from memlab.lab.metrics import direction
-    from memlab.lab.report import format_table, sweep_report
-    from memlab.lab.sweep import plan_run
+        return _print_config(args, "tune")
+    from memlab.lab.tune import run as run_tune
 
-    args = _app_args(args)
-    plan = plan_run(args, "tune")
-    if not plan.multirun:
-        raise ConfigError("config key 'hydra.mode': memlab tune runs a sweep; keep it MULTIRUN")
-    v = validate(plan.cfg)
-    tc = v.run.tune
-    if tc is None:
-        raise ConfigError("config key 'tune': memlab tune needs it (conf/tune.yaml sets it)")
-    transcripts = load_transcripts(v)
-    tuning_ids, holdout = tuning.split(transcripts, tc)
-    echo(
-        f"memlab tune: maximize {'' if direction(tc.metric) > 0 else '-'}{tc.metric} of "
-        f"{tc.strategy} (group {tc.group}) over {tc.n_trials} trials (seed {tc.seed})"
-        + (f", mean prompt tokens <= {tc.max_prompt_tokens:g}" if tc.max_prompt_tokens else "")
-        + f"\n  tuning set ({len(tuning_ids)}): {', '.join(tuning_ids)}"
-        + f"\n  held apart ({len(holdout)}): {', '.join(holdout)}\n  trials: {plan.output}"
-    )
-    argv = list(args)
-    if not plan.output_given:
-        argv.append(f"hydra.sweep.dir={_override_value(plan.output)}")
-    _hydra_app("tune", "memlab tune", argv)
-    trials = sweep_report(plan.output, draw=bool(v.run.report.charts))
-    echo(trials[-1].strip())
-    rep = tuning.finish(args, plan.output, transcripts, tuning_ids, holdout)
-    for result in rep.runs:
-        echo(_quiet(result))
-    import pandas as pd
+    force = "--force" in args
+    rest = _app_args([a for a in args if a != "--force"])
+    unknown = [a for a in rest if a.startswith("-")]
+    if unknown:
+        raise InputError(f"tune: unknown option {unknown[0]} (see memlab tune --help)")
+    run_tune(rest, force=force, echo=echo)
+    return OK
 
-    shown = rep.table.set_index("set")
-    with pd.option_context("display.width", 250, "display.max_columns", 20):
-        text = format_table(shown[[c for c in shown.columns if not c.endswith("_ci")]])
-    echo(f"\nbest trial: objective {rep.best_value:.4f} on the tuning set; parameters:")
-    echo("\n".join(f"  {k}: {v}" for k, v in rep.values.items()))
-    echo(f"\n{tc.metric} of {tc.strategy} (group {tc.group}), default vs tuned:")
-    echo(text)
-    echo(f"\npreset: {rep.preset}\nuse it: {rep.use}\nreport: {rep.markdown}")
+
+def _print_config(args: list[str], config_name: str) -> int:
+    """``--cfg job``: print the composed config (memlab tune composes without Hydra's app)."""
+    from omegaconf import OmegaConf
+
+    from memlab.lab.config import compose
+    from memlab.lab.tune.space import fixed_overrides
+
+    rest = [a for a in args if not (a in HYDRA_FLAGS or a.startswith(("--cfg", "--info")))]
+    rest = [a for a in rest if a not in {"job", "hydra", "all"}]
+    echo(OmegaConf.to_yaml(compose(fixed_overrides(rest), config_name)))
     return OK
 
 
@@ -532,6 +530,19 @@ def report(args: list[str]) -> int:
     parser.add_argument(
         "--strategy", help="the heatmap's strategy (default: the only one, else memory)"
     )
+    parser.add_argument(
+        "--reference",
+        metavar="STRATEGY",
+        help="a run folder's differences are each strategy minus this one, on the same probes "
+        "(default: memory, else the first strategy)",
+    )
+    parser.add_argument(
+        "--differences",
+        metavar="METRIC[,METRIC]",
+        help="the metrics to compare (default: the run's of fact_recall, evidence_recall, "
+        "answer_accuracy, stale_wins, haystack_session_recall_all@5, haystack_turn_ndcg@10, "
+        "abstention_proxy)",
+    )
     ns = parser.parse_args(args)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a folder; pass a run or multirun folder")
@@ -549,25 +560,109 @@ def report(args: list[str]) -> int:
         heatmap=heatmap,
         metric=ns.metric,
         strategy=ns.strategy,
+        reference=ns.reference,
+        differences=_names(ns.differences),
     ):
         echo(line)
     return OK
 
 
+def _names(text: str | None) -> list[str] | None:
+    """A comma-separated option as a list (None when not given)."""
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def compare(args: list[str]) -> int:
+    """``memlab compare RUN_A RUN_B``: run B against run A on the same probes: the
+    paired bootstrap interval of each difference, per strategy, group and metric."""
+    from memlab.lab import run_report
+
+    parser = ArgumentParser(prog="memlab compare", description=compare.__doc__)
+    parser.add_argument("run_a", type=Path, help="the run compared against (A)")
+    parser.add_argument("run_b", type=Path, help="the run compared (B); differences are B - A")
+    parser.add_argument(
+        "--strategies",
+        metavar="A_NAME:B_NAME[,...]",
+        help="strategy pairs to compare (default: every strategy both runs have, with itself)",
+    )
+    parser.add_argument("--metrics", metavar="METRIC[,METRIC]", help="as report --differences")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-charts", action="store_true")
+    parser.add_argument("--out", type=Path, help="where to write compare.md (default: RUN_B)")
+    ns = parser.parse_args(args)
+    pairs = None
+    if ns.strategies:
+        pairs = []
+        for item in _names(ns.strategies) or []:
+            a, sep, b = item.partition(":")
+            if not sep or not a or not b:
+                raise InputError(f"compare: --strategies takes A_NAME:B_NAME pairs, got {item!r}")
+            pairs.append((a, b))
+    for folder in (ns.run_a, ns.run_b):
+        if not folder.is_dir():
+            raise InputError(f"compare: {folder} is not a folder; pass two run folders")
+    found = run_report.compare(
+        ns.run_a,
+        ns.run_b,
+        strategies=pairs,
+        metrics=_names(ns.metrics),
+        n_boot=ns.bootstrap,
+        seed=ns.seed,
+        draw=not ns.no_charts,
+        out=ns.out,
+    )
+    for line in run_report.to_text(found.sections):
+        echo(line)
+    echo(f"\nwritten: {', '.join(str(p) for p in found.written)}")
+    return OK
+
+
 # -- synth and convert ----------------------------------------------------------------------
 def synth(args: list[str]) -> int:
-    """``memlab synth --n N --seed S --out DIR [--force]``: write generated transcripts."""
+    """``memlab synth --n N --seed S --out DIR [--turns N|LO-HI] [mix options] [--force]``."""
     from memlab.lab import synth as generator
 
     parser = ArgumentParser(
         prog="memlab synth",
-        description="Generate seeded 60-turn support-agent transcripts (format v1). "
-        "Seeds seed .. seed+n-1 give files support-<seed>.json; the same seed always "
-        "gives the same bytes.",
+        description="Generate seeded support-agent transcripts (format v1). Seeds seed .. "
+        "seed+n-1 give files support-<seed>.json (60 turns, the shipped default set) or, "
+        "with any length or mix option, long-<seed>.json; the same seed and options always "
+        "give the same bytes.",
     )
     parser.add_argument("--n", type=int, default=20, help="how many transcripts (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--out", required=True, help="output folder (created if missing)")
+    parser.add_argument(
+        "--turns",
+        default=None,
+        help="turns per transcript: N, or LO-HI for a seeded length per transcript (default 60)",
+    )
+    parser.add_argument(
+        "--sessions", type=int, help="sessions per transcript (default: one per 30 turns)"
+    )
+    parser.add_argument(
+        "--days", type=int, help="days the sessions span (default: one per 12 turns)"
+    )
+    parser.add_argument(
+        "--fact-density", type=float, help="facts stated per 100 turns per customer (default 6)"
+    )
+    parser.add_argument(
+        "--noise", type=float, default=1.0, help="weight of small talk among filler turns (1)"
+    )
+    parser.add_argument(
+        "--tool-output",
+        type=float,
+        default=1.0,
+        help="weight of tool output among filler turns (1)",
+    )
+    parser.add_argument(
+        "--injections", type=float, help="injected instructions per 100 turns (default 1)"
+    )
+    parser.add_argument(
+        "--corrections", type=float, help="share of correctable facts corrected later (0.3)"
+    )
+    parser.add_argument("--probes", type=float, help="probes per 100 turns per customer (5)")
     parser.add_argument(
         "--force", action="store_true", help="replace existing files whose content differs"
     )
@@ -581,15 +676,28 @@ def synth(args: list[str]) -> int:
     )
     _no_progress(parser)
     ns = parser.parse_args(args)
+    mix = generator.Mix(
+        turns=generator.parse_turns(ns.turns) if ns.turns else generator.Mix().turns,
+        sessions=ns.sessions,
+        days=ns.days,
+        fact_density=ns.fact_density,
+        noise=ns.noise,
+        tool_output=ns.tool_output,
+        injections=ns.injections,
+        corrections=ns.corrections,
+        probes=ns.probes,
+    )
     result = generator.write(
         ns.out,
         ns.n,
         ns.seed,
         force=ns.force,
         progress=False if ns.no_progress else None,
+        mix=mix,
         phrasings=ns.phrasings,
     )
-    first, last = generator.transcript_id(ns.seed), generator.transcript_id(ns.seed + ns.n - 1)
+    first = generator.mix.transcript_id(ns.seed, mix)
+    last = generator.mix.transcript_id(ns.seed + ns.n - 1, mix)
     echo(
         f"{ns.n} transcripts ({first} .. {last}) in {result.folder}: "
         f"{len(result.written)} written, {len(result.replaced)} replaced, "
@@ -671,9 +779,6 @@ def gate(args: list[str]) -> int:
     parser.add_argument("--markdown", type=Path, help="where to write the report (RUN/gate.md)")
     ns = parser.parse_args(args)
 
-    def names(text: str | None) -> list[str] | None:
-        return [x.strip() for x in text.split(",") if x.strip()] if text else None
-
     gate_rules = gating.rules(
         file=ns.rules,
         margin_abs=ns.margin_abs,
@@ -681,8 +786,8 @@ def gate(args: list[str]) -> int:
         margins=ns.margin,
         include_latency=ns.include_latency,
         exclude=ns.exclude,
-        groups=names(ns.groups),
-        strategies=names(ns.strategies),
+        groups=_names(ns.groups),
+        strategies=_names(ns.strategies),
     )
     outcome = gating.evaluate(ns.baseline, ns.run, gate_rules, allow_config=ns.allow_config)
     if outcome.text:
@@ -693,6 +798,107 @@ def gate(args: list[str]) -> int:
     if outcome.error is not None:
         raise outcome.error
     return OK if outcome.passed else REGRESSED
+
+
+# -- judge calibration -----------------------------------------------------------------------
+JUDGE_USAGE = """usage: memlab judge calibrate [options] [judge=NAME judge.KEY=VALUE ... cache.KEY=VALUE]
+
+targets:
+  calibrate   grade the gold answers (should be accepted) and two sets of known-wrong
+              answers (specific but wrong, vague but topical: should be rejected) with a
+              judge; acceptance rates with 95% intervals per category
+              (memlab judge calibrate --help lists the options)"""
+
+
+def judge(args: list[str]) -> int:
+    """``memlab judge calibrate``: a judge's true-accept and false-accept rates."""
+    if not args or args[0] in {"-h", "--help"}:
+        if args:
+            echo(JUDGE_USAGE)
+            return OK
+        raise InputError("judge needs a target: memlab judge calibrate (memlab judge --help)")
+    if args[0] != "calibrate":
+        raise InputError(f"judge has no target {args[0]!r}; the target is: calibrate")
+    import time as clock
+
+    from memlab.lab import calibration
+    from memlab.lab.experiment import calibration_judge
+    from memlab.lab.fingerprint import file_sha256
+    from memlab.lab.judges import provenance
+
+    parser = ArgumentParser(
+        prog="memlab judge calibrate",
+        description="Grade the gold answers and two known-wrong answer sets of the public "
+        "LoCoMo audit with a judge (the judge config group: judge=llm judge.prompt=locomo "
+        "judge.model=... ; default judge=exact), and report how often it accepts each, per "
+        "category, with Wilson 95%% intervals.",
+    )
+    parser.add_argument("--audit", type=Path, help="a folder holding the audit's "
+                        "wrong_answers_v1*.json (specific) and wrong_answers_v2*.json (vague)")  # fmt: skip
+    parser.add_argument("--specific", type=Path, help="the specific-but-wrong answers file")
+    parser.add_argument("--vague", type=Path, help="the vague-but-topical answers file")
+    parser.add_argument("--out", type=Path, help="output folder (results/calibration/<time>)")
+    parser.add_argument("--threshold", type=float, default=0.5,
+                        help="accept an answer whose score is at least this (0.5)")  # fmt: skip
+    parser.add_argument("--limit", type=int, help="only the first N questions of each file")
+    parser.add_argument("--concurrency", type=int, default=16, help="judge calls in flight")
+    parser.add_argument("--max-cost", type=float, help="stop making judge calls past USD")
+    _no_progress(parser)
+    ns, rest = parser.parse_known_args(args[1:])
+    flags = [a for a in rest if a.startswith("-")]
+    if flags:
+        raise InputError(f"judge calibrate: unknown options {flags} (see --help)")
+    if ns.audit is not None:
+        files = calibration.find_audit(ns.audit)
+    elif ns.specific is not None and ns.vague is not None:
+        files = {"specific": ns.specific, "vague": ns.vague}
+    else:
+        raise InputError(
+            "judge calibrate: pass --audit DIR, or --specific FILE and --vague FILE "
+            "(the public LoCoMo audit's wrong_answers_v1 / v2 files)"
+        )
+    if ns.limit is not None and ns.limit < 1:
+        raise InputError(f"judge calibrate: --limit must be >= 1, got {ns.limit}")
+    if ns.max_cost is not None and not ns.max_cost > 0:
+        raise InputError(f"judge calibrate: --max-cost must be > 0, got {ns.max_cost}")
+    items = calibration.load_answers(files["specific"], files["vague"])
+    if ns.limit is not None:
+        keep = list(dict.fromkeys(i.question_id for i in items))[: ns.limit]
+        items = [i for i in items if i.question_id in set(keep)]
+    grader = calibration_judge(rest)
+    try:
+        grader.check()
+        graded = calibration.grade(
+            grader,
+            items,
+            threshold=ns.threshold,
+            concurrency=ns.concurrency,
+            max_usd=ns.max_cost,
+            progress=False if ns.no_progress else None,
+        )
+        identity = provenance(grader)
+    finally:
+        grader.close()
+    summary = calibration.summarize(graded)
+    out = ns.out or Path("results/calibration") / clock.strftime("%Y-%m-%d_%H-%M-%S")
+    origin = {
+        "judge": identity,
+        "threshold": ns.threshold,
+        "answers": {k: {"file": str(v), "sha256": file_sha256(Path(v))} for k, v in files.items()},
+    }
+    written = calibration.write(out, graded, summary, origin)
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        echo(f"judge {identity['name']}: {len(items):,} answers graded")
+        echo(calibration.headline(summary).to_string(index=False))
+        by = summary.pivot_table(index="category", columns="set", values="accept_rate", sort=False)
+        echo("\nacceptance rate by category:\n" + by.to_string(float_format="{:.1%}".format))
+    skipped = int(graded["verdict"].eq("not graded (max cost)").sum())
+    if skipped:
+        echo(f"\nINCOMPLETE: --max-cost stopped the grading; {skipped:,} answers were not graded")
+    echo(f"\nwritten: {', '.join(str(p) for p in written)}")
+    return OK
 
 
 # -- demo and bench ----------------------------------------------------------------------------
@@ -738,6 +944,8 @@ def bench(args: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "report": report,
+    "compare": compare,
+    "judge": judge,
     "convert": convert,
     "tune": tune,
     "gate": gate,

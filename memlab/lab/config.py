@@ -62,12 +62,14 @@ def _check(ok: bool, key: str, problem: str) -> None:
 # -- the lab's own settings ---------------------------------------------------------
 @dataclass
 class TranscriptsConfig:
-    """Which transcripts to replay (``name``: a dataset in ``DATASETS``)."""
+    """Which transcripts to replay (``name``: a dataset in ``DATASETS``), and an
+    errata file to apply to them (``errata``: see ``memlab.lab.errata``)."""
 
     name: str = "synthetic"
     path: str | None = None
     limit: int | None = None
     ids: list[str] | None = None
+    errata: str | None = None
 
     def __post_init__(self) -> None:
         _check(
@@ -91,22 +93,38 @@ class CacheConfig:
 
 @dataclass
 class ReportConfig:
+    """How a run is scored and reported (the run-level ``report`` node).
+
+    ``benchmark_metrics``: the ranked retrieval families (``haystack_*``,
+    ``context_*``) and the abstention proxies; null computes them for transcripts
+    from a benchmark adapter (LoCoMo, LongMemEval). ``abstain_below``: the
+    question coverage under which a context counts as "would abstain"
+    (``abstention_proxy``; chosen on LoCoMo conv-26, see docs/trust.md).
+    """
+
     charts: bool = True
     bootstrap: int = 1000
     far_turns: int = default_of(ReplaySettings, "far_turns")
+    benchmark_metrics: bool | None = default_of(ReplaySettings, "benchmark_metrics")
+    abstain_below: float = default_of(ReplaySettings, "abstain_below")
 
     def __post_init__(self) -> None:
         _check(self.bootstrap >= 0, "report.bootstrap", f"must be >= 0, got {self.bootstrap}")
         _check(self.far_turns >= 1, "report.far_turns", f"must be >= 1, got {self.far_turns}")
+        _check(
+            0.0 <= self.abstain_below <= 1.0,
+            "report.abstain_below",
+            f"must be in 0..1, got {self.abstain_below}",
+        )
+
+
+PRUNERS = ("median", "none")
 
 
 @dataclass
 class TuneConfig:
-    """``memlab tune``: what to maximize, under which constraint, on which transcripts.
-
-    The search space, trial count and sampler seed live in ``hydra.sweeper``
-    (conf/tune.yaml sets ``n_trials`` and ``seed`` from here).
-    """
+    """``memlab tune``: what to optimize, over which space, on which transcripts,
+    and where the Optuna study lives (conf/tune.yaml documents every key)."""
 
     metric: str = "fact_recall"
     strategy: str = "memory"
@@ -120,6 +138,14 @@ class TuneConfig:
     tuning_ids: list[str] | None = None
     holdout_ids: list[str] | None = None
     preset: str = "tuned"
+    params: dict[str, str] = field(default_factory=dict)
+    multi_objective: bool = False
+    pruner: str = "median"
+    workers: int = 1
+    out: str | None = None
+    storage: str | None = None
+    study: str = "memlab"
+    level: float = 0.95
 
     def __post_init__(self) -> None:
         _check(
@@ -139,6 +165,18 @@ class TuneConfig:
             "tune.preset",
             f"must be a file name of letters, digits, - and _; got {self.preset!r}",
         )
+        _check(
+            self.pruner in PRUNERS,
+            "tune.pruner",
+            f"must be one of {list(PRUNERS)}, got {self.pruner!r}",
+        )
+        _check(self.workers >= 1, "tune.workers", f"must be >= 1, got {self.workers}")
+        _check(
+            bool(self.study) and "\n" not in self.study,
+            "tune.study",
+            f"must be a study name, got {self.study!r}",
+        )
+        _check(0 < self.level < 1, "tune.level", f"must be in (0, 1), got {self.level}")
 
 
 @dataclass
@@ -256,22 +294,6 @@ def register() -> None:
             cs.store(group=f"schema/{group}", name=name, node=plugin_schema(group, name))
     for name, kind in STRATEGIES.items():
         cs.store(group="schema/strategy", name=name, node=strategy_schema(name, kind))
-    _register_tune_sampler(cs)
-
-
-def _register_tune_sampler(cs: Any) -> None:
-    """``hydra/sweeper/sampler=warm_tpe`` (memlab tune), when the ``tune`` extra is installed."""
-    try:
-        from hydra_plugins.hydra_optuna_sweeper.config import TPESamplerConfig
-    except ImportError:
-        return
-
-    @dataclass
-    class WarmTPESamplerConfig(TPESamplerConfig):
-        _target_: str = "memlab.lab.tune.warm_tpe"
-        warm_start: dict[str, Any] = field(default_factory=dict)
-
-    cs.store(group="hydra/sweeper/sampler", name="warm_tpe", node=WarmTPESamplerConfig)
 
 
 # -- composing with Hydra -------------------------------------------------------------

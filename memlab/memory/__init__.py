@@ -19,6 +19,7 @@ from memlab.memory.layer import (
     MemoryInput,
     MemoryLayer,
     NeighborPolicy,
+    Ranking,
     RecallResult,
     SummarizePolicy,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "PgVectorStore",
     "QueryRewriter",
     "RankWeights",
+    "Ranking",
     "RecallQuery",
     "RecallResult",
     "RuleConsolidator",

@@ -29,7 +29,16 @@ from memlab.memory.consolidate import Consolidator
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
-from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
+from memlab.memory.rank import (
+    HOUR,
+    HalfLives,
+    HybridRanker,
+    RankWeights,
+    Scored,
+    adjacent_rows,
+    pack,
+    ranked,
+)
 from memlab.memory.records import (
     SOURCE_CODES,
     UNTRUSTED_SOURCES,
@@ -152,6 +161,29 @@ class RecallResult:
 
     def __getitem__(self, i: int) -> Hit:
         return self.hits[i]
+
+
+@dataclass
+class Ranking:
+    """Every active record of a scope, best first, as the ranker scored them for a
+    query: no token budget, no neighbours, no score threshold (``MemoryLayer.rank``).
+
+    Attributes:
+        query: the query.
+        ids: record ids, best first.
+        scores: their scores (same order).
+        now: the time ranked against.
+        search_text: the query text after rewriting.
+    """
+
+    query: RecallQuery
+    ids: list[str]
+    scores: np.ndarray
+    now: float
+    search_text: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 @dataclass
@@ -539,35 +571,13 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("recall", query))
         check_bool(touch, "touch")
-        self._check_open()
         mode = mode_of(self.supersede, query.superseded)
         as_of = query.as_of
-        if query.now is not None:
-            now = float(query.now)
-        else:
-            now = float(as_of) if as_of is not None else self.clock()
-        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
-        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
-        qvec = self.embed_query(text)
         valid_at = valid_at_for(mode, as_of)
-        cands = self.store.candidates(
-            query.scope,
-            qvec,
-            kinds=query.kinds,
-            include_archived=False,
-            pool=self.pool,
-            text=text if self.ranker.uses_lexical else None,
-            weights=self.ranker.weights.as_dict(),
-            valid_at=valid_at,
-        )
-        if len(cands) == 0:
+        now, text, window, cands, scored = self._score(query, valid_at)
+        if scored is None:
             return RecallResult(query, [], now, 0, text, window, mode)
         mask = cands.mask
-        if not query.include_untrusted:
-            untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
-            mask = mask & ~untrusted
-            cands = dataclasses.replace(cands, mask=mask)
-        scored = self.ranker.score(cands, qvec, now, window=window)
         scores = scored.scores
         conflict = None
         if valid_at is None:  # superseded records are candidates in this mode
@@ -668,6 +678,77 @@ class MemoryLayer:
             return cache[row]
 
         return conflict
+
+    def rank(self, query: RecallQuery) -> Ranking:
+        """Every active record of ``query.scope`` ranked best first, as ``recall``
+        scores them, without packing: no token budget, no ``max_hits``, no
+        ``min_score``/``min_score_ratio`` cut and no neighbour expansion (those
+        choose what fits a prompt; this is the ranking they choose from). Ties are
+        broken as packing breaks them (newer first, then id). Nothing is touched.
+
+        ``query.kinds`` and ``query.include_untrusted`` filter as in ``recall``;
+        ``token_budget`` is ignored. An approximate store ranks its candidate pool
+        (``pool`` records per scope), as ``recall`` does. Superseded records are
+        left out, down-weighted or included, and ``as_of`` travels in time, as in
+        ``recall`` (the recall guard, which compares packed hits, does not run).
+
+        Raises:
+            InputError: ``query`` is not a RecallQuery.
+        """
+        if not isinstance(query, RecallQuery):
+            raise InputError(_not_a_query("rank", query))
+        mode = mode_of(self.supersede, query.superseded)
+        valid_at = valid_at_for(mode, query.as_of)
+        now, text, _, cands, scored = self._score(query, valid_at)
+        if scored is None:
+            return Ranking(query, [], np.zeros(0), now, text)
+        scores = scored.scores
+        if valid_at is None and mode == "downweight":
+            stale = cands.superseded & cands.mask
+            scores = np.where(stale, scores * self.supersede.factor, scores)
+        rows = list(
+            ranked(
+                scores,
+                cands.tokens,
+                int(cands.tokens.max()),
+                ids=cands.ids,
+                tiebreak=cands.created_at,
+            )
+        )
+        return Ranking(query, [cands.ids[r] for r in rows], scores[rows], now, text)
+
+    def _score(
+        self, query: RecallQuery, valid_at: float | None
+    ) -> tuple[float, str, TimeWindow | None, Candidates, Scored | None]:
+        """The scope's candidates scored for ``query`` (``recall`` and ``rank``):
+        (now, rewritten text, time window, candidates, scores; None when the scope
+        has no candidates). ``valid_at`` is passed to ``candidates`` (see
+        ``supersede.valid_at_for``); the time to rank against is ``query.now``,
+        else ``query.as_of``, else the clock."""
+        self._check_open()
+        if query.now is not None:
+            now = float(query.now)
+        else:
+            now = float(query.as_of) if query.as_of is not None else self.clock()
+        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
+        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
+        qvec = self.embed_query(text)
+        cands = self.store.candidates(
+            query.scope,
+            qvec,
+            kinds=query.kinds,
+            include_archived=False,
+            pool=self.pool,
+            text=text if self.ranker.uses_lexical else None,
+            weights=self.ranker.weights.as_dict(),
+            valid_at=valid_at,
+        )
+        if len(cands) == 0:
+            return now, text, window, cands, None
+        if not query.include_untrusted:
+            untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
+            cands = dataclasses.replace(cands, mask=cands.mask & ~untrusted)
+        return now, text, window, cands, self.ranker.score(cands, qvec, now, window=window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.

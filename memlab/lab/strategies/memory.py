@@ -132,6 +132,7 @@ class MemoryStrategy:
         self.salience = salience or salience_function("heuristic")
         self.remember_agent = remember_agent
         self.remember_tools = remember_tools
+        self._provenance: dict[str, tuple[str, ...]] = {}  # record id -> turn ids
 
     def observe(self, turn: Turn) -> None:
         self.now = max(self.now, turn.time)
@@ -142,7 +143,7 @@ class MemoryStrategy:
         meta = {"role": turn.role}
         if turn.session is not None:
             meta["session"] = turn.session
-        self.layer.remember(
+        record = self.layer.remember(
             turn.scope,
             turn.text,
             salience=min(1.0, max(0.0, float(self.salience(turn)))),
@@ -151,6 +152,7 @@ class MemoryStrategy:
             meta=meta,
             created_at=turn.time,
         )
+        self._provenance[record.id] = record.provenance
 
     def context(self, probe: Turn, budget: int) -> Context:
         self.now = max(self.now, probe.time)
@@ -177,8 +179,21 @@ class MemoryStrategy:
             ]
         )
 
+    def ranking(self, probe: Turn) -> list[tuple[str, ...]]:
+        """The layer's full ranking of the scope (``MemoryLayer.rank``): every active
+        record, as recall scores them, before packing; each record's provenance."""
+        self.now = max(self.now, probe.time)
+        ranked = self.layer.rank(RecallQuery(probe.scope, probe.text, now=self.now))
+        missing = [i for i in ranked.ids if i not in self._provenance]
+        if missing:  # records this strategy did not see made (none in a replay)
+            for record in self.layer.store.get_many(probe.scope, missing):
+                self._provenance[record.id] = record.provenance
+        return [self._provenance[i] for i in ranked.ids if i in self._provenance]
+
     def maintain(self, turn: Turn) -> None:
-        self.layer.maintain(turn.scope, now=self.now)
+        report = self.layer.maintain(turn.scope, now=self.now)
+        for note in report.summaries:
+            self._provenance[note.id] = note.provenance
 
     def stats(self) -> StoreStats:
         store = self.layer.store
