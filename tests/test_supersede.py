@@ -287,3 +287,14 @@ def test_default_recall_never_returns_a_superseded_record(
         assert stored is not None and stored.invalid_at is None
     superseded = {r.id for r in store.list("alice") if r.invalid_at is not None}
     assert not superseded & {h.record.id for h in result.hits}
+
+
+def test_forget_checks_its_ids_before_anything_changes() -> None:
+    store = InMemoryStore()
+    layer = make_layer(store, by_content({NEW: OLD}))
+    layer.remember("alice", OLD)
+    layer.remember("alice", NEW)
+    with pytest.raises(InputError):
+        layer.forget("alice", 42)  # type: ignore[arg-type]
+    assert store.count("alice") == 2
+    assert recalled(layer, "standup meeting") == [NEW]

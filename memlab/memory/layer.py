@@ -53,7 +53,7 @@ from memlab.memory.records import (
     new_id,
 )
 from memlab.memory.rewrite import QueryRewriter
-from memlab.memory.stores.base import Candidates, MemoryStore
+from memlab.memory.stores.base import Candidates, MemoryStore, scoped_ids
 from memlab.memory.supersede import (
     SupersedePolicy,
     lift,
@@ -501,10 +501,10 @@ class MemoryLayer:
         (ids of other scopes are never touched). What the forgotten records
         superseded is in force again (their entries are lifted)."""
         self._check_open()
-        gone = {ids} if isinstance(ids, str) else set(ids)
-        n = self.store.delete(scope, ids)
+        wanted = scoped_ids(scope, ids)  # checked before anything is deleted
+        n = self.store.delete(scope, wanted)
         if n:
-            self._lift(scope, gone)
+            self._lift(scope, set(wanted))
         return n
 
     def reinstate(self, scope: str, record_id: str) -> MemoryRecord:
