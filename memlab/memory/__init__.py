@@ -5,6 +5,14 @@ never the other way round).
 """
 
 from memlab.memory.agent import AgentDeps, ChatModel, TurnResult, format_memory, run_turn
+from memlab.memory.consolidate import (
+    CONSOLIDATORS,
+    Consolidator,
+    ConsolidatorError,
+    NoConsolidator,
+    ScopeReader,
+    Supersession,
+)
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.layer import (
     MaintenanceReport,
@@ -36,8 +44,16 @@ from memlab.memory.models import (
     default_cache_path,
 )
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
-from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
+from memlab.memory.records import (
+    Hit,
+    MemoryKind,
+    MemoryRecord,
+    RecallQuery,
+    Source,
+    Superseded,
+)
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
+from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.salience import estimate_salience
 from memlab.memory.stores import (
     STORES,
@@ -48,10 +64,12 @@ from memlab.memory.stores import (
     PgVectorStore,
     SqliteStore,
 )
+from memlab.memory.supersede import SupersedePolicy
 from memlab.memory.text import estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 
 __all__ = [
+    "CONSOLIDATORS",
     "EMBEDDERS",
     "STORES",
     "SUMMARIZERS",
@@ -63,6 +81,8 @@ __all__ = [
     "Candidates",
     "ChatModel",
     "Completion",
+    "Consolidator",
+    "ConsolidatorError",
     "Embedder",
     "EvictionPolicy",
     "EvictionReport",
@@ -84,6 +104,7 @@ __all__ = [
     "MiniLMEmbedder",
     "ModelCache",
     "NeighborPolicy",
+    "NoConsolidator",
     "NoRewrite",
     "OpenAIChat",
     "OpenAIEmbedder",
@@ -94,10 +115,16 @@ __all__ = [
     "Ranking",
     "RecallQuery",
     "RecallResult",
+    "RuleConsolidator",
+    "RulePolicy",
+    "ScopeReader",
     "Source",
     "SqliteStore",
     "SummarizePolicy",
     "Summarizer",
+    "SupersedePolicy",
+    "Superseded",
+    "Supersession",
     "TimeWindow",
     "TurnResult",
     "default_cache_path",

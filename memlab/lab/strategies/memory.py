@@ -56,6 +56,7 @@ from memlab.memory import (
     RankWeights,
     RecallQuery,
     SummarizePolicy,
+    SupersedePolicy,
     estimate_salience,
 )
 
@@ -161,8 +162,12 @@ class MemoryStrategy:
         return Context(
             [
                 ContextItem(
-                    text=h.record.content,
-                    tokens=h.record.tokens,
+                    text=h.text,
+                    tokens=(
+                        h.record.tokens
+                        if h.text == h.record.content
+                        else self.layer.count_tokens(h.text)
+                    ),
                     kind=h.record.kind.value,
                     scope=h.record.scope,
                     source=h.record.source.value,
@@ -229,6 +234,13 @@ EvictionSettings = fields_schema(
     doc="EvictionPolicy's fields, and enabled (false: never forget).",
 )
 NeighborsSettings = fields_schema(NeighborPolicy, name="NeighborsSettings")
+SupersedeSettings = fields_schema(
+    SupersedePolicy,
+    name="SupersedeSettings",
+    extra=[ENABLED],
+    doc="SupersedePolicy's fields, and enabled (false: the run's consolidator is not used, "
+    "nothing is superseded and the recall guard is off: the memory_no_supersede ablation).",
+)
 
 
 @dataclass
@@ -244,6 +256,7 @@ class MemorySettings:
     summarize: Any = field(default_factory=SummarizeSettings)
     eviction: Any = field(default_factory=EvictionSettings)
     neighbors: Any = field(default_factory=NeighborsSettings)
+    supersede: Any = field(default_factory=SupersedeSettings)
     fusion: str = default_of(HybridRanker, "fusion")
     rrf_k: float = default_of(HybridRanker, "rrf_k")
     untrusted_salience_cap: float = default_of(MemoryLayer, "untrusted_salience_cap")
@@ -271,6 +284,7 @@ LIBRARY_SETTINGS: dict[str, Any] = {
     "summarize": SummarizePolicy,
     "eviction": EvictionPolicy,
     "neighbors": NeighborPolicy,
+    "supersede": SupersedePolicy,
     "fusion": HybridRanker,
     "rrf_k": HybridRanker,
     "untrusted_salience_cap": MemoryLayer,
@@ -292,6 +306,7 @@ class MemoryParts:
     summarize: SummarizePolicy | None
     eviction: EvictionPolicy | None
     neighbors: NeighborPolicy | None
+    supersede: SupersedePolicy | None
     layer: dict[str, Any]
     query: dict[str, Any]
     rewriter: type[QueryRewriter] | None
@@ -321,6 +336,7 @@ class MemoryParts:
         summarize = policy("summarize", SummarizePolicy)
         eviction = policy("eviction", EvictionPolicy)
         neighbors = policy("neighbors", NeighborPolicy)
+        supersede = policy("supersede", SupersedePolicy)
         query = {"max_hits": s.max_hits, "min_score_ratio": s.min_score_ratio}
         build(RecallQuery, {"scope": "check", "text": "", **query}, where)
         layer = {"untrusted_salience_cap": s.untrusted_salience_cap, "pool": s.pool}
@@ -335,6 +351,7 @@ class MemoryParts:
             summarize=summarize if s.summarize.enabled else None,
             eviction=eviction if s.eviction.enabled else None,
             neighbors=neighbors if (neighbors.before or neighbors.after) else None,
+            supersede=supersede if s.supersede.enabled else None,
             layer=layer,
             query=query,
             rewriter=REWRITERS[s.rewrite],
@@ -357,6 +374,8 @@ class MemoryParts:
             eviction=self.eviction,
             rewriter=self.rewriter() if self.rewriter is not None else None,
             neighbors=self.neighbors,
+            consolidator=parts.consolidator if self.supersede is not None else None,
+            supersede=self.supersede or SupersedePolicy(guard=False),
             salience=self.salience,
             remember_agent=self.remember_agent,
             remember_tools=self.remember_tools,
