@@ -31,6 +31,7 @@ from memlab.memory.models import (
     OpenAIChat,
     OpenAIEmbedder,
     OpenAISummarizer,
+    StaticEmbedder,
     Summarizer,
     default_cache_path,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "RecallResult",
     "Source",
     "SqliteStore",
+    "StaticEmbedder",
     "SummarizePolicy",
     "Summarizer",
     "TimeWindow",
