@@ -193,3 +193,50 @@ def test_memlab_embed_with_workers_and_progress(tmp_path: Path) -> None:
     assert np.array_equal(
         np.stack([got[text_key(t)] for t in texts]), HashEmbedder(384).embed(texts)
     )
+
+
+@pytest.mark.slow
+def test_embedding_pass_then_submitit_sweep_share_one_cache_dir(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """docs/sweeps.md's recipe, locally: `memlab embed` fills the cache folder
+    (MEMLAB_CACHE_DIR: exports and vectors), then a sweep on the submitit
+    launcher (its local executor: each job a separate process) finds both: no
+    job exports the model again, and every turn comes from the cache."""
+    import os
+    import re
+    import shutil
+
+    pytest.importorskip("onnxruntime", reason="needs the minilm extra")
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="needs the cluster extra")
+    shared = tmp_path / "shared-cache"
+    shutil.copytree(Path(request.config.cache.mkdir("memlab-onnx")) / "onnx", shared / "onnx")
+    exports = {p: p.stat().st_mtime_ns for p in (shared / "onnx").rglob("*.onnx")}
+    env = {**os.environ, "MEMLAB_CACHE_DIR": str(shared)}
+    select = ["transcripts.limit=2", "embedder=minilm", "embedder.threads=1"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memlab.cli", *args], cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+
+    embedded = cli("embed", *select, "--no-progress")
+    assert embedded.returncode == 0, embedded.stderr
+    total = len(dataset_texts(load_dir(SYNTHETIC)[:2]))
+    assert f"0 were cached, {total:,} embedded" in embedded.stdout
+    sweep = tmp_path / "sweep"
+    run = cli(
+        "run", "-m", *select, "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=15",
+        "hydra.launcher.cpus_per_task=1", "budget=40,80", "strategies=[memory]",
+        "progress=false", "report.charts=false", f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    logs = [p.read_text() for p in (sweep / ".submitit").rglob("*_log.out")]
+    stats = [re.search(r"embedding cache: (\d+) hits, (\d+) misses", text) for text in logs]
+    assert len(stats) == 2 and all(stats), logs
+    for found in stats:
+        hits, misses = int(found.group(1)), int(found.group(2))  # type: ignore[union-attr]
+        assert hits >= total and misses < 0.1 * hits
+    assert {p: p.stat().st_mtime_ns for p in (shared / "onnx").rglob("*.onnx")} == exports
+    assert (shared / "embeddings.sqlite").is_file()
