@@ -145,10 +145,12 @@ def test_memlab_embed_resumes_after_ctrl_c(tmp_path: Path, request: pytest.Fixtu
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()  # still working: interrupt it
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=300)
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "interrupted" in lines[0] and "run the same command again" in lines[0]
+    assert (
+        len(lines) == 1 and "interrupted" in lines[0] and "run the same command again" in lines[0]
+    )
     kept = _count(db)
     total = len(dataset_texts(load_dir(SYNTHETIC)[:6]))
     assert 32 <= kept < total

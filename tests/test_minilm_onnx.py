@@ -108,7 +108,9 @@ def test_int8_stays_close_to_pytorch(
     # text (on this sample: 5th percentile ~0.977, the worst short text ~0.93;
     # see docs/embedders.md). These bounds catch a broken recipe, not noise.
     worst = texts[int(cos.argmin())]
-    print(f"int8 vs torch: mean {cos.mean():.4f} p5 {np.percentile(cos, 5):.4f} min {cos.min():.4f}")
+    print(
+        f"int8 vs torch: mean {cos.mean():.4f} p5 {np.percentile(cos, 5):.4f} min {cos.min():.4f}"
+    )
     assert cos.mean() >= 0.98, cos.mean()
     assert np.percentile(cos, 5) >= 0.97, np.percentile(cos, 5)
     assert cos.min() >= 0.90, (cos.min(), worst)
@@ -198,7 +200,13 @@ def test_two_processes_export_once(fp32: MiniLMEmbedder, export_dir: Path, tmp_p
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=600) for p in procs]
