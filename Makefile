@@ -47,10 +47,16 @@ gate: $(STAMP)
 	$(BIN)/memlab run hydra.run.dir=results/runs/gate progress=false report.charts=false
 	$(BIN)/memlab gate --baseline $(BASELINE)/summary.csv results/runs/gate
 
+# The store scale run (memlab bench store) includes 1M records per scope: about an hour
+# on 2 quiet cores, most of it pgvector's HNSW build (docs/benchmarks.md). A quicker pass:
+# make bench BENCH_STORE_SIZES=1000,10000,100000
+BENCH_STORE_SIZES ?= 1000,10000,100000,1000000
+BENCH_STORE_BACKENDS ?= memory,sqlite,pgvector
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
 	$(BIN)/python -m benchmarks.bench_embed
 	$(BIN)/python -m benchmarks.bench_reader
+	$(BIN)/memlab bench store --sizes $(BENCH_STORE_SIZES) --backends $(BENCH_STORE_BACKENDS)
 
 # The documentation site (mkdocs.yml, docs/) into site/, git-ignored. --strict turns
 # every warning (a broken link or anchor, a page missing from the nav, an API object
