@@ -58,7 +58,7 @@ class Prewarmed:
 def missing_texts(cache: ModelCache, name: str, dims: int, texts: Sequence[str]) -> list[str]:
     """The texts whose vectors by ``name`` the cache lacks."""
     keys = [text_key(t) for t in texts]
-    found = cache.get_embeddings(name, dims, keys)
+    found = cache.embedded_keys(name, dims, keys)
     return [t for t, k in zip(texts, keys, strict=True) if k not in found]
 
 
