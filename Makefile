@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench lint demo clean baseline gate docs
+.PHONY: install run test bench lint demo clean baseline gate docs reliability
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,11 +47,21 @@ gate: $(STAMP)
 	$(BIN)/memlab run hydra.run.dir=results/runs/gate progress=false report.charts=false
 	$(BIN)/memlab gate --baseline $(BASELINE)/summary.csv results/runs/gate
 
+# The reliability suite (not part of `make test`): SIGKILL trials, a corruption matrix,
+# concurrent writers with a compactor, 10,000 adversarial scopes on every store, prompt
+# injection, bad arguments, a full disk, laundering. Prints a table and writes
+# results/reliability/summary.csv; exit 1 if a check failed. RELIABILITY="--quick" for
+# a one-minute version.
+RELIABILITY ?=
+reliability: $(STAMP)
+	$(BIN)/python -m memlab.reliability $(RELIABILITY)
+
 # The store scale run (memlab bench store) includes 1M records per scope: about an hour
 # on 2 quiet cores, most of it pgvector's HNSW build (docs/benchmarks.md). A quicker pass:
 # make bench BENCH_STORE_SIZES=1000,10000,100000
 BENCH_STORE_SIZES ?= 1000,10000,100000,1000000
 BENCH_STORE_BACKENDS ?= memory,sqlite,pgvector
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
 	$(BIN)/python -m benchmarks.bench_embed

@@ -1,0 +1,546 @@
+"""The shape of an update, read from text: which sentences state something, which
+words signal a change, which values a sentence names as old, and how two
+statements differ.
+
+This is the text half of the default consolidator (``memlab.memory.rule_consolidator``):
+pure functions over strings, no numpy, no store. Every word list lives in
+``memlab.memory.update_cues``, so the rules can be read, audited and extended in
+one place; every decision the consolidator makes names the table entries that
+fired (its reason strings).
+
+A record's text is split into *clauses* (sentences; a clause that is only a cue,
+such as "Correction:" or "Scratch that.", lends its cue to the clauses after
+it). Each clause gets:
+
+- ``cues``: change cues found in it or lent to it ("actually", "now", "moved",
+  "from X to Y", ...);
+- ``olds`` / ``news``: values the clause names as old / new ("we moved off
+  Heroku to Fly.io": old "heroku", new "fly.io");
+- ``markers``: why the clause may not state a current fact of the speaker's own:
+  ``question``, ``request`` (a one-off "please ..."), ``hypothetical``, ``other``
+  (someone else's value), ``addition``, ``history``, ``reported``;
+- ``keys``: its content words as comparison keys (stopwords, fillers and cue words
+  dropped; long alphabetic words cut to a 5-letter root so that "escalate" and
+  "escalation" match, while values with digits or punctuation are kept whole).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memlab.memory.update_cues import (
+    ACK_WORDS,
+    CHANGE_CUES,
+    CUE_WORDS,
+    DURATION_UNITS,
+    FUNCTION_WORDS,
+    LEAD_PHRASES,
+    LEADS,
+    MARKER_EXCEPTIONS,
+    MARKERS,
+    MAX_CLAUSE_TOKENS,
+    MONTHS,
+    NEW_CUE,
+    NUMBER_WORDS,
+    OLD_VALUE_PATTERNS,
+    QUESTION_STARTS,
+    STANDING,
+    UNIT_WORDS,
+    VALUE_TRIM,
+)
+
+# Tokens and clauses
+# ---------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail
+    r"|https?://\S+"  # url
+    r"|[$€£]?\d[\d,.:/]*\d%?|[$€£]?\d%?"  # numbers, money, times, dates
+    r"|[#@]?\w+(?:['’]\w+|[.\-/+&]\w+)*",  # words, fly.io, europe-west1, asia/jakarta
+    re.UNICODE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])")
+
+
+def _alternation(phrases: list[str]) -> re.Pattern[str]:
+    """One regex for many phrases as whole words (longest first, so "what if" wins
+    over "if"): one pass over a clause instead of one per phrase."""
+    ordered = sorted(set(phrases), key=lambda p: (-len(p), p))
+    return re.compile(r"(?<![\w'])(" + "|".join(map(re.escape, ordered)) + r")(?![\w'])")
+
+
+_MARKER_KIND = {m: kind for kind, phrases in MARKERS.items() for m in phrases}
+_MARKER_RE = _alternation(list(_MARKER_KIND))
+_EXCEPTION_RES = {m: re.compile(p) for m, p in MARKER_EXCEPTIONS.items()}
+_CUE_RE = _alternation([c for c in CHANGE_CUES if c != "new"])
+#: Words without which no OLD_VALUE_PATTERNS entry can match (a cheap first test).
+_VALUE_TRIGGER = re.compile(
+    r"\b(?:from|off|left|ditched|dropped|abandoned|quit|dumped|replaced|swapped|traded|"
+    r"exchanged|substituted|instead|rather|place|longer|not|n't|no|became|becomes|turned|"
+    r"now|changed|went|is|are|was|were|has|have|contract|subscription|plan|account|deal|"
+    r"used|back|revert\w*|return\w*|renamed|rebranded|retitled|switched|handed)\b|n't\b|->|→|=>"
+)
+_LOOSE = re.compile(r"[^\w@#$%]+", re.UNICODE)
+
+
+def _norm_token(raw: str) -> str:
+    t = raw.casefold().replace("’", "'").rstrip(".-/+&")
+    if t.endswith("'s") and len(t) > 2:
+        t = t[:-2]
+    return t
+
+
+def tokens(text: str) -> list[str]:
+    """Tokens of a text, casefolded, with trailing possessive 's dropped.
+
+    E-mails, URLs, numbers (``$30,000``, ``02:00``), dotted, slashed and hyphenated
+    names (``fly.io``, ``asia/jakarta``, ``europe-west1``) stay one token.
+    """
+    return [t for t in (_norm_token(m.group(0)) for m in _TOKEN.finditer(text)) if t]
+
+
+_ID = re.compile(r"^([a-z]{2,})-\d{2,}$")
+_EMAIL = re.compile(r"^[^@\s]+@([\w-]+(?:\.[\w-]+)+)$")
+_AREA = re.compile(r"^[a-z]+/[a-z_]+$")
+
+
+def value_type(token: str) -> str | None:
+    """A distinctive kind of value a token is, or None: ``email@<domain>``,
+    ``id:<PREFIX>`` (SUP-72322), ``channel`` (#ops), ``url:<host>``, ``area/city``
+    (time zones). Two tokens of the same kind are two values of one slot."""
+    if m := _EMAIL.match(token):
+        return f"email@{m.group(1)}"
+    if m := _ID.match(token):
+        return f"id:{m.group(1)}"
+    if token.startswith("#") and len(token) > 1:
+        return "channel"
+    if token.startswith(("http://", "https://")):
+        host = token.split("/")[2] if token.count("/") >= 2 else token
+        return f"url:{host}"
+    if _AREA.match(token):
+        return "area/city"
+    if _CLOCK.match(token):
+        return "clock"
+    if token.endswith("%") and token[:-1].replace(".", "").isdigit():
+        return "percent"
+    if token[:1] in "$€£" and len(token) > 1:
+        return "money"
+    if _CODE.match(token) and any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+        # europe-west1 and europe-west4, us-east-1 and eu-central-1: one shape
+        return "code:" + re.sub(r"[a-z]+", "a", re.sub(r"\d+", "9", token))
+    return None
+
+
+_CLOCK = re.compile(r"^\d{1,2}:\d{2}$")
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
+_CODE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
+
+
+def _quantities(toks: list[str]) -> list[tuple[str, str]]:
+    """(kind, token) of durations ("30 days", "one year") and dates ("March 31")."""
+    out = []
+    for i, t in enumerate(toks):
+        t = _ORDINAL.sub(r"\1", t)  # "7th" -> "7"
+        number = t.replace(",", "").isdigit() or t in NUMBER_WORDS or t in ("a", "one")
+        if not number:
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        prev = toks[i - 1] if i else ""
+        if nxt in DURATION_UNITS and t != "a":
+            out.append(("duration", f"{t} {nxt}"))
+        elif t.isdigit() and (prev in MONTHS or nxt in MONTHS):
+            out.append(("date", f"{prev} {t}" if prev in MONTHS else f"{t} {nxt}"))
+    return out
+
+
+def value_class(raw: str, token: str) -> str:
+    """What kind of value a value-looking token is: its ``value_type`` without the
+    domain or prefix (``email``, ``id``, ``channel``, ``url``, ``area/city``), else
+    ``number`` (digits, number words, "four-hour"), else ``name``. Two values of one
+    fact are of one class: "#ops" does not replace "20 minutes"."""
+    vt = value_type(token)
+    if vt in ("money", "clock", "percent"):
+        return "number"
+    if vt is not None:
+        return vt.split("@")[0].split(":")[0]
+    if any(c.isdigit() for c in token) or token.split("-")[0] in NUMBER_WORDS:
+        return "number"
+    return "name"
+
+
+def _looks_like_value(raw: str, first: bool) -> bool:
+    """Capitalized (not only as the first word), all-caps, mixed-case, a number word,
+    or holding a digit or a symbol: how names, products and numbers look in cased
+    text."""
+    if raw.casefold() in NUMBER_WORDS:
+        return True
+    if any(c.isdigit() for c in raw) or any(c in "@#$/%:" for c in raw):
+        return True
+    if "." in raw.strip("."):
+        return True
+    letters = [c for c in raw if c.isalpha()]
+    if not letters:
+        return False
+    if any(c.isupper() for c in letters[1:]):
+        return True  # GitLab, SSO, AKS
+    return letters[0].isupper() and not first
+
+
+def key(token: str) -> str:
+    """The comparison key of a token: alphabetic words lose a plural "s" and are cut
+    to their first five letters (so inflections and derivations match); anything
+    holding a digit or punctuation is kept whole (so ``europe-west1`` never equals
+    ``europe-west4``)."""
+    if not token.isalpha():
+        return token
+    if len(token) >= 4 and token.endswith("s") and not token.endswith(("ss", "us", "is", "os")):
+        token = token[:-1]  # "pages" and "page", "logs" and "log"
+    for suffix in ("ing", "ed"):
+        if len(token) >= len(suffix) + 3 and token.endswith(suffix):
+            token = token[: -len(suffix)]  # "hosting", "hosted" and "host"
+            if len(token) >= 3 and token[-1] == token[-2] and token[-1] not in "aeiousl":
+                token = token[:-1]  # "capped" and "cap"
+            break
+    return token[:5] if len(token) >= 6 else token
+
+
+def loose(text: str) -> str:
+    """Casefold, punctuation to spaces, ordinals to numbers ("7th" -> "7"), spaces
+    collapsed, padded with one space each side: ``f" {value} " in loose(text)``
+    tests whole-word containment."""
+    words = _LOOSE.sub(" ", text.casefold().replace("’", "'")).split()
+    return " " + " ".join(_ORDINAL.sub(r"\1", w) for w in words) + " "
+
+
+def content_tokens(toks: list[str]) -> list[str]:
+    """The tokens that may be a fact's frame or value: no function words, cue words
+    or units."""
+    return [
+        t
+        for t in toks
+        if t not in FUNCTION_WORDS and t not in CUE_WORDS and t not in UNIT_WORDS and t != "'s"
+    ]
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One sentence of a record, analysed (see the module docstring)."""
+
+    text: str
+    start: int
+    end: int
+    tokens: tuple[str, ...]
+    keys: tuple[str, ...]
+    cues: tuple[str, ...]
+    olds: tuple[str, ...]
+    news: tuple[str, ...]
+    patterns: tuple[str, ...]
+    markers: dict[str, tuple[str, ...]]
+    cased: bool = False  # the text has capitals, so value shapes can be read
+    valuey: frozenset[str] = frozenset()  # keys of tokens that look like values
+    typed: tuple[tuple[str, str], ...] = ()  # (value_type, token) of distinctive values
+    classes: dict[str, str] = field(default_factory=dict)  # value key -> value_class
+    token_keys: tuple[str, ...] = ()  # key() of each token
+    loose: str = ""  # loose(text), for whole-word containment tests
+
+    @property
+    def question(self) -> bool:
+        return "question" in self.markers
+
+    @property
+    def states(self) -> bool:
+        """Whether the clause can state a fact: it has content and is no question."""
+        return bool(self.keys) and not self.question
+
+    def blocked_against(self, old: Clause) -> list[str]:
+        """The markers of this (new) clause that the old clause lacks: each is a
+        reason this clause does not replace the old one."""
+        out = []
+        for kind, found in old.markers.items():
+            if kind == "problem" and kind not in self.markers:
+                out.append(f"old clause reports a problem ({', '.join(found)})")
+        for kind, found in self.markers.items():
+            if kind == "problem":
+                continue
+            if kind in ("question", "request"):
+                if not (kind == "request" and self.names_old):
+                    out.append(kind)
+                continue
+            theirs = old.markers.get(kind, ())
+            missing = [m for m in found if m not in theirs]
+            # "we also moved off X" and "we used to be on X, now Y" name what they
+            # replace: the marker does not make them additions or history
+            if missing and not (kind in ("addition", "history") and self.names_old):
+                out.append(f"{kind} ({', '.join(missing)})")
+        return out
+
+    @property
+    def names_old(self) -> bool:
+        return bool(self.olds)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A record's text split into analysed clauses."""
+
+    text: str
+    clauses: tuple[Clause, ...]
+
+    @property
+    def cues(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c for cl in self.clauses for c in cl.cues))
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(k for cl in self.clauses for k in cl.keys)
+
+    @property
+    def valuey(self) -> frozenset[str]:
+        return frozenset(k for cl in self.clauses for k in cl.valuey)
+
+
+def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    first = next((t for t in toks if t not in LEADS), "")
+    if low.rstrip().endswith("?") or first in QUESTION_STARTS:
+        out["question"] = (first or "?",)
+    elif first == "please" and not STANDING.search(low):
+        out["request"] = ("please",)
+    found: dict[str, list[str]] = {}
+    excused: dict[str, set[int]] = {}
+    for m in _MARKER_RE.finditer(low):
+        marker = m.group(1)
+        exc = _EXCEPTION_RES.get(marker)
+        if exc is not None:
+            if marker not in excused:
+                excused[marker] = {e.start() for e in exc.finditer(low)}
+            # an exception pattern matched at (or spanning) the marker excuses it
+            if any(e <= m.start() < e + 40 for e in excused[marker]):
+                continue
+        kind = _MARKER_KIND[marker]
+        if kind == "addition" and marker == "also" and _lead_also(low):
+            continue
+        if marker not in found.setdefault(kind, []):
+            found[kind].append(marker)
+    out.update((kind, tuple(markers)) for kind, markers in found.items())
+    return out
+
+
+def _lead_also(low: str) -> bool:
+    """'Also, ...' at the start of a clause is a discourse lead, not an addition,
+    unless "also" appears again inside the clause."""
+    stripped = low.lstrip(" \"'(")
+    return stripped.startswith("also,") and stripped.count("also") == 1
+
+
+def _cues(low: str) -> list[str]:
+    found = list(dict.fromkeys(m.group(1) for m in _CUE_RE.finditer(low)))
+    if NEW_CUE.search(low):
+        found.append("new")
+    if "right now" in found and "now" in found:
+        found.remove("now")
+    return found
+
+
+def _strip_value(text: str) -> str:
+    words = loose(text).split()
+    while words and words[0] in VALUE_TRIM:
+        words.pop(0)
+    while words and words[-1] in VALUE_TRIM:
+        words.pop()
+    return " ".join(words[:6])
+
+
+def _values(low: str) -> tuple[list[str], list[str], list[str]]:
+    olds: list[str] = []
+    news: list[str] = []
+    names: list[str] = []
+    if not _VALUE_TRIGGER.search(low):
+        return olds, news, names
+    for name, pat in OLD_VALUE_PATTERNS:
+        for m in pat.finditer(low):
+            groups = m.groupdict()
+            old = _strip_value(groups.get("old") or "")
+            new = _strip_value(groups.get("new") or "")
+            if old and any(t not in FUNCTION_WORDS for t in old.split()):
+                olds.append(old)
+            if new:
+                news.append(new)
+            if old or new:
+                names.append(name)
+    return list(dict.fromkeys(olds)), list(dict.fromkeys(news)), list(dict.fromkeys(names))
+
+
+@lru_cache(maxsize=16384)
+def parse(text: str) -> Parsed:
+    """Split a record's text into analysed clauses (cached: a record is parsed once
+    however many writes compare against it)."""
+    spans = []
+    pos = 0
+    for m in _SENTENCE.finditer(text):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    clauses: list[Clause] = []
+    lent: list[str] = []  # cues of a cue-only clause, lent to the clauses after it
+    for start, end in spans:
+        raw = text[start:end].strip()
+        if not raw:
+            continue
+        low = " ".join(raw.casefold().replace("’", "'").split())
+        lead = LEAD_PHRASES.match(low)
+        cut = lead.end() if lead else 0
+        body = low[cut:]
+        raw_body = " ".join(raw.split())[cut:] if cut else raw
+        raws = [m.group(0) for m in _TOKEN.finditer(raw_body)]
+        if len(raws) > MAX_CLAUSE_TOKENS:
+            continue  # a log line or a data dump, not a statement of a fact
+        toks = [_norm_token(r) for r in raws]
+        # a clause written with capitals at all (even only the first letter) shows
+        # how its names look; all-lower-case writing does not
+        cased = any(c.isupper() for c in raw)
+        content = set(content_tokens(toks))
+        tkeys = [key(t) for t in toks]
+        keys = tuple(dict.fromkeys(k for t, k in zip(toks, tkeys, strict=True) if t in content))
+        classes = {
+            key(t): value_class(r, t) for i, (r, t) in enumerate(zip(raws, toks, strict=True))
+            if t in content and _looks_like_value(r, i == 0)
+        }  # fmt: skip
+        valuey = frozenset(classes)
+        typed = tuple(
+            dict.fromkeys(
+                [(vt, t) for t in toks if (vt := value_type(t)) is not None] + _quantities(toks)
+            )
+        )
+        cues = _cues(body)
+        olds, news, names = _values(body)
+        markers = _find_markers(body, toks)
+        if not keys and cues and not markers.get("question"):
+            lent = list(dict.fromkeys(lent + cues))
+            continue
+        cues = list(dict.fromkeys(lent + cues + [f"'{n}'" for n in names]))
+        clauses.append(
+            Clause(
+                text=raw,
+                start=start,
+                end=end,
+                tokens=tuple(toks),
+                token_keys=tuple(tkeys),
+                loose=loose(raw),
+                keys=keys,
+                cues=tuple(cues),
+                olds=tuple(olds),
+                news=tuple(news),
+                patterns=tuple(names),
+                markers=markers,
+                cased=cased,
+                valuey=valuey,
+                typed=typed,
+                classes=classes,
+            )
+        )
+    return Parsed(text, tuple(clauses))
+
+
+# ---------------------------------------------------------------------------
+# Comparing two clauses
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Diff:
+    """How a new clause differs from an old one.
+
+    ``shared`` are the content keys both state (the frame); ``old_only`` and
+    ``new_only`` the keys only one states (the values, if the frame is the same
+    statement). ``frame`` = |shared| / min(|old keys|, |new keys|), 0 if either is empty.
+    """
+
+    old: Clause
+    new: Clause
+    shared: tuple[str, ...]
+    old_only: tuple[str, ...]
+    new_only: tuple[str, ...]
+    frame: float
+
+    @property
+    def old_value(self) -> str:
+        """The old clause's differing words, in its own order and spelling."""
+        return _span(self.old, self.old_only)
+
+    @property
+    def new_value(self) -> str:
+        return _span(self.new, self.new_only)
+
+
+def diff(old: Clause, new: Clause) -> Diff:
+    """Compare the content keys of two clauses (see ``Diff``). Words the old clause
+    itself names as old ("from AWS CodeCommit to Sourcehut") are not what it states,
+    so they take no part."""
+    o, n = _stated_keys(old), new.keys
+    shared = tuple(k for k in o if k in n)
+    old_only = tuple(k for k in o if k not in shared)
+    new_only = tuple(k for k in n if k not in shared)
+    frame = len(shared) / min(len(o), len(n)) if o and n else 0.0
+    return Diff(old, new, shared, old_only, new_only, frame)
+
+
+def _stated_keys(clause: Clause) -> tuple[str, ...]:
+    if not clause.olds:
+        return clause.keys
+    named = {key(t) for v in clause.olds for t in v.split()} - {
+        key(t) for v in clause.news for t in v.split()
+    }
+    kept = tuple(k for k in clause.keys if k not in named)
+    return kept or clause.keys
+
+
+def _span(clause: Clause, keys: tuple[str, ...]) -> str:
+    """The clause's tokens whose keys are in ``keys``, from the first to the last
+    such token (function words between them kept): "GitLab self-managed"."""
+    if not keys:
+        return ""
+    wanted = set(keys)
+    toks = clause.tokens
+    idx = [
+        i
+        for i, (t, k) in enumerate(zip(toks, clause.token_keys, strict=True))
+        if k in wanted and t not in FUNCTION_WORDS
+    ]
+    if not idx:
+        return ""
+    # the longest contiguous run of value tokens (allowing one function word inside)
+    runs: list[list[int]] = [[idx[0]]]
+    for i in idx[1:]:
+        if i - runs[-1][-1] <= 2:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    best = max(runs, key=len)
+    return " ".join(toks[best[0] : best[-1] + 1])
+
+
+def contains(text_loose: str, value: str) -> bool:
+    """Whether ``value`` occurs as whole words in a text given as ``loose(text)``."""
+    v = loose(value)
+    return len(v) > 2 and v in text_loose
+
+
+__all__ = [
+    "ACK_WORDS",
+    "CHANGE_CUES",
+    "FUNCTION_WORDS",
+    "MARKERS",
+    "OLD_VALUE_PATTERNS",
+    "Clause",
+    "Diff",
+    "Parsed",
+    "contains",
+    "diff",
+    "key",
+    "loose",
+    "parse",
+    "tokens",
+]

