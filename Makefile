@@ -60,7 +60,7 @@ reliability: $(STAMP)
 # on 2 quiet cores, most of it pgvector's HNSW build (docs/benchmarks.md). A quicker pass:
 # make bench BENCH_STORE_SIZES=1000,10000,100000
 BENCH_STORE_SIZES ?= 1000,10000,100000,1000000
-BENCH_STORE_BACKENDS ?= memory,sqlite,pgvector
+BENCH_STORE_BACKENDS ?= memory,memory-bits,sqlite,sqlite-bits,pgvector
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory

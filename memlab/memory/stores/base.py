@@ -48,6 +48,9 @@ class Candidates:
     source: np.ndarray  # int8 codes, see SOURCE_CODES
     mask: np.ndarray  # bool
     lexical: np.ndarray | None = None  # raw BM25 of each row for the query text, if asked
+    # Cosine of each row to the query when the store computed it (reduced-precision
+    # scans, see memlab.memory.stores.indexed.ScanPolicy); None: embeddings @ query.
+    similarity: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
