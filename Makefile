@@ -56,8 +56,9 @@ RELIABILITY ?=
 reliability: $(STAMP)
 	$(BIN)/python -m memlab.reliability $(RELIABILITY)
 
-# The store scale run (memlab bench store) includes 1M records per scope: about an hour
-# on 2 quiet cores, most of it pgvector's HNSW build (docs/benchmarks.md). A quicker pass:
+# The store scale run (memlab bench store) includes 1M records per scope: the memory and
+# SQLite cells took ~65 min on 2 busy cores, pgvector's HNSW build of 1.5M rows takes
+# hours there (docs/benchmarks.md). A quicker pass:
 # make bench BENCH_STORE_SIZES=1000,10000,100000
 BENCH_STORE_SIZES ?= 1000,10000,100000,1000000
 BENCH_STORE_BACKENDS ?= memory,memory-bits,sqlite,sqlite-bits,pgvector
