@@ -56,11 +56,19 @@ RELIABILITY ?=
 reliability: $(STAMP)
 	$(BIN)/python -m memlab.reliability $(RELIABILITY)
 
+# The store scale run (memlab bench store) includes 1M records per scope: the memory and
+# SQLite cells took ~65 min on 2 busy cores, pgvector's HNSW build of 1.5M rows takes
+# hours there (docs/benchmarks.md). A quicker pass:
+# make bench BENCH_STORE_SIZES=1000,10000,100000
+BENCH_STORE_SIZES ?= 1000,10000,100000,1000000
+BENCH_STORE_BACKENDS ?= memory,memory-bits,sqlite,sqlite-bits,pgvector
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
 	$(BIN)/python -m benchmarks.bench_embed
 	$(BIN)/python -m benchmarks.bench_reader
 	$(BIN)/python -m benchmarks.supersession --no-transcripts --cost 10000
+	$(BIN)/memlab bench store --sizes $(BENCH_STORE_SIZES) --backends $(BENCH_STORE_BACKENDS)
 
 # The documentation site (mkdocs.yml, docs/) into site/, git-ignored. --strict turns
 # every warning (a broken link or anchor, a page missing from the nav, an API object

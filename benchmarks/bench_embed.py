@@ -1,8 +1,17 @@
-"""`make bench`: embedding throughput (hash, MiniLM) and the embedding cache's effect.
+"""`make bench`: embedding throughput (hash, static, MiniLM on ONNX and PyTorch) and
+the embedding cache's effect.
 
 Figures printed:
 - texts/s of HashEmbedder and MiniLMEmbedder (batched; MiniLM also one text per
   call, and with 1 vs the default number of torch threads);
+- MiniLM backends against today's PyTorch path on the same texts in the same
+  process (``backend_rounds``): short texts (seeded chat lines) and long ones
+  (LongMemEval_S turns when ../shared has them, else ten lines joined); each
+  round runs every path once, in alternating order, and the ratio to PyTorch is
+  taken within a round (same machine load), then the median. "run order" embeds
+  in calls of 256 in dataset order (how a replay embedded before ``prewarm``);
+  "sorted" sorts the whole set by length first (``memlab embed`` and a run's
+  prewarm);
 - the cache: the same few thousand texts embedded through ``CachedEmbedder``
   cold (empty cache), warm (same process, new handle) and from a second process
   (as the second job of a sweep would), with the ratio cold / warm.
@@ -15,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,7 +57,7 @@ def make_embedder(kind: str, threads: int | None = None) -> Embedder:
         return HashEmbedder(384)
     from memlab.memory import MiniLMEmbedder
 
-    return MiniLMEmbedder(threads=threads)
+    return MiniLMEmbedder(backend="torch", threads=threads)
 
 
 def cached_run(emb: Embedder, cache_path: Path, texts: list[str]) -> dict:
@@ -141,6 +151,91 @@ def bench_throughput(args: argparse.Namespace, have_minilm: bool) -> list[dict]:
     return rows
 
 
+BACKENDS = {
+    # label: (MiniLMEmbedder kwargs, or "static" / "hash", whole-set sorted?)
+    "torch, run order (today)": ({"backend": "torch"}, False),
+    "torch, sorted": ({"backend": "torch"}, True),
+    "onnx fp32, run order": ({"backend": "onnx"}, False),
+    "onnx fp32, sorted": ({"backend": "onnx"}, True),
+    "onnx int8, sorted": ({"backend": "onnx", "variant": "int8"}, True),
+    "static, sorted": ("static", True),
+}
+BASE = "torch, run order (today)"
+HEADLINE = "onnx fp32, sorted"
+RUN_CHUNK = 256  # MemoEmbedder's prefetch chunk: a replay's calls before prewarm
+
+
+def long_texts(n: int, seed: int) -> tuple[str, list[str]]:
+    """LongMemEval_S dev6 turns when ../shared has them, else joined chat lines."""
+    import json
+    import random
+
+    path = (
+        Path(__file__).resolve().parents[2] / "shared/datasets/longmemeval/longmemeval_s_dev6.json"
+    )
+    if path.is_file():
+        data = json.loads(path.read_text())
+        turns = list(
+            dict.fromkeys(t["content"] for q in data for s in q["haystack_sessions"] for t in s)
+        )
+        return "LongMemEval_S dev6 turns", random.Random(seed).sample(turns, min(n, len(turns)))
+    lines = flat_lines(n * 10, seed)
+    return "10 chat lines joined", [" ".join(lines[i : i + 10]) for i in range(0, n * 10, 10)]
+
+
+def backend_rounds(args: argparse.Namespace) -> list[dict]:
+    """Texts/s of each MiniLM path on the same texts, rounds alternating order."""
+    import numpy as np
+
+    from memlab.memory import MiniLMEmbedder, StaticEmbedder
+
+    models: dict[str, Embedder] = {}
+    for kw, _ in BACKENDS.values():
+        if str(kw) not in models:
+            models[str(kw)] = StaticEmbedder() if kw == "static" else MiniLMEmbedder(**kw)  # type: ignore[arg-type]
+
+    def path(label: str) -> Callable[[list[str]], object]:
+        kw, whole = BACKENDS[label]
+        emb = models[str(kw)]
+
+        def run(texts: list[str]) -> object:
+            if whole:
+                texts = sorted(texts, key=len, reverse=True)
+            for i in range(0, len(texts), RUN_CHUNK):
+                emb.embed(texts[i : i + RUN_CHUNK])
+            return None
+
+        return run
+
+    paths = {label: path(label) for label in BACKENDS}
+    for fn in paths.values():
+        fn(flat_lines(16, seed=30))  # warm-up
+    what, long = long_texts(args.long_texts, seed=31)
+    sets = {
+        f"short (chat lines, {args.short_texts})": flat_lines(args.short_texts, seed=32),
+        f"long ({what}, {len(long)})": long,
+    }
+    rows = []
+    for set_name, texts in sets.items():
+        times: dict[str, list[float]] = {k: [] for k in paths}
+        for r in range(args.rounds):
+            order = list(paths) if r % 2 == 0 else list(reversed(paths))
+            for label in order:
+                t = time.perf_counter()
+                paths[label](texts)
+                times[label].append(time.perf_counter() - t)
+        for label, ts in times.items():
+            ratios = [b / t for b, t in zip(times[BASE], ts, strict=True)]
+            rows.append({
+                "bench": "backends", "embedder": label, "setting": set_name,
+                "texts": len(texts), "texts_per_s": len(texts) / float(np.median(ts)),
+                "ratio": float(np.median(ratios)), "ratio_min": min(ratios),
+                "ratio_max": max(ratios), "rounds": args.rounds,
+            })  # fmt: skip
+        print(f"  backends on {set_name} done", flush=True)
+    return rows
+
+
 def bench_cache(args: argparse.Namespace, have_minilm: bool, tmp: Path) -> list[dict]:
     rows = []
     kinds = ["hash"] + (["minilm"] if have_minilm else [])
@@ -185,6 +280,9 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=20_000, help="texts for the hash throughput")
     ap.add_argument("--minilm-texts", type=int, default=1_000, help="texts for MiniLM throughput")
     ap.add_argument("--cache-texts", type=int, default=3_000, help="texts for the cache runs")
+    ap.add_argument("--short-texts", type=int, default=512, help="short texts, backend rounds")
+    ap.add_argument("--long-texts", type=int, default=256, help="long texts, backend rounds")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the backend comparison")
     ap.add_argument(
         "--worker", nargs=4, metavar=("KIND", "CACHE", "N", "SEED"), help=argparse.SUPPRESS
     )
@@ -203,10 +301,30 @@ def main() -> None:
     print("memlab bench: embedders and the embedding cache", flush=True)
     words = sum(len(t.split()) for t in flat_lines(200)) / 200
     print(f"  (texts: seeded support-chat lines of ~{words:.0f} words)", flush=True)
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
         throughput = pd.DataFrame(bench_throughput(args, have_minilm))
+        backends = pd.DataFrame(backend_rounds(args) if have_minilm else [])
         cache = pd.DataFrame(bench_cache(args, have_minilm, Path(d)))
-    pd.concat([throughput, cache]).to_csv(OUT / "embed.csv", index=False)
+    pd.concat([throughput, backends, cache]).to_csv(OUT / "embed.csv", index=False)
+    if len(backends):
+        print(
+            f"\nMiniLM paths against today's PyTorch path (same texts, same process, "
+            f"{args.rounds} rounds; load average {load:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end):"
+        )
+        for set_name, part in backends.groupby("setting", sort=False):
+            print(f"  {set_name}")
+            for _, r in part.iterrows():
+                print(
+                    f"    {r.embedder:<26} {r.texts_per_s:>9,.1f} texts/s   x{r.ratio:6.2f} "
+                    f"(rounds {r.ratio_min:.2f}-{r.ratio_max:.2f})"
+                )
+            head = part.set_index("embedder").loc[HEADLINE]
+            print(
+                f"  -> throughput ratio {HEADLINE} / {BASE}: x{head.ratio:.2f} "
+                f"(target x3: {'MET' if head.ratio >= 3 else 'MISSED'})"
+            )
 
     print("\nEmbedding throughput:")
     for _, r in throughput.iterrows():

@@ -36,6 +36,9 @@ commands:
                     trust them (differences against --reference with paired CIs, ...)
   compare RUN_A RUN_B
                     run B against run A on the same probes (paired bootstrap CIs)
+  embed [overrides] [--workers N]
+                    pre-warm the embedding cache for the transcripts a run would replay
+                    (same keys as run: transcripts=..., embedder=...); resumable
   convert DATASET FILE --out DIR
                     write a benchmark file (locomo, longmemeval) as format-v1 transcripts
   tune [overrides]  search ranking weights and half-lives (Optuna), score on held-apart transcripts
@@ -743,6 +746,89 @@ def convert(args: list[str]) -> int:
     return OK
 
 
+# -- embed ----------------------------------------------------------------------------------
+EMBED_HELP = """usage: memlab embed [KEY=VALUE | GROUP=OPTION ...] [--workers N] [--chunk N] [--no-progress]
+
+Pre-warm the persistent embedding cache with every turn text of the transcripts a
+`memlab run` with the same overrides would replay, so that the run starts warm.
+The keys are run's: transcripts=... (transcripts.path, .limit, .ids), embedder=...
+(embedder.*), cache.path. Missing texts are embedded longest first, one cache
+transaction per chunk: Ctrl-C (exit 130) keeps every finished chunk, and the next
+`memlab embed` resumes where it stopped.
+
+  --workers N   embedding processes, each with its own model and cores/N threads (default 1)
+  --chunk N     texts per chunk and cache transaction (default 256)
+  --no-progress no progress bar (it appears only on a terminal anyway)
+
+example: memlab embed transcripts=longmemeval transcripts.path=longmemeval_s.json embedder=minilm"""
+
+
+def embed(args: list[str]) -> int:
+    """``memlab embed [overrides] [--workers N] [--chunk N]``: pre-warm the cache."""
+    if _wants_help(args):
+        echo(EMBED_HELP)
+        return OK
+    from memlab.lab.config import compose, validate
+    from memlab.lab.embed import DEFAULT_CHUNK, dataset_texts, prewarm
+    from memlab.lab.experiment import instantiate, load_transcripts
+    from memlab.memory import CachedEmbedder, ModelCache
+
+    numbers = {"--workers": 1, "--chunk": DEFAULT_CHUNK}
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        flag, eq, value = a.partition("=")
+        if flag in numbers:
+            if not eq:
+                if i + 1 >= len(args):
+                    raise InputError(f"embed: {flag} needs a number")
+                i += 1
+                value = args[i]
+            try:
+                numbers[flag] = int(value)
+            except ValueError:
+                raise InputError(f"embed: {flag} takes an integer, got {value!r}") from None
+            if numbers[flag] < 1:
+                raise InputError(f"embed: {flag} must be >= 1, got {numbers[flag]}")
+        elif a.startswith("-") and a != "--no-progress":
+            raise InputError(f"embed: unknown option {a!r} (see memlab embed --help)")
+        else:
+            rest.append(a)
+        i += 1
+    v = validate(compose(_app_args(rest)))
+    node = v.plugins["embedder"]
+    transcripts = load_transcripts(v)
+    texts = dataset_texts(transcripts)
+    inner = instantiate(node)
+    cached = CachedEmbedder(inner, ModelCache(v.run.cache.path))
+    try:
+        echo(
+            f"memlab embed: {len(transcripts)} transcripts, {len(texts):,} distinct turn texts, "
+            f"embedder {inner.name}, cache {cached.cache.path}"
+        )
+        stored = [0]
+        result = prewarm(
+            cached,
+            texts,
+            chunk=numbers["--chunk"],
+            workers=numbers["--workers"],
+            plugin=node,
+            progress=v.run.progress,
+            on_chunk=lambda n: stored.__setitem__(0, stored[0] + n),
+        )
+    except KeyboardInterrupt:
+        fail(
+            f"interrupted; {stored[0]:,} newly embedded texts are stored in the cache: run the "
+            "same command again to resume"
+        )
+        return INTERRUPTED
+    finally:
+        cached.close()
+    echo(result.line(inner.name))
+    return OK
+
+
 # -- gate -----------------------------------------------------------------------------------
 def gate(args: list[str]) -> int:
     """``memlab gate --baseline BASELINE RUN_DIR``: fail (exit 1) when a metric of the
@@ -946,6 +1032,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "report": report,
     "compare": compare,
     "judge": judge,
+    "embed": embed,
     "convert": convert,
     "tune": tune,
     "gate": gate,

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from memlab.bench.store import BACKENDS
 from memlab.cli import main as cli
 from tests.conftest import memlab, on_a_terminal
 
@@ -30,14 +31,14 @@ def test_bench_store_runs_small_and_writes_table_and_chart(
     assert "pgvector recall@10 against exact" in printed and "written:" in printed
     table = pd.read_csv(out / "store.csv")
     assert sorted(zip(table.backend, table.records, strict=True)) == sorted(
-        (b, n) for b in ("memory", "jsonl", "sqlite", "pgvector") for n in (120, 240)
+        (b, n) for b in BACKENDS for n in (120, 240)
     )
     for col in ("write_single_per_s", "write_batched_per_s", "recall_p50_ms", "recall_p95_ms"):
         assert (table[col] > 0).all(), col
     assert (table.recall_p95_ms >= table.recall_p50_ms).all()
     # Exact backends agree exactly; pgvector returns small scopes whole (pool 200).
     assert (table.parity_identical == 1.0).all()
-    disk = table[table.backend.isin(["jsonl", "sqlite", "pgvector"])]
+    disk = table[table.backend.isin(["jsonl", "sqlite", "sqlite-bits", "pgvector"])]
     assert (disk.size_mb > 0).all() and (table[table.backend == "memory"].size_mb == 0).all()
     pools = pd.read_csv(out / "store_pool.csv")
     assert len(pools) == 2 * 2 * 2

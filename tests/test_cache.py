@@ -63,6 +63,18 @@ def test_keys() -> None:
     assert len(text_key("\udc80 lone surrogate")) == 32
 
 
+def test_embedded_keys_reads_only_keys(tmp_path: Path) -> None:
+    from memlab.memory import ModelCache
+
+    cache = ModelCache(tmp_path / "c.sqlite")
+    keys = [text_key(f"t{i}") for i in range(2000)]  # more than one SQL chunk
+    assert cache.embedded_keys("m", 4, keys) == set()  # no such model yet
+    cache.put_embeddings("m", 4, [(k, np.ones(4, dtype=np.float32)) for k in keys[::3]])
+    assert cache.embedded_keys("m", 4, keys) == set(keys[::3])
+    assert cache.embedded_keys("m", 8, keys) == set()  # another dims is another model
+    assert cache.embedded_keys("m", 4, []) == set()
+
+
 # -- processes -----------------------------------------------------------------------
 WORKER = textwrap.dedent(
     """

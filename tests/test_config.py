@@ -122,7 +122,8 @@ def test_plugin_schemas_are_the_constructor_signatures() -> None:
     assert jsonl.name == "jsonl" and jsonl.drop_after is False
     assert jsonl.compact_min_lines == 1000 and OmegaConf.is_missing(jsonl, "path")
     assert set(jsonl) == {"name", "drop_after", "path", "fsync", "compact_min_lines",
-                          "compact_ratio", "lock_timeout"}  # fmt: skip
+                          "compact_ratio", "lock_timeout", "scan", "scan_rerank",
+                          "scan_min_rows"}  # fmt: skip
     assert JsonlStore.__init__.__kwdefaults__["compact_min_lines"] == 1000
     openai = OmegaConf.structured(plugin_schema("embedder", "openai"))
     assert "client" not in openai and "transport" not in openai  # objects, not settings

@@ -167,7 +167,10 @@ def test_run_writes_the_effective_config_and_a_sealed_fingerprint(
     written = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert written["strategies"]["stuff_all"] == {"kind": "stuff_all", "context_limit": 128000}
     assert written["memory"]["summarize"]["trigger_tokens"] == 250  # the lab's override
-    assert written["store"] == {"name": "memory", "drop_after": False}
+    assert written["store"] == {
+        "name": "memory", "drop_after": False,
+        "scan": "float32", "scan_rerank": 16384, "scan_min_rows": 20000,
+    }  # fmt: skip
     fp = json.loads((tmp_path / "run" / "fingerprint.json").read_text())
     assert fp["format"] == "memlab.fingerprint/3"
     assert fp["summary_sha256"] == fingerprint.file_sha256(tmp_path / "run" / "summary.csv")

@@ -142,3 +142,126 @@ def test_columns_equal_the_records_after_any_operations(
         assert view.lexical is not None
         hit = {view.ids[i] for i in np.flatnonzero(view.mask & (view.lexical > 0))}
         assert hit == {r.id for r in active if word in r.content}
+
+
+# -- the sign-bit scan (ScanPolicy(codes="bits")) ------------------------------------
+def clustered(n: int, dims: int, seed: int) -> np.ndarray:
+    """Unit vectors around 40 topic centres sharing a common direction, like
+    sentence embeddings (whose signs are far from random)."""
+    rng = np.random.default_rng(seed)
+    common = rng.standard_normal(dims)
+    centres = rng.standard_normal((40, dims)) + 1.5 * common
+    x = centres[rng.integers(0, 40, n)] + 0.8 * rng.standard_normal((n, dims))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def scan_pair(n: int, rerank: int, dims: int = 96) -> tuple[object, object, np.ndarray]:
+    from memlab.memory import InMemoryStore
+
+    vecs = clustered(n + 30, dims, seed=7)
+    rng = np.random.default_rng(3)
+    recs = [
+        make_record(
+            id=f"r{i:05d}",
+            embedding=vecs[i],
+            created_at=float(rng.uniform(0, 1e7)),
+            salience=float(rng.uniform(0, 1)),
+            dims=dims,
+        )
+        for i in range(n)
+    ]
+    exact = InMemoryStore()
+    bits = InMemoryStore(scan="bits", scan_rerank=rerank, scan_min_rows=0)
+    exact.put_many(recs)
+    bits.put_many(recs)
+    return exact, bits, vecs[n:]
+
+
+def top_ids(store: object, query: np.ndarray, weights: object, k: int = 10) -> list[str]:
+    from memlab.memory import HashEmbedder, MemoryLayer, RecallQuery
+    from memlab.memory.rank import HybridRanker
+
+    layer = MemoryLayer(
+        store,  # type: ignore[arg-type]
+        HashEmbedder(len(query)),
+        ranker=HybridRanker(weights),  # type: ignore[arg-type]
+        clock=lambda: 1e7,
+    )
+    layer.embed_query = lambda text: query  # type: ignore[method-assign]
+    res = layer.recall(RecallQuery("alice", "q", token_budget=10**6, max_hits=k), touch=False)
+    return [h.record.id for h in res]
+
+
+def test_bits_scan_ranks_like_the_float32_scan() -> None:
+    from memlab.memory.rank import RankWeights
+
+    exact, bits, queries = scan_pair(3000, rerank=200)
+    for weights in (RankWeights(), RankWeights(similarity=1, recency=0, salience=0, usage=0)):
+        for q in queries:
+            assert top_ids(bits, q, weights) == top_ids(exact, q, weights)
+
+
+def test_bits_scan_similarity_is_exact_for_reranked_rows_and_a_floor_elsewhere() -> None:
+    _, bits, queries = scan_pair(2000, rerank=100)
+    idx = bits._index["alice"]  # type: ignore[attr-defined]
+    q = queries[0]
+    view = idx.view(None, False, query=q)
+    true = idx.emb[: idx.n] @ q
+    assert view.similarity is not None
+    exact = np.isclose(view.similarity, true, atol=1e-6)
+    assert 100 <= exact.sum() < 2000  # the re-ranked rows (more on ties)
+    best = np.argsort(-true)[:10]
+    assert exact[best].all()  # the true top rows were re-ranked
+    others = view.similarity[~exact]
+    assert np.all(others == others[0])  # one bound for every other row
+    # Below min_rows, and without a query, the float32 path applies.
+    assert idx.view(None, False).similarity is None
+    small = ScopeIndex(DIMS)
+    small.upsert(make_record(id="x"))
+    assert small.view(None, False, query=np.ones(DIMS, np.float32)).similarity is None
+
+
+def test_bits_follow_deletes_and_compaction() -> None:
+    from memlab.memory.rank import RankWeights
+
+    exact, bits, queries = scan_pair(1200, rerank=64)
+    gone = [f"r{i:05d}" for i in range(0, 1200, 2)]  # half: compacts the index
+    assert exact.delete("alice", gone) == bits.delete("alice", gone) == 600  # type: ignore[attr-defined]
+    idx = bits._index["alice"]  # type: ignore[attr-defined]
+    assert len(idx) == 600 and idx.n < 1200 and idx.bits.shape[0] == 2  # compacted
+    for q in queries[:10]:
+        assert top_ids(bits, q, RankWeights()) == top_ids(exact, q, RankWeights())
+
+
+def test_sqlite_bits_scan_ranks_like_float32(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from memlab.memory import SqliteStore
+    from memlab.memory.rank import RankWeights
+
+    exact, _, queries = scan_pair(800, rerank=50)
+    recs = exact.list("alice")  # type: ignore[attr-defined]
+    with SqliteStore(
+        Path(str(tmp_path)) / "b.db", scan="bits", scan_rerank=50, scan_min_rows=0
+    ) as db:
+        db.put_many(recs)
+        for q in queries[:10]:
+            assert top_ids(db, q, RankWeights()) == top_ids(exact, q, RankWeights())
+
+
+def test_scan_policy_rejects_bad_values() -> None:
+    import pytest
+
+    from memlab.errors import InputError
+    from memlab.memory import InMemoryStore, JsonlStore, SqliteStore
+    from memlab.memory.stores.indexed import ScanPolicy
+
+    for bad in ({"codes": "float16"}, {"codes": 8}, {"rerank": 0}, {"min_rows": -1}):
+        with pytest.raises(InputError):
+            ScanPolicy(**bad)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="scan must be one of"):
+        InMemoryStore(scan="int8")
+    with pytest.raises(InputError, match="scan_rerank"):
+        JsonlStore("/nonexistent/x.jsonl", scan="bits", scan_rerank=0)
+    with pytest.raises(InputError, match="scan must be one of"):
+        SqliteStore(":memory:", scan="half")

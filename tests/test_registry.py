@@ -116,7 +116,7 @@ def test_the_memory_layer_registries_list_the_built_in_plug_ins():
 
     assert STORES.names() == ["jsonl", "memory", "pgvector", "sqlite"]
     assert STORES.get("jsonl") is JsonlStore
-    assert EMBEDDERS.names() == ["hash", "minilm", "openai"]
+    assert EMBEDDERS.names() == ["hash", "minilm", "openai", "static"]
     assert EMBEDDERS.get("hash") is HashEmbedder
     assert SUMMARIZERS.names() == ["extractive", "openai"]
     with pytest.raises(InputError, match="unknown store 'redis'"):

@@ -40,6 +40,7 @@ from memlab.memory.models import (
     OpenAIChat,
     OpenAIEmbedder,
     OpenAISummarizer,
+    StaticEmbedder,
     Summarizer,
     default_cache_path,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "ScopeReader",
     "Source",
     "SqliteStore",
+    "StaticEmbedder",
     "SummarizePolicy",
     "Summarizer",
     "SupersedePolicy",

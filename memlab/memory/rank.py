@@ -150,8 +150,14 @@ class HybridRanker:
         """
         w = self.weights.as_dict()
         mask = cands.mask
-        sim = cands.embeddings @ query.astype(np.float32, copy=False)
-        np.maximum(sim, 0.0, out=sim)
+        q32 = query.astype(np.float32, copy=False)
+        store_sim = cands.similarity if self.fusion == "weighted" else None
+        bounded = store_sim is not None
+        if store_sim is not None:  # the store's scan: exact for its top rows, a bound elsewhere
+            sim = np.maximum(store_sim, np.float32(0.0))
+        else:
+            sim = cands.embeddings @ q32
+            np.maximum(sim, 0.0, out=sim)
         components: dict[str, np.ndarray] = {"similarity": sim}
         if cands.lexical is not None:
             lex = np.where(mask, cands.lexical, 0.0)
@@ -175,6 +181,8 @@ class HybridRanker:
             if w.get(name, 0.0):
                 scores += w[name] * values
         scores[~mask] = -np.inf
+        if bounded and w["similarity"]:
+            _exact_head(scores, sim, cands.embeddings, q32, w["similarity"])
         return Scored(scores=scores, components=components, weights=w)
 
     def _reciprocal_rank(self, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -185,6 +193,40 @@ class HybridRanker:
             order = live[np.argsort(-values[live], kind="stable")]
             out[order] = (self.rrf_k + 1.0) / (self.rrf_k + np.arange(1, live.size + 1))
         return out
+
+
+EXACT_HEAD = 256  # rows whose scores are exact after a reduced-precision scan
+_EXACT_BATCH = 1024
+
+
+def _exact_head(
+    scores: np.ndarray, sim: np.ndarray, embeddings: np.ndarray, query: np.ndarray, w_sim: float
+) -> None:
+    """Make the best ``EXACT_HEAD`` scores exact after a store's reduced-precision
+    scan (in place).
+
+    ``sim`` holds exact cosines for some rows and, for the others, an upper bound
+    (see memlab.memory.stores.indexed.ScanPolicy), so every score is exact or too
+    high. Rows are re-scored with their float32 cosine, best score first, a batch
+    at a time, until the ``EXACT_HEAD``-th best exact score is at least every
+    remaining bound: then no other row can enter the head.
+    """
+    pending = np.flatnonzero(np.isfinite(scores))
+    exact = np.empty(0, dtype=np.float64)
+    while pending.size:
+        if pending.size > _EXACT_BATCH:
+            part = np.argpartition(-scores[pending], _EXACT_BATCH - 1)
+            batch, pending = pending[part[:_EXACT_BATCH]], pending[part[_EXACT_BATCH:]]
+        else:
+            batch, pending = pending, pending[:0]
+        true = np.maximum(embeddings[batch] @ query, np.float32(0.0))
+        scores[batch] += w_sim * (true.astype(np.float64) - sim[batch])
+        sim[batch] = true
+        exact = np.concatenate([exact, scores[batch]])
+        if exact.size > EXACT_HEAD:
+            exact = exact[np.argpartition(-exact, EXACT_HEAD - 1)[:EXACT_HEAD]]
+        if pending.size and exact.size >= EXACT_HEAD and exact.min() >= scores[pending].max():
+            return
 
 
 def ranked(

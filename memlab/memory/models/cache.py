@@ -334,6 +334,25 @@ class ModelCache:
                     out[bytes(key)] = np.frombuffer(blob, dtype="<f4")
         return out
 
+    def embedded_keys(self, name: str, dims: int, keys: Sequence[bytes]) -> set[bytes]:
+        """Which of ``keys`` have a cached vector by ``name`` (reads no vectors, so a
+        whole dataset's keys can be checked in little memory)."""
+        out: set[bytes] = set()
+        if not keys:
+            return out
+        with self._conn() as db:
+            model = self._model_id(db, "embedding", name, dims, create=False)
+            if model is None:
+                return out
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT key FROM embeddings WHERE model = ? AND key IN ({marks})",
+                    (model, *chunk),
+                ).fetchall()
+                out.update(bytes(r[0]) for r in rows)
+        return out
+
     def put_embeddings(
         self, name: str, dims: int, items: Sequence[tuple[bytes, np.ndarray]]
     ) -> None:

@@ -52,6 +52,9 @@ class Candidates:
     lexical: np.ndarray | None = None  # raw BM25 of each row for the query text, if asked
     invalid_at: np.ndarray = None  # type: ignore[assignment]  # float64; inf: in force
     archived_at: np.ndarray = None  # type: ignore[assignment]  # float64; inf: active
+    # Cosine of each row to the query when the store computed it (reduced-precision
+    # scans, see memlab.memory.stores.indexed.ScanPolicy); None: embeddings @ query.
+    similarity: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.ids)

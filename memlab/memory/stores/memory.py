@@ -18,7 +18,16 @@ from memlab.memory.stores.indexed import IndexedStore
 
 @STORES.register("memory")
 class InMemoryStore(IndexedStore):
-    """A MemoryStore that lives in process memory and is lost on exit."""
+    """A MemoryStore that lives in process memory and is lost on exit.
+
+    Args:
+        scan: how a recall scans a scope's vectors: ``"float32"`` (exact, the
+            default) or ``"bits"`` (sign bits, then an exact float32 re-rank of
+            the nearest rows; faster on scopes of 100k records and more). See
+            memlab.memory.stores.indexed.ScanPolicy.
+        scan_rerank: rows the ``"bits"`` scan re-ranks with their float32 cosine.
+        scan_min_rows: scopes with fewer rows are scanned in float32.
+    """
 
     def put(self, record: MemoryRecord) -> None:
         self.put_many([record])

@@ -47,7 +47,7 @@ from memlab.memory.stores.base import (
     scoped_ids,
 )
 from memlab.memory.stores.codec import superseded_from_list, superseded_to_list
-from memlab.memory.stores.indexed import ScopeIndex
+from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
 
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
 MIGRATIONS: list[str] = [
@@ -232,6 +232,12 @@ class SqliteStore:
             raises instead of starting a new, empty store).
         timeout: seconds to wait for another process's write lock.
         create_dirs: create the folder of ``path`` (and its parents) if missing.
+        scan: how a recall scans a scope's vectors: ``"float32"`` (exact, the
+            default) or ``"bits"`` (sign bits, then an exact float32 re-rank of
+            the nearest rows; faster on scopes of 100k records and more). See
+            memlab.memory.stores.indexed.ScanPolicy.
+        scan_rerank: rows the ``"bits"`` scan re-ranks with their float32 cosine.
+        scan_min_rows: scopes with fewer rows are scanned in float32.
 
     Raises:
         StoreError: ``path`` is a folder, or its folder is missing and
@@ -246,7 +252,11 @@ class SqliteStore:
         timeout: float = 30.0,
         create_dirs: bool = False,
         integrity: str = "quick",
+        scan: str = ScanPolicy.codes,
+        scan_rerank: int = ScanPolicy.rerank,
+        scan_min_rows: int = ScanPolicy.min_rows,
     ) -> None:
+        self.scan = ScanPolicy(scan, scan_rerank, scan_min_rows)
         memory = path == ":memory:"
         self.path = ":memory:" if memory else str(check_path(path, "SqliteStore path"))
         timeout = check_number(timeout, "SqliteStore timeout", lo=0.0)
@@ -651,7 +661,9 @@ class SqliteStore:
                 idx = self._load_scope(scope)
             if idx is None:
                 return Candidates.empty(self._dims or 0)
-            return idx.view(kind_filter(kinds), include_archived, text, valid_at)
+            return idx.view(
+                kind_filter(kinds), include_archived, text, valid_at=valid_at, query=query
+            )
 
     def _load_scope(self, scope: str) -> ScopeIndex | None:
         if self._dims is None:
@@ -659,7 +671,7 @@ class SqliteStore:
         rows = self._select(
             f"SELECT {_COLUMNS} FROM records WHERE scope = ? ORDER BY created_at, id", (scope,)
         )
-        idx = ScopeIndex(self._dims)
+        idx = ScopeIndex(self._dims, self.scan)
         for row in rows:
             idx.upsert(self._decode(row))
         self._cache[scope] = idx
