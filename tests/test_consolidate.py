@@ -226,6 +226,35 @@ def test_pending_records_of_a_batch_are_candidates() -> None:
     assert superseded(got) == {0}
 
 
+def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
+    """A note that folded a statement and its acknowledgement, and a multi-fact note
+    that restates the value, lose those sentences only (``partial``, one span per
+    sentence)."""
+    recs = _records(
+        (("user", "Our renewal date is July 31."),
+         ("user", "Calls work between 9 and 11. Our renewal date is July 31. Ok, July 31."),
+         ("user", "Actually, our renewal date is March 31 now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put_many(recs[:2])
+    got = {d.old_id: d for d in RULES.decide(recs[2], ScopeReader(store, "alice"))}
+    assert set(got) == {"r0", "r1"}
+    note = got["r1"]
+    assert note.partial
+    text = recs[1].content
+    spans = sorted({note.span, *note.more_spans})  # type: ignore[arg-type]
+    assert [text[a:b].strip() for a, b in spans] == [
+        "Our renewal date is July 31.", "Ok, July 31."
+    ]
+    from memlab.memory.supersede import consolidate  # noqa: PLC0415
+
+    done = consolidate(store, RULES, [recs[2]])
+    note_after = next(r for r in done.updated if r.id == "r1")
+    assert [e.span for e in note_after.superseded] == spans
+    assert note_after.text_at(None).split() == ["Calls", "work", "between", "9", "and", "11."]
+
+
 def test_a_later_record_is_never_superseded() -> None:
     recs = _records(
         (("user", "We moved off Heroku to Fly.io last week."),
