@@ -32,6 +32,7 @@ from memlab.memory.consolidate import (
     Supersession,
 )
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
+from memlab.memory.supersede import consolidate
 from memlab.memory.update_text import contains, key, loose, parse, tokens, value_type
 from tests.consolidate_cases import (
     CASES,
@@ -247,8 +248,6 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
     assert [text[a:b].strip() for a, b in spans] == [
         "Our renewal date is July 31.", "Ok, July 31."
     ]
-    from memlab.memory.supersede import consolidate  # noqa: PLC0415
-
     done = consolidate(store, RULES, [recs[2]])
     note_after = next(r for r in done.updated if r.id == "r1")
     assert [e.span for e in note_after.superseded] == spans
