@@ -245,9 +245,7 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
     assert note.partial
     text = recs[1].content
     spans = sorted({note.span, *note.more_spans})  # type: ignore[arg-type]
-    assert [text[a:b].strip() for a, b in spans] == [
-        "Our renewal date is July 31.", "Ok, July 31."
-    ]
+    assert [text[a:b].strip() for a, b in spans] == ["Our renewal date is July 31.", "Ok, July 31."]
     done = consolidate(store, RULES, [recs[2]])
     note_after = next(r for r in done.updated if r.id == "r1")
     assert [e.span for e in note_after.superseded] == spans
