@@ -252,6 +252,22 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
     assert note_after.text_at(None).split() == ["Calls", "work", "between", "9", "and", "11."]
 
 
+def test_the_clause_holding_the_value_is_the_one_replaced() -> None:
+    """Two clauses of one record match at the same confidence: the one whose
+    replaced words are the value (an e-mail), not a chat word, gets the span."""
+    recs = _records(
+        (("user", "I never check email on weekends. Our invoice address is pay@acme.io."),
+         ("user", "Small change: invoices go to finance@acme.io from now on.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[1], ScopeReader(store, "alice"))
+    assert d.partial and d.span is not None
+    assert recs[0].content[d.span[0] : d.span[1]].strip() == "Our invoice address is pay@acme.io."
+    assert d.old_value == "pay@acme.io"
+
+
 def test_a_later_record_is_never_superseded() -> None:
     recs = _records(
         (("user", "We moved off Heroku to Fly.io last week."),

@@ -358,6 +358,7 @@ class RuleConsolidator:
         statement = old.source not in _ECHO_ONLY
         old_clauses = [c for c in cand.parsed.clauses if c.states]
         best: tuple[Supersession, frozenset[str], frozenset[str], frozenset[str]] | None = None
+        best_strength = (0.0, False)
         for nc in clauses:
             for oc in old_clauses:
                 blocked = nc.blocked_against(oc)
@@ -367,8 +368,9 @@ class RuleConsolidator:
                 hit = self._explicit(new, nc, old, oc, common)
                 if hit is None and statement and not nc.olds:
                     hit = self._value_diff(new, nc, old, oc, cand)
-                if hit is not None and (best is None or hit[0].confidence > best[0].confidence):
+                if hit is not None and (best is None or _strength(hit[0], oc) > best_strength):
                     best = (*hit, frozenset(oc.keys))
+                    best_strength = _strength(hit[0], oc)
         if best is None:
             return
         decision, old_keys, new_keys, frame = best
@@ -629,6 +631,14 @@ def _restated(best: Supersession, p: Parsed) -> list[tuple[int, int]]:
         and contains(c.loose, value)
         and not (best.new_value and contains(c.loose, best.new_value))
     ]
+
+
+def _strength(decision: Supersession, oc: Clause) -> tuple[float, bool]:
+    """How a decision ranks among one old record's clauses: by confidence, then
+    whether the replaced words look like a value ("billing@x.io", not "read"): in
+    "I don't read email at night. Our billing email is a@x.io", the e-mail is the
+    claim an e-mail correction replaces."""
+    return decision.confidence, bool(_keys(decision.old_value) & oc.valuey)
 
 
 def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
