@@ -26,14 +26,17 @@ GROUPS = {
     "all": "all probes",
 }
 METRICS = ("fact_recall", "stale_rate", "stale_wins")
+STRATEGIES = ("memory", "memory_no_supersede", "sliding_window")
 
 
-def table(runs: Sequence[tuple[str, Path]]) -> pd.DataFrame:
+def table(
+    runs: Sequence[tuple[str, Path]], strategies: Sequence[str] = STRATEGIES
+) -> pd.DataFrame:
     """One row per run, strategy and probe group (long format: mean, ci_low, ci_high, n)."""
     frames = []
     for label, folder in runs:
         s = pd.read_csv(folder / "summary.csv")
-        s = s[s.group.isin(GROUPS) & s.metric.isin(METRICS)]
+        s = s[s.group.isin(GROUPS) & s.metric.isin(METRICS) & s.strategy.isin(strategies)]
         frames.append(s.assign(run=label, group=s.group.map(GROUPS)))
     return pd.concat(frames, ignore_index=True)
 
@@ -105,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--run", action="append", required=True, metavar="LABEL=DIR")
     ap.add_argument("--out", default="results/bench", help="folder for the CSV and the PNG")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES),
+                    help="comma-separated strategies to keep (default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     runs = []
     for spec in args.run:
@@ -112,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not sep or not (Path(folder) / "summary.csv").is_file():
             ap.error(f"--run {spec!r}: expected LABEL=DIR with DIR/summary.csv")
         runs.append((label, Path(folder)))
-    df = table(runs)
+    df = table(runs, [s for s in args.strategies.split(",") if s])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "supersession-lab.csv", index=False)

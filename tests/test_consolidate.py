@@ -32,6 +32,7 @@ from memlab.memory.consolidate import (
     Supersession,
 )
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
+from memlab.memory.supersede import consolidate
 from memlab.memory.update_text import contains, key, loose, parse, tokens, value_type
 from tests.consolidate_cases import (
     CASES,
@@ -224,6 +225,47 @@ def test_pending_records_of_a_batch_are_candidates() -> None:
     store.put(other)  # stored rows and pending rows together
     got = RULES.decide(recs[1], ScopeReader(store, "alice", pending=recs[:1]))
     assert superseded(got) == {0}
+
+
+def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
+    """A note that folded a statement and its acknowledgement, and a multi-fact note
+    that restates the value, lose those sentences only (``partial``, one span per
+    sentence)."""
+    recs = _records(
+        (("user", "Our renewal date is July 31."),
+         ("user", "Calls work between 9 and 11. Our renewal date is July 31. Ok, July 31."),
+         ("user", "Actually, our renewal date is March 31 now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put_many(recs[:2])
+    got = {d.old_id: d for d in RULES.decide(recs[2], ScopeReader(store, "alice"))}
+    assert set(got) == {"r0", "r1"}
+    note = got["r1"]
+    assert note.partial
+    text = recs[1].content
+    spans = sorted({note.span, *note.more_spans})  # type: ignore[arg-type]
+    assert [text[a:b].strip() for a, b in spans] == ["Our renewal date is July 31.", "Ok, July 31."]
+    done = consolidate(store, RULES, [recs[2]])
+    note_after = next(r for r in done.updated if r.id == "r1")
+    assert [e.span for e in note_after.superseded] == spans
+    assert note_after.text_at(None).split() == ["Calls", "work", "between", "9", "and", "11."]
+
+
+def test_the_clause_holding_the_value_is_the_one_replaced() -> None:
+    """Two clauses of one record match at the same confidence: the one whose
+    replaced words are the value (an e-mail), not a chat word, gets the span."""
+    recs = _records(
+        (("user", "I never check email on weekends. Our invoice address is pay@acme.io."),
+         ("user", "Small change: invoices go to finance@acme.io from now on.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[1], ScopeReader(store, "alice"))
+    assert d.partial and d.span is not None
+    assert recs[0].content[d.span[0] : d.span[1]].strip() == "Our invoice address is pay@acme.io."
+    assert d.old_value == "pay@acme.io"
 
 
 def test_a_later_record_is_never_superseded() -> None:

@@ -91,6 +91,9 @@ class Supersession:
             keep it recallable for those, or re-fold it.
         span: ``(start, end)`` character offsets of the replaced claim in the old
             record's content, when a rule located it.
+        more_spans: other claims of the old record that state the replaced value
+            (a note that folded a statement and its acknowledgement holds the value
+            twice); with ``partial``, each is marked stale like ``span``.
     """
 
     old_id: str
@@ -102,6 +105,7 @@ class Supersession:
     new_value: str = ""
     partial: bool = False
     span: tuple[int, int] | None = None
+    more_spans: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.reason not in REASONS:

@@ -264,7 +264,7 @@ class RuleConsolidator:
             if rec.id != new.id and self._may_supersede(new, rec)
         ]
         decided = self._judge_all(new, clauses, found, common)
-        decisions = [c.best for c in decided.values() if c.best is not None]
+        decisions = [_with_restatements(c.best, c.parsed) for c in decided.values() if c.best]
         decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
         out = [d for d in decisions if d.confidence >= policy.min_confidence]
         out.sort(key=lambda d: (-d.confidence, d.old_id))
@@ -358,6 +358,7 @@ class RuleConsolidator:
         statement = old.source not in _ECHO_ONLY
         old_clauses = [c for c in cand.parsed.clauses if c.states]
         best: tuple[Supersession, frozenset[str], frozenset[str], frozenset[str]] | None = None
+        best_strength = (0.0, False)
         for nc in clauses:
             for oc in old_clauses:
                 blocked = nc.blocked_against(oc)
@@ -367,8 +368,9 @@ class RuleConsolidator:
                 hit = self._explicit(new, nc, old, oc, common)
                 if hit is None and statement and not nc.olds:
                     hit = self._value_diff(new, nc, old, oc, cand)
-                if hit is not None and (best is None or hit[0].confidence > best[0].confidence):
+                if hit is not None and (best is None or _strength(hit[0], oc) > best_strength):
                     best = (*hit, frozenset(oc.keys))
+                    best_strength = _strength(hit[0], oc)
         if best is None:
             return
         decision, old_keys, new_keys, frame = best
@@ -549,42 +551,102 @@ class RuleConsolidator:
             if not self._may_supersede(new, rec):
                 continue
             p = parse(rec.content)
-            if any(c.question for c in p.clauses) or not p.clauses:
+            if not p.clauses:
                 continue
             keys = {k for k in p.keys if k not in _ACK_KEYS}
+            echo = not any(c.question for c in p.clauses)
             for parent in parents:
                 best = parent.best
                 assert best is not None
-                overlap = keys & parent.old_keys
-                if not overlap or keys & parent.new_keys:
-                    continue
-                # it must repeat the value, not only name the topic ("I'll keep your
-                # CDN in mind" is no echo of "Bunny CDN"): a value named as old must
-                # occur whole; otherwise at least half of the value's words must, of
-                # those that look like a value if any do
-                if best.reason == EXPLICIT and best.old_value:
-                    if not contains(loose(rec.content), best.old_value):
-                        continue
-                else:
-                    wanted = parent.old_keys & parent.parsed.valuey or parent.old_keys
-                    if 2 * len(overlap & wanted) < len(wanted):
-                        continue
-                extra = keys - parent.old_keys - parent.frame - new_keys
-                if len(extra) > policy.echo_extra_words:
-                    continue
-                out.append(
-                    Supersession(
-                        rec.id,
-                        new.id,
-                        ECHO,
-                        round(0.9 * best.confidence, 4),
-                        f'repeats "{best.old_value}" of {parent.record.id}',
-                        old_value=best.old_value,
-                        new_value=best.new_value,
+                if echo and self._is_echo(best, parent, keys, new_keys, rec):
+                    out.append(
+                        Supersession(
+                            rec.id,
+                            new.id,
+                            ECHO,
+                            round(0.9 * best.confidence, 4),
+                            f'repeats "{best.old_value}" of {parent.record.id}',
+                            old_value=best.old_value,
+                            new_value=best.new_value,
+                        )
                     )
-                )
-                break
+                    break
+                restated = _restated(best, p)
+                if restated:  # it states more: only its claims of the old value go
+                    out.append(
+                        Supersession(
+                            rec.id, new.id, ECHO, round(0.9 * best.confidence, 4),
+                            f'restates "{best.old_value}" of {parent.record.id}',
+                            old_value=best.old_value, new_value=best.new_value,
+                            partial=True, span=restated[0], more_spans=tuple(restated[1:]),
+                        )
+                    )  # fmt: skip
+                    break
         return out
+
+    def _is_echo(
+        self,
+        best: Supersession,
+        parent: _Candidate,
+        keys: set[str],
+        new_keys: frozenset[str],
+        rec: MemoryRecord,
+    ) -> bool:
+        """Whether a record with ``keys`` repeats ``best``'s old value and little else."""
+        overlap = keys & parent.old_keys
+        if not overlap or keys & parent.new_keys:
+            return False
+        # it must repeat the value, not only name the topic ("I'll keep your
+        # CDN in mind" is no echo of "Bunny CDN"): a value named as old must
+        # occur whole; otherwise at least half of the value's words must, of
+        # those that look like a value if any do
+        if best.reason == EXPLICIT and best.old_value:
+            if not contains(loose(rec.content), best.old_value):
+                return False
+        else:
+            wanted = parent.old_keys & parent.parsed.valuey or parent.old_keys
+            if 2 * len(overlap & wanted) < len(wanted):
+                return False
+        extra = keys - parent.old_keys - parent.frame - new_keys
+        return len(extra) <= self.policy.echo_extra_words
+
+
+#: Markers of a clause that does not state the speaker's value in force: such a
+#: clause keeps a superseded value without restating it ("we used to use X").
+_NOT_STATED = frozenset({"question", "request", "hypothetical", "other", "history", "reported"})
+
+
+def _restated(best: Supersession, p: Parsed) -> list[tuple[int, int]]:
+    """The spans of ``p``'s clauses that state ``best``'s replaced value whole, and
+    not its new value: in a summary note or a multi-fact message, the sentences that
+    restate a superseded value ("Ok, July 31." folded next to "renewal is July 31")."""
+    value = best.old_value
+    if not value or not _keys(value) or len(value) < 3:
+        return []
+    return [
+        (c.start, c.end)
+        for c in p.clauses
+        if c.keys
+        and not _NOT_STATED & set(c.markers)
+        and contains(c.loose, value)
+        and not (best.new_value and contains(c.loose, best.new_value))
+    ]
+
+
+def _strength(decision: Supersession, oc: Clause) -> tuple[float, bool]:
+    """How a decision ranks among one old record's clauses: by confidence, then
+    whether the replaced words look like a value ("billing@x.io", not "read"): in
+    "I don't read email at night. Our billing email is a@x.io", the e-mail is the
+    claim an e-mail correction replaces."""
+    return decision.confidence, bool(_keys(decision.old_value) & oc.valuey)
+
+
+def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
+    """``best`` with the old record's other clauses that restate the same value."""
+    if best.span is None or not best.partial:
+        return best
+    more = tuple(s for s in _restated(best, p) if s != best.span)
+    return replace(best, more_spans=more) if more else best
 
 
 #: Sources whose records are only retired as echoes or by a named old value.

@@ -164,18 +164,24 @@ def consolidate(
                 )
             if old.invalid_at is not None:
                 continue  # already superseded as a whole
-            span = d.span if d.partial and d.span is not None else None
-            entry = Superseded(
-                by=new.id,
-                at=new.created_at,
-                span=span,
-                reason=d.reason,
-                confidence=float(d.confidence),
-                detail=d.detail,
-            )
-            changed = old.copy(superseded=(*old.superseded, entry))
+            spans: list[tuple[int, int] | None] = [None]
+            if d.partial and d.span is not None:
+                spans = list(dict.fromkeys((d.span, *d.more_spans)))
+            entries = [
+                Superseded(
+                    by=new.id,
+                    at=new.created_at,
+                    span=span,
+                    reason=d.reason,
+                    confidence=float(d.confidence),
+                    detail=d.detail,
+                )
+                for span in spans
+            ]
+            changed = old.copy(superseded=(*old.superseded, *entries))
             try:
-                entry.check(changed)
+                for entry in entries:
+                    entry.check(changed)
             except InputError as exc:
                 raise ConsolidatorError(
                     f"consolidator {consolidator.name} made an unusable decision: {exc}"

@@ -265,7 +265,10 @@ class Clause:
             if kind == "problem":
                 continue
             if kind in ("question", "request"):
-                if not (kind == "request" and self.names_old):
+                # a request that names the value it replaces, or that repeats an
+                # old request with another value ("Please bill us in AUD" -> "...
+                # in CAD"), is a standing instruction changed, not a one-off ask
+                if not (kind == "request" and (self.names_old or kind in old.markers)):
                     out.append(kind)
                 continue
             theirs = old.markers.get(kind, ())
