@@ -29,9 +29,7 @@ METRICS = ("fact_recall", "stale_rate", "stale_wins")
 STRATEGIES = ("memory", "memory_no_supersede", "sliding_window")
 
 
-def table(
-    runs: Sequence[tuple[str, Path]], strategies: Sequence[str] = STRATEGIES
-) -> pd.DataFrame:
+def table(runs: Sequence[tuple[str, Path]], strategies: Sequence[str] = STRATEGIES) -> pd.DataFrame:
     """One row per run, strategy and probe group (long format: mean, ci_low, ci_high, n)."""
     frames = []
     for label, folder in runs:
