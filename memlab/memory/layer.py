@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
-from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
 from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
@@ -365,6 +365,9 @@ class MemoryLayer:
             raise InputError("approve() needs the reviewer's name")
         updated = record.copy(salience=float(salience))
         updated.meta["reviewed_by"] = reviewer
+        # An approval is a new written salience: the salience floor protects (or
+        # stops protecting) the record by this value from now on.
+        updated.meta.pop(WRITTEN_KEY, None)
         self.store.put(updated)
         return updated
 
