@@ -138,11 +138,7 @@ class EvictionPolicy:
         if self.episodic_ttl is not None:
             cutoff = now - self.episodic_ttl * HOUR
             for r in records:
-                if (
-                    r.kind is MemoryKind.EPISODIC
-                    and r.created_at < cutoff
-                    and not self.protects(r)
-                ):
+                if r.kind is MemoryKind.EPISODIC and r.created_at < cutoff and not self.protects(r):
                     expired[r.id] = None
         if self.untrusted_ttl is not None:
             cutoff = now - self.untrusted_ttl * HOUR

@@ -148,29 +148,62 @@ class HybridRanker:
         ``cands.lexical`` (raw BM25) feeds the lexical signal; ``window`` (a period
         the query names) feeds the time signal.
         """
+        return self.score_layers([cands], query, now, window=window)
+
+    def score_layers(
+        self,
+        layers: Sequence[Candidates],
+        query: np.ndarray,
+        now: float,
+        *,
+        window: TimeWindow | None = None,
+    ) -> Scored:
+        """Score the rows of several candidate sets as one ranking (rows in order:
+        the first set's, then the second's...), as if they were one scope.
+
+        Lexical scores are normalized by the best raw BM25 over all sets and RRF
+        ranks are taken over all rows; embeddings are never copied (one
+        matrix-vector product per set).
+        """
         w = self.weights.as_dict()
-        mask = cands.mask
-        sim = cands.embeddings @ query.astype(np.float32, copy=False)
+        q = query.astype(np.float32, copy=False)
+        if len(layers) == 1:
+            cands = layers[0]
+            mask, sim = cands.mask, cands.embeddings @ q
+            created, kind = cands.created_at, cands.kind
+            salience, access, raw_lex = cands.salience, cands.access_count, cands.lexical
+        else:
+            mask = np.concatenate([c.mask for c in layers])
+            sim = np.concatenate([c.embeddings @ q for c in layers])
+            created = np.concatenate([c.created_at for c in layers])
+            kind = np.concatenate([c.kind for c in layers])
+            salience = np.concatenate([c.salience for c in layers])
+            access = np.concatenate([c.access_count for c in layers])
+            raw_lex = None
+            if any(c.lexical is not None for c in layers):
+                raw_lex = np.concatenate(
+                    [c.lexical if c.lexical is not None else np.zeros(len(c)) for c in layers]
+                )
         np.maximum(sim, 0.0, out=sim)
         components: dict[str, np.ndarray] = {"similarity": sim}
-        if cands.lexical is not None:
-            lex = np.where(mask, cands.lexical, 0.0)
+        if raw_lex is not None:
+            lex = np.where(mask, raw_lex, 0.0)
             best = float(lex.max()) if lex.size else 0.0
             components["lexical"] = lex / best if best > 0 else np.zeros_like(lex)
-        age = np.maximum(now - cands.created_at, 0.0)
-        components["recency"] = np.exp(-LN2 * age / self._hl[cands.kind])
+        age = np.maximum(now - created, 0.0)
+        components["recency"] = np.exp(-LN2 * age / self._hl[kind])
         if window is not None and w["time"] > 0:
-            components["time"] = time_signal(cands.created_at, window)
+            components["time"] = time_signal(created, window)
             w["recency"] = 0.0
         else:
             w["time"] = 0.0
-        components["salience"] = np.clip(cands.salience, 0.0, 1.0)
-        components["usage"] = np.minimum(1.0, np.log10(cands.access_count + 1.0) / 2.0)
+        components["salience"] = np.clip(salience, 0.0, 1.0)
+        components["usage"] = np.minimum(1.0, np.log10(access + 1.0) / 2.0)
         if self.fusion == "rrf":
             for name in ("similarity", "lexical"):
                 if name in components:
                     components[name] = self._reciprocal_rank(components[name], mask)
-        scores = np.zeros(len(cands), dtype=np.float64)
+        scores = np.zeros(len(sim), dtype=np.float64)
         for name, values in components.items():
             if w.get(name, 0.0):
                 scores += w[name] * values
