@@ -39,8 +39,8 @@ from memlab.memory.records import (
     Source,
     new_id,
 )
-from memlab.memory.salience import PLEASANTRY, SPECIFIC
-from memlab.memory.text import content_words
+from memlab.memory.salience import PLEASANTRY
+from memlab.memory.text import WORD, content_words
 from memlab.registry import Registry
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ class RuleReflector:
         repeat_overlap: float = 0.7,
         preference_salience: float = 0.85,
         sources: Sequence[Source | str] = (Source.USER,),
-        ack_words: int = 8,
+        ack_words: int = 12,
     ) -> None:
         if not isinstance(min_score, int) or min_score < 1:
             raise InputError(f"RuleReflector: min_score must be an integer >= 1, got {min_score!r}")
@@ -267,7 +267,8 @@ class RuleReflector:
                 if r.source not in self.sources:
                     continue
                 score = ExtractiveSummarizer.score(s)
-                if score < self.min_score:
+                if score < self.min_score:  # states nothing worth a record
+                    content_free[r.id] = content_free.get(r.id, 0) + 1
                     continue
                 label = "preference" if PREFERENCE.search(s) else "fact"
                 salience = float(r.salience)
@@ -319,19 +320,29 @@ class RuleReflector:
         return Reflections(items, tuple(covered))
 
     def _acknowledges(self, text: str, lifted: set[str]) -> bool:
-        """An agent message that only acknowledges or echoes what was lifted."""
+        """An agent message that only acknowledges, or echoes values that were lifted:
+        each sentence is a pleasantry, short (``ack_words``) without specifics, or
+        every specific word in it (numbers, names) is in a lifted statement."""
         for s in sentences(text):
             if PLEASANTRY.match(s):
                 continue
-            words = content_words(s)
-            if len(s.split()) <= self.ack_words and not SPECIFIC.search(s):
+            specific = _specifics(s)
+            if not specific and len(s.split()) <= self.ack_words:
                 continue
-            if words and all(
-                w in lifted for w in words if any(c.isdigit() for c in w) or len(w) > 3
-            ):
+            if specific and specific <= lifted:
                 continue
             return False
         return True
+
+
+def _specifics(sentence: str) -> set[str]:
+    """The lower-cased words of a sentence that carry a value: words with a digit,
+    and capitalized words (of two letters or more) that do not start it."""
+    out = set()
+    for i, w in enumerate(WORD.findall(sentence)):
+        if any(c.isdigit() for c in w) or (i > 0 and len(w) > 1 and w[0].isupper()):
+            out.add(w.lower())
+    return out
 
 
 # -- running a reflection (used by MemoryLayer) -------------------------------------

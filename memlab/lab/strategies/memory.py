@@ -46,6 +46,7 @@ from memlab.memory import (
     EvictionPolicy,
     HalfLives,
     HashEmbedder,
+    Hit,
     HybridRanker,
     InMemoryStore,
     MemoryLayer,
@@ -142,7 +143,7 @@ class MemoryStrategy:
         if turn.session is not None:
             meta["session"] = turn.session
         self.layer.remember(
-            turn.scope,
+            self.scope_of(turn),
             turn.text,
             salience=min(1.0, max(0.0, float(self.salience(turn)))),
             source=turn.source,
@@ -154,26 +155,33 @@ class MemoryStrategy:
     def context(self, probe: Turn, budget: int) -> Context:
         self.now = max(self.now, probe.time)
         result = self.layer.recall(
-            RecallQuery(probe.scope, probe.text, token_budget=budget, now=self.now, **self.query)
+            RecallQuery(
+                self.scope_of(probe), probe.text, token_budget=budget, now=self.now, **self.query
+            )
         )
-        return Context(
-            [
-                ContextItem(
-                    text=h.record.content,
-                    tokens=h.record.tokens,
-                    kind=h.record.kind.value,
-                    scope=h.record.scope,
-                    source=h.record.source.value,
-                    provenance=h.record.provenance,
-                    score=h.score,
-                    created_at=h.record.created_at,
-                )
-                for h in result.hits
-            ]
+        return Context([self.item(h) for h in result.hits])
+
+    @staticmethod
+    def item(hit: Hit) -> ContextItem:
+        """A recalled record as a context item."""
+        r = hit.record
+        return ContextItem(
+            text=r.content,
+            tokens=r.tokens,
+            kind=r.kind.value,
+            scope=r.scope,
+            source=r.source.value,
+            provenance=r.provenance,
+            score=hit.score,
+            created_at=r.created_at,
         )
 
     def maintain(self, turn: Turn) -> None:
-        self.layer.maintain(turn.scope, now=self.now)
+        self.layer.maintain(self.scope_of(turn), now=self.now)
+
+    def scope_of(self, turn: Turn) -> str | list[str]:
+        """The scope (or layered scopes) a turn is remembered in and recalled from."""
+        return turn.scope
 
     def stats(self) -> StoreStats:
         store = self.layer.store
@@ -329,10 +337,18 @@ class MemoryParts:
         )
 
     def strategy(
-        self, name: str, store: MemoryStore, parts: Components, *, drop_store: bool = False
+        self,
+        name: str,
+        store: MemoryStore,
+        parts: Components,
+        *,
+        drop_store: bool = False,
+        cls: type[MemoryStrategy] | None = None,
+        **extra: Any,
     ) -> MemoryStrategy:
-        """A MemoryStrategy over a fresh ``store``."""
-        return MemoryStrategy(
+        """A MemoryStrategy (or ``cls``, given ``extra`` keyword arguments) over a
+        fresh ``store``."""
+        return (cls or MemoryStrategy)(
             name,
             store,
             parts.embedder,
@@ -348,6 +364,7 @@ class MemoryParts:
             query=self.query,
             drop_store=drop_store,
             **self.layer,
+            **extra,
         )
 
 
