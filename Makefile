@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench lint demo clean baseline gate docs
+.PHONY: install run test bench lint demo clean baseline gate docs reliability
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,15 @@ gate: $(STAMP)
 	rm -rf results/runs/gate
 	$(BIN)/memlab run hydra.run.dir=results/runs/gate progress=false report.charts=false
 	$(BIN)/memlab gate --baseline $(BASELINE)/summary.csv results/runs/gate
+
+# The reliability suite (not part of `make test`): SIGKILL trials, a corruption matrix,
+# concurrent writers with a compactor, 10,000 adversarial scopes on every store, prompt
+# injection, bad arguments, a full disk, laundering. Prints a table and writes
+# results/reliability/summary.csv; exit 1 if a check failed. RELIABILITY="--quick" for
+# a one-minute version.
+RELIABILITY ?=
+reliability: $(STAMP)
+	$(BIN)/python -m memlab.reliability $(RELIABILITY)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory

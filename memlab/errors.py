@@ -101,6 +101,10 @@ class SummarizerError(MemlabError):
     exit_code = 3
 
 
+class ChatModelError(MemlabError):
+    """The agent's chat model returned something unusable (not a string)."""
+
+
 class CacheError(MemlabError):
     """The embedding/summary cache cannot be opened, read or written."""
 

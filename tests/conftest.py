@@ -247,3 +247,57 @@ def shared_path(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"{p} is absent (the shared datasets exist only on the development machine)")
     return p
+
+
+def _write_until_full(open_store: Callable[[], MemoryStore], limit: int, conn: Any) -> None:
+    """In a forked child: cap the file size (RLIMIT_FSIZE) and write until it fails."""
+    import resource
+    import signal
+
+    from memlab.errors import MemlabError
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    acked, errors, other = 0, 0, []
+    try:
+        with open_store() as s:
+            for i in range(400):
+                try:
+                    s.put_many([make_record(content=f"fact {i} " + "x" * 200, id=f"r{i}")])
+                    acked += 1
+                except MemlabError:
+                    errors += 1
+                except Exception as exc:  # reported to the parent, which fails the test
+                    other.append(repr(exc))
+                if i % 5 == 0:
+                    try:
+                        s.touch("alice", [f"r{i}"], at=float(i))
+                    except MemlabError:
+                        errors += 1
+                    except Exception as exc:
+                        other.append(repr(exc))
+            visible = s.count("alice")
+    except Exception as exc:
+        other.append(repr(exc))
+        visible = -1
+    conn.send((acked, errors, visible, other))
+
+
+def assert_full_disk_leaves_no_phantom_records(
+    open_store: Callable[[], MemoryStore], limit: int = 30_000
+) -> int:
+    """Write 400 records in a child whose file size is capped at ``limit`` bytes:
+    every failure must be a MemlabError and the writer must see exactly the
+    acknowledged records. Returns how many were acknowledged."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_write_until_full, args=(open_store, limit, child))
+    proc.start()
+    acked, errors, visible, other = parent.recv()
+    proc.join(60)
+    assert proc.exitcode == 0 and other == []
+    assert errors > 0 and 0 < acked < 400
+    assert visible == acked
+    return int(acked)

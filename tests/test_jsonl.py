@@ -10,8 +10,17 @@ import pytest
 
 from memlab.errors import MemlabError, StoreCorrupted, StoreError, StoreLocked
 from memlab.memory import JsonlStore
-from memlab.memory.stores.jsonl import TornWriteWarning, encode_line
-from tests.conftest import make_record
+from memlab.memory.stores.jsonl import TornWriteWarning
+from memlab.memory.stores.logchain import crc_of, op_line
+from tests.conftest import assert_full_disk_leaves_no_phantom_records, make_record
+
+
+def append_chained(path: Path, op: dict[str, object]) -> None:
+    """Append an operation line that continues the file's chain (a valid line)."""
+    last = path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    seq = json.loads(last)["seq"]
+    with open(path, "ab") as f:
+        f.write(op_line(op, seq + 1, crc_of(last)))
 
 
 def _fill(path: Path, n: int = 5) -> list[str]:
@@ -32,7 +41,11 @@ def test_a_write_appends_one_line(tmp_path: Path) -> None:
     assert p.read_bytes().count(b"\n") == lines1 + 2  # a batch is one line
     assert p.read_bytes()[:size1] == p.read_bytes()[:size1]
     header = json.loads(p.read_bytes().split(b"\n")[0])
-    assert header == {"format": "memlab.jsonl/1"}
+    assert {k: header[k] for k in ("format", "generation", "seq")} == {
+        "format": "memlab.jsonl/2",
+        "generation": 1,
+        "seq": 0,
+    }
     s.close()
 
 
@@ -70,9 +83,8 @@ def test_corruption_in_the_middle_raises_and_leaves_bytes(tmp_path: Path) -> Non
 def test_valid_json_with_a_bad_record_is_corruption(tmp_path: Path) -> None:
     p = tmp_path / "m.jsonl"
     _fill(p, 2)
-    with open(p, "ab") as f:
-        f.write(encode_line({"op": "put", "records": [{"id": "x"}]}))
-        f.write(encode_line({"op": "touch", "ids": [], "at": 1}))
+    append_chained(p, {"op": "put", "records": [{"id": "x"}]})
+    append_chained(p, {"op": "touch", "ids": [], "at": 1})
     before = p.read_bytes()
     with pytest.raises(StoreCorrupted, match="line 4"):
         JsonlStore(p)
@@ -220,3 +232,233 @@ def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) 
     assert typo.is_file()
     with JsonlStore(typo) as s:  # the folder exists now
         assert s.count("alice") == 1
+
+
+# -- issue 13: failed writes, compaction races, chained lines, temp files -----------
+def test_a_failed_write_leaves_no_trace_in_the_writer(tmp_path: Path) -> None:
+    """Defect 1: an unencodable value used to stay visible in the writing handle."""
+    from memlab.errors import InputError
+    from memlab.memory import HashEmbedder, MemoryLayer
+
+    p = tmp_path / "m.jsonl"
+    layer = MemoryLayer(JsonlStore(p), HashEmbedder(16))
+    layer.remember("a", "x")
+    before = p.read_bytes()
+    with pytest.raises(InputError, match="meta"):
+        layer.remember("a", "y", meta={"k": object()})
+    assert layer.store.count("a") == 1
+    assert p.read_bytes() == before
+    layer.close()
+    with JsonlStore(p) as again:
+        assert again.count("a") == 1
+
+
+def test_a_full_disk_leaves_no_phantom_records(tmp_path: Path) -> None:
+    """Defect 1: with the file size capped, every failed write is a StoreError and
+    what the writer sees is what a reopened store holds."""
+    p = tmp_path / "m.jsonl"
+    acked = assert_full_disk_leaves_no_phantom_records(lambda: JsonlStore(p, compact_min_lines=40))
+    with JsonlStore(p) as s:
+        assert s.count("alice") == acked
+
+
+def test_a_handle_that_missed_compactions_reads_the_right_file(tmp_path: Path) -> None:
+    """Defect 2: ext4 gives the compacted file the inode number of the file before
+    the last one, so a reader that missed two compactions used to read the new
+    file from a stale offset (a spurious StoreCorrupted, or a stale view)."""
+    p = tmp_path / "m.jsonl"
+    reader = JsonlStore(p, compact_min_lines=10**6)
+    writer = JsonlStore(p, compact_min_lines=10**6)
+    first = make_record(content="first")
+    writer.put(first)
+    for i in range(20):
+        reader.count()
+        for k in range(2):
+            rs = [make_record(content=f"{i}-{k}-{j}") for j in range(3)]
+            writer.put_many(rs)
+            writer.touch("alice", [first.id], at=float(i))
+            writer.delete("alice", [rs[0].id])
+            writer.compact()
+        assert reader.count("alice") == writer.count("alice")
+        got = reader.get("alice", first.id)
+        assert got is not None and got.access_count == 2 * (i + 1)
+    assert writer.generation == 41 and reader.generation == 41
+    reader.close()
+    writer.close()
+
+
+def _lines(p: Path) -> list[bytes]:
+    return p.read_bytes().split(b"\n")[:-1]
+
+
+def _write_lines(p: Path, lines: list[bytes]) -> bytes:
+    data = b"".join(line + b"\n" for line in lines)
+    p.write_bytes(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        ("replay", "repeats an earlier line"),
+        ("delete", "missing"),
+        ("swap", "reordered|missing|repeats"),
+        ("foreign", "does not follow|sequence"),
+    ],
+)
+def test_replayed_missing_reordered_or_foreign_lines_are_corruption(
+    tmp_path: Path, damage: str, match: str
+) -> None:
+    """Defect 6: each of these used to open silently (a replayed put reverted a record)."""
+    p = tmp_path / "m.jsonl"
+    with JsonlStore(p) as s:
+        r = make_record(content="v1")
+        s.put(r)
+        s.put(r.copy(content="v2"))
+        s.put(make_record(content="other"))
+        s.put(make_record(content="last"))
+    lines = _lines(p)
+    if damage == "replay":  # the old version of r again at the end
+        lines.append(lines[1])
+    elif damage == "delete":
+        del lines[2]
+    elif damage == "swap":
+        lines[2], lines[3] = lines[3], lines[2]
+    else:  # a line from another store's log, with its own valid checksum
+        q = tmp_path / "other.jsonl"
+        with JsonlStore(q) as o:
+            o.put(make_record(content="x"))
+            o.put(make_record(content="y"))
+        lines[2] = _lines(q)[2]
+    data = _write_lines(p, lines)
+    with pytest.raises(StoreCorrupted, match=match):
+        JsonlStore(p)
+    assert p.read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b"", "empty"),
+        (b"\x00" * 4096, "no complete line"),
+        (bytes(b for b in range(1, 256) if b != 10) * 8, "no complete line"),
+        (bytes(range(256)) * 8, "not valid JSON"),
+    ],
+)
+def test_an_empty_or_wholly_damaged_file_is_corruption_not_a_torn_write(
+    tmp_path: Path, content: bytes, match: str
+) -> None:
+    """Defect 6: a 0-byte file used to open as an empty store, and a file with no
+    newline was taken for a torn tail and moved aside by the next write."""
+    p = tmp_path / "m.jsonl"
+    p.write_bytes(content)
+    for _ in range(2):
+        with pytest.raises(StoreCorrupted, match=match):
+            JsonlStore(p)
+    assert p.read_bytes() == content
+    assert not (tmp_path / "m.jsonl.torn").exists()
+
+
+def test_a_header_only_file_is_corruption(tmp_path: Path) -> None:
+    p = tmp_path / "m.jsonl"
+    _fill(p, 2)
+    data = _write_lines(p, _lines(p)[:1])
+    with pytest.raises(StoreCorrupted, match="ends after its header"):
+        JsonlStore(p)
+    assert p.read_bytes() == data
+
+
+def test_a_compacted_file_that_lost_lines_is_corruption(tmp_path: Path) -> None:
+    p = tmp_path / "m.jsonl"
+    with JsonlStore(p) as s:
+        s.put_many([make_record(content=f"f{i}") for i in range(3)])
+        s.compact()
+    lines = _lines(p)
+    assert json.loads(lines[-1])["op"] == "checkpoint"
+    # Drop the last put and re-chain the checkpoint, as a bad copy tool might not.
+    del lines[3]
+    ckpt = json.loads(lines[3])
+    lines[3] = op_line({"op": "checkpoint", "live": ckpt["live"]}, 3, crc_of(lines[2]))[:-1]
+    data = _write_lines(p, lines)
+    with pytest.raises(StoreCorrupted, match="lines are missing"):
+        JsonlStore(p)
+    assert p.read_bytes() == data
+
+
+def test_a_format_1_log_opens_and_is_upgraded_on_the_first_write(tmp_path: Path) -> None:
+    from tests.conftest import FIXTURES
+
+    p = tmp_path / "m.jsonl"
+    p.write_bytes((FIXTURES / "store-format1.jsonl").read_bytes())
+    with JsonlStore(p) as s:
+        assert [r.id for r in s.list("alice")] == ["r0", "r1"]
+        assert s.get("alice", "r1").access_count == 1  # type: ignore[union-attr]
+        assert s.list("alice", include_archived=True)[2].archived_at == 11.0
+        assert s.count("bob") == 1
+        s.put(make_record(content="new", id="n0"))
+    assert json.loads(_lines(p)[0])["format"] == "memlab.jsonl/2"
+    with JsonlStore(p) as s:
+        assert [r.id for r in s.list("alice")] == ["r0", "r1", "n0"]
+        assert s.get("alice", "r1").access_count == 1  # type: ignore[union-attr]
+
+
+def _dead_pid() -> int:
+    ctx = mp.get_context("fork")
+    proc = ctx.Process(target=int)
+    proc.start()
+    proc.join()
+    assert proc.pid is not None
+    return proc.pid
+
+
+def test_temp_files_of_killed_compactions_are_removed_on_open(tmp_path: Path) -> None:
+    """Defect 7: a compaction killed midway left its temp file forever."""
+    import os
+
+    p = tmp_path / "m.jsonl"
+    _fill(p, 3)
+    dead = _dead_pid()
+    stale = [tmp_path / f"m.jsonl.compact-{dead}", tmp_path / f"m.jsonl.create-{dead}"]
+    for f in stale:
+        f.write_bytes(b"half a compaction")
+    mine = tmp_path / f"m.jsonl.compact-{os.getpid()}"  # a live process: left alone
+    mine.write_bytes(b"in progress")
+    unrelated = tmp_path / "m.jsonl.compact-notes"
+    unrelated.write_bytes(b"not ours")
+    with JsonlStore(p) as s:
+        assert s.count("alice") == 3
+        assert s.temp_files_removed == 2
+    assert not any(f.exists() for f in stale)
+    assert mine.exists() and unrelated.exists()
+
+
+def _compact_and_die(path: str) -> None:
+    import os
+    import signal
+
+    s = JsonlStore(path)
+    real = os.replace
+
+    def killed(*args: object, **kw: object) -> None:  # die before the rename
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    os.replace = killed  # type: ignore[assignment]
+    try:
+        s.compact()
+    finally:
+        os.replace = real
+
+
+def test_a_compaction_killed_before_its_rename_loses_nothing(tmp_path: Path) -> None:
+    p = tmp_path / "m.jsonl"
+    ids = _fill(p, 5)
+    before = p.read_bytes()
+    proc = mp.get_context("fork").Process(target=_compact_and_die, args=(str(p),))
+    proc.start()
+    proc.join(30)
+    assert proc.exitcode == -9
+    assert list(tmp_path.glob("m.jsonl.compact-*"))  # the killed compaction's leftover
+    assert p.read_bytes() == before
+    with JsonlStore(p) as s:
+        assert [r.id for r in s.list("alice")] == ids
+    assert not list(tmp_path.glob("m.jsonl.compact-*"))

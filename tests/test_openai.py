@@ -125,7 +125,7 @@ def test_send_dims_and_empty_input() -> None:
     assert emb.embed([]).shape == (0, DIMS) and len(ep.bodies) == 1
     with pytest.raises(InputError, match="not a single string"):
         emb.embed("one string")  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="text 1 is int"):
+    with pytest.raises(InputError, match=r"texts\[1\] must be a string"):
         emb.embed(["a", 3])  # type: ignore[list-item]
 
 

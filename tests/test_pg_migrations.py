@@ -34,8 +34,12 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
                 "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)
             ).fetchall()
         )
-        assert "(scope, archived_at)" in indexes["mem_scope_archived"]
-        assert "btree" in indexes["mem_scope_archived"]
+        # The scope b-trees lead with scope_key, a hash of the scope (migration 5),
+        # so a scope of any length fits in an index entry.
+        assert "(scope_key, archived_at)" in indexes["mem_key_archived"]
+        assert "btree" in indexes["mem_key_archived"]
+        assert "(scope_key, kind, created_at DESC)" in indexes["mem_key_kind"]
+        assert not {"mem_scope_archived", "mem_salient", "mem_recent", "mem_kind"} & set(indexes)
         # One HNSW index per kind, on [embedding, salience, sqrt(1 - salience^2)]
         # (halfvec, inner product), over active rows; the cosine index is gone.
         for kind in ("episodic", "semantic", "procedural"):
@@ -44,17 +48,6 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
             assert f"halfvec({DIMS + 2})" in aug
             assert f"WHERE ((archived_at IS NULL) AND (kind = '{kind}'::text))" in aug
         assert "mem_embedding_hnsw" not in indexes
-        # The scope index is the first object created after the table.
-        order = conn.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relkind = 'i' AND c.relname LIKE 'mem%%' "
-            "ORDER BY c.oid",
-            (schema,),
-        ).fetchall()
-        assert [r[0] for r in order if r[0] != "mem_migrations_pkey"][:2] == [
-            "mem_pkey",
-            "mem_scope_archived",
-        ]
         # Reopening applies nothing again.
         PgVectorStore(dsn, schema=schema, table="mem").close()
         again = conn.execute(
@@ -72,7 +65,7 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
             f'CREATE INDEX mem_embedding_hnsw ON "{schema}".mem USING hnsw '
             "(embedding vector_cosine_ops)"
         )
-        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 4')
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version >= 4')
         PgVectorStore(dsn, schema=schema, table="mem").close()
         names = {
             r[0]
@@ -149,3 +142,27 @@ def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
         PgVectorStore(dsn, pool=0)
     with pytest.raises(ConfigError, match="ef_search"):
         PgVectorStore(dsn, ef_search=5000)
+
+
+def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(dsn: str, schema: str) -> None:
+    """Defect 8: scopes over ~2.7 kB failed with a misleading StoreUnavailable."""
+    s = PgVectorStore(dsn, schema=schema, table="mem", dims=DIMS)
+    kept = make_record("alice", content="kept")
+    s.put(kept)
+    s.close()
+    with admin(dsn) as conn:  # back to what memlab wrote before migration 5
+        for name in ("key_archived", "key_salient", "key_recent", "key_kind"):
+            conn.execute(f'DROP INDEX "{schema}".mem_{name}')
+        conn.execute(f'ALTER TABLE "{schema}".mem DROP COLUMN scope_key')
+        conn.execute(f'CREATE INDEX mem_scope_archived ON "{schema}".mem (scope, archived_at)')
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 5')
+    long_scope = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(3000))
+    with PgVectorStore(dsn, schema=schema, table="mem") as s:
+        assert s.schema_version == SCHEMA_VERSION
+        got = s.get("alice", kept.id)
+        assert got is not None and got.same_as(kept)
+        mine = make_record(long_scope, content="a long scope")
+        s.put(mine)
+        assert [r.id for r in s.list(long_scope)] == [mine.id]
+        assert s.list(long_scope[:-1] + "x") == [] and s.count(long_scope) == 1
+        assert s.candidates(long_scope, vec(0)).ids == [mine.id]

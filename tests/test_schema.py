@@ -74,7 +74,7 @@ def test_partial_schema_leaves_unset_keys_unset() -> None:
 def test_library_errors_name_the_config_key() -> None:
     with pytest.raises(ConfigError, match=r"^config key 'memory.weights.recency': must be"):
         build(RankWeights, {"recency": -1.0}, "memory.weights")
-    with pytest.raises(ConfigError, match=r"^config key 'memory.neighbors': neighbors.before"):
+    with pytest.raises(ConfigError, match=r"^config key 'memory.neighbors.before': must be"):
         build(NeighborPolicy, {"before": -1}, "memory.neighbors")
     with pytest.raises(ConfigError, match=r"^config key 'budget': must be a positive integer"):
         raise config_error(InputError("token_budget must be a positive integer, got 0"), "budget")

@@ -100,10 +100,14 @@ def test_lexical_signal_sees_other_connections_writes(tmp_path: Path) -> None:
     assert b.get("alice", best).content == "gke gke gke everywhere"  # type: ignore[union-attr]
 
 
-def test_opening_a_fresh_file_waits_for_another_writer(tmp_path: Path) -> None:
-    """Two processes creating one store at once: SQLite refuses the switch to WAL at
-    once (no busy handler) while the other holds a write lock; opening must wait."""
+def test_opening_waits_for_another_writer_to_switch_to_wal(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL at once (no busy handler) while another
+    connection holds a write lock; opening must wait."""
     path = tmp_path / "fresh.sqlite"
+    SqliteStore(path).close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode=DELETE")
+    raw.close()
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
@@ -137,3 +141,160 @@ def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) 
         assert s.count("alice") == 1
     with SqliteStore(":memory:") as s:  # no folder involved
         assert s.count() == 0
+
+
+# -- issue 13: raw errors, damage, empty files, creation, small ones ---------------
+def test_a_full_disk_is_a_store_error_and_leaves_no_phantom_records(tmp_path: Path) -> None:
+    """Defect 5: a full disk surfaced as sqlite3.OperationalError ('cannot rollback -
+    no transaction is active', hiding 'disk I/O error')."""
+    from tests.conftest import assert_full_disk_leaves_no_phantom_records
+
+    p = tmp_path / "m.db"
+    SqliteStore(p).close()
+    acked = assert_full_disk_leaves_no_phantom_records(lambda: SqliteStore(p), limit=60_000)
+    with SqliteStore(p) as s:
+        assert s.count("alice") == acked
+
+
+def _damaged(tmp_path: Path, sql: str) -> tuple[Path, bytes]:
+    p = tmp_path / "m.db"
+    with SqliteStore(p) as s:
+        s.put(make_record(content="fine", id="ok"))
+        s.put(make_record(content="to be damaged", id="bad", provenance=("t1",)))
+    raw = sqlite3.connect(p, isolation_level=None)
+    raw.execute(sql)
+    raw.close()
+    return p, p.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE records SET kind = 'dream' WHERE id = 'bad'",
+        "UPDATE records SET source = 'oracle' WHERE id = 'bad'",
+        "UPDATE records SET provenance = '[\"t1\"' WHERE id = 'bad'",
+        "UPDATE records SET provenance = '{\"a\": 1}' WHERE id = 'bad'",
+        "UPDATE records SET meta = 'not json' WHERE id = 'bad'",
+        "UPDATE records SET meta = '[1, 2]' WHERE id = 'bad'",
+        "UPDATE records SET embedding = x'000000' WHERE id = 'bad'",
+        "UPDATE records SET embedding = x'0000803f' WHERE id = 'bad'",
+        "UPDATE records SET embedding = 'text' WHERE id = 'bad'",
+        "UPDATE records SET salience = 'high' WHERE id = 'bad'",
+        "UPDATE records SET salience = 7.5 WHERE id = 'bad'",
+        "UPDATE records SET tokens = -3 WHERE id = 'bad'",
+        "UPDATE records SET content = '' WHERE id = 'bad'",
+        "UPDATE records SET created_at = 'yesterday' WHERE id = 'bad'",
+        "UPDATE records SET archived_at = 'later' WHERE id = 'bad'",
+    ],
+)
+def test_a_damaged_row_is_store_corrupted_naming_the_record(tmp_path: Path, sql: str) -> None:
+    """Defect 5: a damaged row raised a raw ValueError or JSONDecodeError."""
+    p, before = _damaged(tmp_path, sql)
+    with SqliteStore(p) as s:
+        assert s.get("alice", "ok") is not None
+        for read in (
+            lambda: s.get("alice", "bad"),
+            lambda: s.list("alice", include_archived=True),
+            lambda: s.get_many("alice", ["ok", "bad"]),
+            lambda: s.candidates("alice", vec(0)),
+        ):
+            with pytest.raises(StoreCorrupted, match=r"record 'bad' is damaged") as err:
+                read()
+            assert str(p) in str(err.value)
+    assert p.read_bytes() == before
+
+
+def test_damaged_dimensions_are_store_corrupted(tmp_path: Path) -> None:
+    p, before = _damaged(tmp_path, "UPDATE meta SET value = 'many' WHERE key = 'dims'")
+    with pytest.raises(StoreCorrupted, match="dimensions"):
+        SqliteStore(p)
+    assert p.read_bytes() == before
+
+
+def test_an_empty_file_is_corruption_not_a_new_store(tmp_path: Path) -> None:
+    """Defect 6: a 0-byte file was opened and a schema written into it silently."""
+    p = tmp_path / "m.db"
+    p.write_bytes(b"")
+    with pytest.raises(StoreCorrupted, match="empty"):
+        SqliteStore(p)
+    assert p.read_bytes() == b""
+
+
+def test_quick_check_on_open_finds_damaged_pages(tmp_path: Path) -> None:
+    """Defect 6: damage inside the b-tree was not noticed on open."""
+    p = tmp_path / "m.db"
+    with SqliteStore(p) as s:
+        s.put_many([make_record(content=f"fact {i} " + "x" * 300) for i in range(300)])
+    data = bytearray(p.read_bytes())
+    page = 4096
+    assert len(data) > 8 * page
+    data[3 * page + 8 : 3 * page + 16] = b"\xff" * 8  # a b-tree page's cell pointers
+    p.write_bytes(bytes(data))
+    with pytest.raises(StoreCorrupted):
+        s = SqliteStore(p)
+        for scope in s.scopes():
+            s.list(scope, include_archived=True)
+    assert p.read_bytes() == bytes(data)
+
+
+def test_another_programs_database_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "m.db"
+    raw = sqlite3.connect(p)
+    raw.execute("CREATE TABLE invoices (id INTEGER)")
+    raw.commit()
+    raw.close()
+    before = p.read_bytes()
+    with pytest.raises(StoreCorrupted, match="not a memlab SQLite store"):
+        SqliteStore(p)
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"m.db", "", "  "])
+def test_a_bad_path_is_an_input_error_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: object
+) -> None:
+    """Defect 10: SqliteStore(None) created a database named ./None."""
+    from memlab.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="path"):
+        SqliteStore(bad)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_creation_killed_midway_leaves_no_file(tmp_path: Path) -> None:
+    import os
+
+    p = tmp_path / "m.db"
+    ctx = mp.get_context("fork")
+    dead = ctx.Process(target=int)
+    dead.start()
+    dead.join()
+    leftovers = [tmp_path / f"m.db.create-{dead.pid}", tmp_path / f"m.db.create-{dead.pid}-wal"]
+    for f in leftovers:
+        f.write_bytes(b"half")
+    live = tmp_path / f"m.db.create-{os.getpid()}-x"
+    live.write_bytes(b"someone else")
+    with SqliteStore(p) as s:
+        s.put(make_record())
+        assert s.temp_files_removed == 2
+    assert not any(f.exists() for f in leftovers) and live.exists()
+
+
+def _open_and_write(path: str, worker: int) -> None:
+    with SqliteStore(path) as s:
+        s.put(make_record(f"w{worker}"))
+
+
+def test_processes_creating_one_store_at_once_share_it(tmp_path: Path) -> None:
+    p = tmp_path / "m.db"
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_open_and_write, args=(str(p), w)) for w in range(6)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    with SqliteStore(p) as s:
+        assert s.count() == 6
+    assert sorted(f.name for f in tmp_path.iterdir() if "create" in f.name) == []

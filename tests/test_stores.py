@@ -31,6 +31,10 @@ ADVERSARIAL_SCOPES = [
     "alice\u0301",
     "🙂",
     "a" * 300,
+    "a" * 10_000,  # past PostgreSQL's b-tree entry limit (~2.7 kB)
+    "é" * 3000 + "x",
+    # ~9 kB that does not compress: PostgreSQL's b-tree entries hold ~2.7 kB.
+    "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(3000)),
     "alice:support",
     "alice:*",
 ]
@@ -106,6 +110,84 @@ def test_id_taking_methods_never_reach_another_scope(store: MemoryStore) -> None
     got = store.get("bob", bob.id)
     assert got is not None and got.same_as(bob)  # unchanged: not archived, not touched
     assert [r.id for r in store.list("bob")] == [bob.id]
+
+
+@pytest.mark.parametrize("rid", ["%", "_", "r'1", "r\x00nul", "🙂", "x" * 254])
+def test_takeover_attempts_with_adversarial_ids_fail_on_every_path(
+    store: MemoryStore, rid: str
+) -> None:
+    """Defect 3, extended: every way to reach bob's record from mallory's scope."""
+    bob = make_record("bob", content="bob's secret", id=rid, created_at=1.0)
+    archived = make_record("bob", content="bob's archive", id=rid + "-a", created_at=2.0)
+    store.put_many([bob, archived])
+    store.mark_archived("bob", [archived.id], at=3.0)
+    snapshot = {r.id: r for r in store.list("bob", include_archived=True)}
+    mine = make_record("mallory", content="mallory's", created_at=4.0)
+    store.put(mine)
+    for victim in (bob, archived):
+        with pytest.raises(InputError, match="another scope"):
+            store.put(victim.copy(scope="mallory", content="taken"))
+        with pytest.raises(InputError, match="another scope"):
+            store.put_many([make_record("mallory", content="new"), victim.copy(scope="mallory")])
+        assert store.get("mallory", victim.id) is None
+        assert store.delete("mallory", [mine.id, victim.id]) == 1  # only mallory's own
+        store.put(mine)
+        assert store.mark_archived("mallory", victim.id, at=9.0) == 0
+        assert store.touch("mallory", [victim.id, victim.id], at=9.0) == 0
+    assert [r.id for r in store.get_many("mallory", [bob.id, mine.id, archived.id])] == [mine.id]
+    after = {r.id: r for r in store.list("bob", include_archived=True)}
+    assert after.keys() == snapshot.keys()
+    assert all(after[i].same_as(snapshot[i]) for i in after)
+    cands = store.candidates("mallory", vec(0), include_archived=True)
+    assert set(cands.ids[i] for i in np.flatnonzero(cands.mask)) == {mine.id}
+    assert store.count("mallory", include_archived=True) == 1
+
+
+def test_the_layer_cannot_take_over_another_scopes_record(store: MemoryStore) -> None:
+    from memlab.memory import HashEmbedder, MemoryLayer, RecallQuery
+
+    layer = MemoryLayer(store, HashEmbedder(DIMS))
+    bob = layer.remember("bob", "bob's refund code is 7781", salience=0.9)
+    with pytest.raises(InputError, match="another scope"):
+        layer.remember("mallory", "mine now", id=bob.id)
+    with pytest.raises(InputError, match="no memory"):
+        layer.approve("mallory", bob.id, salience=1.0, reviewer="mallory")
+    assert layer.forget("mallory", [bob.id]) == 0
+    hits = layer.recall(RecallQuery("bob", "refund code"))
+    assert [h.record.id for h in hits] == [bob.id]
+    assert layer.recall(RecallQuery("mallory", "refund code")).hits == []
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"archived_at": float("nan")}, "archived_at"),
+        ({"archived_at": float("inf")}, "archived_at"),
+        ({"meta": {"k": object()}}, "meta"),
+        ({"meta": {"k": float("nan")}}, "meta"),
+        ({"meta": {1: "int key"}}, "meta"),
+        ({"id": "x" * 257}, "characters"),
+        ({"id": "bad\ud800"}, "unicode"),
+        ({"content": "bad \udc80 text"}, "unicode"),
+        ({"provenance": ("t1", 2)}, "provenance"),
+        ({"tokens": "12"}, "tokens"),
+        ({"salience": True}, "salience"),
+    ],
+)
+def test_a_record_every_store_would_mangle_is_refused(
+    store: MemoryStore, change: dict[str, object], match: str
+) -> None:
+    """Defect 10 (archived_at=nan was active again after a SQLite reopen) and defect 1
+    (an unencodable meta): refused with an InputError before anything is written."""
+    store.put(make_record(content="kept"))
+    bad = make_record(content="bad")
+    for k, v in change.items():
+        object.__setattr__(bad, k, v)
+    with pytest.raises(InputError, match=match):
+        store.put(bad)
+    with pytest.raises(InputError, match=match):
+        store.put_many([make_record(content="good"), bad])
+    assert [r.content for r in store.list("alice", include_archived=True)] == ["kept"]
 
 
 @pytest.mark.parametrize("bad", [None, 3, b"id", [1], [None]])

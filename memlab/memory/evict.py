@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memlab.errors import InputError
+from memlab.memory.checks import check_number
 from memlab.memory.rank import HOUR, HybridRanker
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
 from memlab.memory.stores.base import MemoryStore
@@ -76,30 +76,12 @@ class EvictionPolicy:
     decay_unprotects: bool = False
 
     def __post_init__(self) -> None:
-        if self.episodic_ttl is not None and not self.episodic_ttl > 0:
-            raise InputError(
-                f"eviction.episodic_ttl must be > 0 hours or null, got {self.episodic_ttl}"
-            )
-        if self.max_records is not None and (
-            not isinstance(self.max_records, int) or self.max_records < 1
-        ):
-            raise InputError(
-                f"eviction.max_records must be an integer >= 1 or null, got {self.max_records}"
-            )
-        if self.salience_floor is not None and not 0.0 <= self.salience_floor <= 1.0:
-            raise InputError(
-                f"eviction.salience_floor must be in 0..1 or null, got {self.salience_floor}"
-            )
-        if self.cold_decay is not None and not 0.0 < self.cold_decay <= 1.0:
-            raise InputError(
-                f"eviction.cold_decay must be in (0, 1] or null, got {self.cold_decay}"
-            )
-        if self.untrusted_ttl is not None and not self.untrusted_ttl > 0:
-            raise InputError(
-                f"eviction.untrusted_ttl must be > 0 hours or null, got {self.untrusted_ttl}"
-            )
-        if not self.cold_after > 0:
-            raise InputError(f"eviction.cold_after must be > 0 hours, got {self.cold_after}")
+        check_number(self.episodic_ttl, "eviction.episodic_ttl", above=0.0, none=True)
+        check_number(self.max_records, "eviction.max_records", lo=1, integer=True, none=True)
+        check_number(self.salience_floor, "eviction.salience_floor", lo=0.0, hi=1.0, none=True)
+        check_number(self.cold_decay, "eviction.cold_decay", above=0.0, hi=1.0, none=True)
+        check_number(self.untrusted_ttl, "eviction.untrusted_ttl", above=0.0, none=True)
+        check_number(self.cold_after, "eviction.cold_after", above=0.0)
 
     def protected(self, salience: float) -> bool:
         """Whether a record with this salience is at or above the floor."""

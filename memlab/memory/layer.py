@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +15,16 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
+from memlab.memory.checks import (
+    check_bool,
+    check_callable,
+    check_id,
+    check_instance,
+    check_meta,
+    check_number,
+    check_strings,
+    check_text,
+)
 from memlab.memory.consolidate import Consolidator
 from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
@@ -32,6 +42,7 @@ from memlab.memory.records import (
     Source,
     as_kind,
     as_source,
+    check_scope,
     check_scopes,
     new_id,
 )
@@ -93,16 +104,11 @@ class SummarizePolicy:
     min_records: int = 2
 
     def __post_init__(self) -> None:
-        if self.trigger_tokens <= 0:
-            raise InputError(f"summarize.trigger_tokens must be > 0, got {self.trigger_tokens}")
-        if self.chunk_tokens <= 0:
-            raise InputError(f"summarize.chunk_tokens must be > 0, got {self.chunk_tokens}")
-        if self.keep_recent < 0:
-            raise InputError(f"summarize.keep_recent must be >= 0, got {self.keep_recent}")
-        if self.max_gap_hours <= 0:
-            raise InputError(f"summarize.max_gap_hours must be > 0, got {self.max_gap_hours}")
-        if self.min_records < 1:
-            raise InputError(f"summarize.min_records must be >= 1, got {self.min_records}")
+        check_number(self.trigger_tokens, "summarize.trigger_tokens", lo=1, integer=True)
+        check_number(self.chunk_tokens, "summarize.chunk_tokens", lo=1, integer=True)
+        check_number(self.keep_recent, "summarize.keep_recent", lo=0, integer=True)
+        check_number(self.max_gap_hours, "summarize.max_gap_hours", above=0.0)
+        check_number(self.min_records, "summarize.min_records", lo=1, integer=True)
 
 
 @dataclass(frozen=True)
@@ -125,12 +131,10 @@ class NeighborPolicy:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if self.before < 0 or self.after < 0:
-            raise InputError(f"neighbors.before/after must be >= 0, got {self.before}/{self.after}")
-        if self.top is not None and self.top < 1:
-            raise InputError(f"neighbors.top must be >= 1 or None, got {self.top}")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise InputError(f"neighbors.max_tokens must be >= 1 or None, got {self.max_tokens}")
+        check_number(self.before, "neighbors.before", lo=0, integer=True)
+        check_number(self.after, "neighbors.after", lo=0, integer=True)
+        check_number(self.top, "neighbors.top", lo=1, integer=True, none=True)
+        check_number(self.max_tokens, "neighbors.max_tokens", lo=1, integer=True, none=True)
 
 
 @dataclass
@@ -234,12 +238,35 @@ class MemoryLayer:
         reflect: ReflectPolicy | None = None,
         reflect_consolidator: Consolidator | None = None,
     ) -> None:
-        if not 0.0 <= untrusted_salience_cap <= 1.0:
+        if not isinstance(store, MemoryStore):
             raise InputError(
-                f"untrusted_salience_cap must be in 0..1, got {untrusted_salience_cap}"
+                f"store must be a MemoryStore (e.g. InMemoryStore(), SqliteStore(path)), "
+                f"got {type(store).__name__}"
             )
-        if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1:
-            raise InputError(f"pool must be an integer >= 1, got {pool!r}")
+        if not isinstance(getattr(embedder, "dims", None), int) or not callable(
+            getattr(embedder, "embed", None)
+        ):
+            raise InputError(
+                f"embedder must be an Embedder (with dims and embed()), e.g. HashEmbedder(), "
+                f"got {type(embedder).__name__}"
+            )
+        untrusted_salience_cap = check_number(
+            untrusted_salience_cap, "untrusted_salience_cap", lo=0.0, hi=1.0
+        )
+        check_number(pool, "pool", lo=1, integer=True)
+        check_instance(weights, RankWeights, "weights")
+        check_instance(half_life, HalfLives, "half_life")
+        check_instance(ranker, HybridRanker, "ranker")
+        check_instance(summarize, SummarizePolicy, "summarize")
+        check_instance(eviction, EvictionPolicy, "eviction")
+        check_instance(neighbors, NeighborPolicy, "neighbors")
+        if clock is not None:
+            check_callable(clock, "clock", "a function returning epoch seconds")
+        check_callable(token_counter, "token_counter", "a function of a text returning tokens")
+        if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+            raise InputError(f"summarizer must be a Summarizer, got {type(summarizer).__name__}")
+        if rewriter is not None and not callable(getattr(rewriter, "rewrite", None)):
+            raise InputError(f"rewriter must be a QueryRewriter, got {type(rewriter).__name__}")
         self.store = store
         self.embedder = embedder
         self.ranker = ranker or HybridRanker(weights or RankWeights(), half_life or HalfLives())
@@ -347,9 +374,14 @@ class MemoryLayer:
         If embedding fails nothing is stored.
         """
         self._check_open()
+        if isinstance(items, MemoryInput) or not isinstance(items, Sequence | Iterable):
+            raise InputError(
+                f"remember_many takes a list of MemoryInput, got {type(items).__name__}"
+            )
+        items = list(items)
         if not items:
             return []
-        now = self.clock()
+        now = check_number(self.clock(), "the layer's clock()")
         prepared = [self._prepare(item, now) for item in items]
         texts = [p[2] for p in prepared]
         vectors = check_embeddings(
@@ -378,18 +410,35 @@ class MemoryLayer:
     def _prepare(
         self, item: MemoryInput, now: float
     ) -> tuple[MemoryInput, str, str, MemoryKind, Source, float, float]:
+        if not isinstance(item, MemoryInput):
+            raise InputError(
+                f"remember_many takes MemoryInput items, got {type(item).__name__}; "
+                "e.g. MemoryInput('alice', 'We deploy on GKE.')"
+            )
         kind = as_kind(item.kind)
         scope = self.layers.scope_for(kind, item.scope)
         if not isinstance(item.content, str) or not item.content.strip():
             raise InputError(f"cannot remember empty content in scope {scope!r}")
+        check_text(item.content, "content")
         source = as_source(item.source)
-        salience = float(item.salience)
-        if not 0.0 <= salience <= 1.0:
-            raise InputError(f"salience must be in 0..1, got {item.salience!r}")
+        salience = check_number(item.salience, "salience", lo=0.0, hi=1.0)
         if source in UNTRUSTED_SOURCES:
             salience = min(salience, self.untrusted_salience_cap)
-        created = float(item.created_at) if item.created_at is not None else now
-        return item, scope, item.content.strip(), kind, source, salience, created
+        check_strings(item.provenance, "provenance")
+        if item.meta is not None:
+            check_meta(item.meta)
+        if item.id is not None:
+            check_id(item.id, "id")
+        created = check_number(item.created_at, "created_at", none=True)
+        return (
+            item,
+            scope,
+            item.content.strip(),
+            kind,
+            source,
+            salience,
+            now if created is None else created,
+        )
 
     def write_scope(self, scope: ScopeArg, kind: MemoryKind | str) -> str:
         """The scope a record of ``kind`` is written to, given one scope or a list
@@ -433,13 +482,14 @@ class MemoryLayer:
                 is never found), or a bad salience or reviewer.
         """
         self._check_open()
+        check_scope(scope)
+        salience = check_number(salience, "salience", lo=0.0, hi=1.0)
+        if not isinstance(reviewer, str) or not reviewer.strip():
+            raise InputError(f"approve() needs the reviewer's name, got reviewer={reviewer!r}")
+        check_text(reviewer, "reviewer")
         record = self.store.get(scope, record_id)
         if record is None:
             raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to approve")
-        if not 0.0 <= salience <= 1.0:
-            raise InputError(f"salience must be in 0..1, got {salience!r}")
-        if not reviewer:
-            raise InputError("approve() needs the reviewer's name")
         updated = record.copy(salience=float(salience))
         updated.meta["reviewed_by"] = reviewer
         # An approval is a new written salience: the salience floor protects (or
@@ -456,6 +506,8 @@ class MemoryLayer:
 
     # -- recall -------------------------------------------------------------------
     def embed_query(self, text: str) -> np.ndarray:
+        """The embedding of a query text (cached for the last 1,024 texts)."""
+        check_text(text, "query text", empty=True)
         cached = self._query_cache.get(text)
         if cached is not None:
             self._query_cache.move_to_end(text)
@@ -485,6 +537,7 @@ class MemoryLayer:
         """
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("recall", query))
+        check_bool(touch, "touch")
         self._check_open()
         now = float(query.now) if query.now is not None else self.clock()
         text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
@@ -600,6 +653,7 @@ class MemoryLayer:
         'why' names the largest weighted term, or the hit a neighbour was packed
         next to. Given a query, recalls without touching anything.
         """
+        check_number(width, "width", lo=10, integer=True)
         if isinstance(result, RecallQuery):
             result = self.recall(result, touch=False)
         elif not isinstance(result, RecallResult):
@@ -677,10 +731,11 @@ class MemoryLayer:
                 (a session that ended).
         """
         self._check_open()
+        check_scope(scope)
+        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         if self.summarizer is None:
             return []
         policy = self.summarize_policy
-        now = self.clock() if now is None else now
         episodes = [
             r
             for r in self.store.list(scope, kinds=[MemoryKind.EPISODIC])
@@ -791,7 +846,7 @@ class MemoryLayer:
         evicted.
         """
         self._check_open()
-        now = self.clock() if now is None else now
+        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         return self._maintain(check_scopes(scope), now, force=False)
 
     def end_session(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
@@ -803,7 +858,7 @@ class MemoryLayer:
         they are).
         """
         self._check_open()
-        now = self.clock() if now is None else now
+        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         return self._maintain(check_scopes(scope), now, force=True)
 
     def _maintain(self, scopes: tuple[str, ...], now: float, force: bool) -> MaintenanceReport:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from memlab.errors import InputError
+from memlab.memory.checks import check_number
 from memlab.memory.records import KIND_CODES, MemoryKind
 from memlab.memory.stores.base import Candidates
 from memlab.memory.timeparse import TimeWindow, time_signal
@@ -57,9 +58,7 @@ class RankWeights:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int | float) or math.isnan(value) or value < 0:
-                raise InputError(f"weights.{f.name} must be a number >= 0, got {value!r}")
+            check_number(getattr(self, f.name), f"weights.{f.name}", lo=0.0)
         if sum(self.as_dict().values()) <= 0:
             raise InputError("weights are all zero; give at least one signal a positive weight")
 
@@ -77,9 +76,7 @@ class HalfLives:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int | float) or math.isnan(value) or value <= 0:
-                raise InputError(f"half_life.{f.name} must be a number of hours > 0, got {value!r}")
+            check_number(getattr(self, f.name), f"half_life.{f.name} (hours)", above=0.0)
 
     def seconds_by_code(self) -> np.ndarray:
         """Half-lives in seconds indexed by kind code (see KIND_CODES)."""
@@ -121,10 +118,13 @@ class HybridRanker:
         fusion: str = "weighted",
         rrf_k: float = 60.0,
     ):
-        if fusion not in FUSIONS:
+        if not isinstance(fusion, str) or fusion not in FUSIONS:
             raise InputError(f"fusion must be one of {list(FUSIONS)}, got {fusion!r}")
-        if not rrf_k > 0:
-            raise InputError(f"rrf_k must be > 0, got {rrf_k!r}")
+        check_number(rrf_k, "rrf_k", above=0.0)
+        if weights is not None and not isinstance(weights, RankWeights):
+            raise InputError(f"weights must be a RankWeights, got {type(weights).__name__}")
+        if half_life is not None and not isinstance(half_life, HalfLives):
+            raise InputError(f"half_life must be a HalfLives, got {type(half_life).__name__}")
         self.weights = weights or RankWeights()
         self.half_life = half_life or HalfLives()
         self.fusion = fusion

@@ -12,6 +12,14 @@ from typing import Any
 import numpy as np
 
 from memlab.errors import InputError
+from memlab.memory.checks import (
+    check_id,
+    check_meta,
+    check_number,
+    check_strings,
+    check_text,
+    check_unicode,
+)
 
 
 class MemoryKind(StrEnum):
@@ -56,15 +64,9 @@ def check_scope(scope: object) -> str:
         InputError: if the scope is not a non-empty, UTF-8 encodable string.
     """
     if not isinstance(scope, str) or not scope:
-        raise InputError(f"scope must be a non-empty string, got {scope!r}")
-    try:
-        scope.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"scope {scope!r} is not valid unicode (lone surrogate at {exc.start}); "
-            "decode your scope strings properly before using them"
-        ) from None
-    return scope
+        shown = repr(scope) if len(repr(scope)) <= 80 else repr(scope)[:77] + "..."
+        raise InputError(f"scope must be a non-empty string, got {shown}")
+    return check_unicode(scope, "scope")
 
 
 ScopeArg = str | Sequence[str]
@@ -120,7 +122,7 @@ def check_split(split: object, n_layers: int) -> tuple[float, ...] | None:
 def as_kind(value: MemoryKind | str) -> MemoryKind:
     try:
         return MemoryKind(value)
-    except ValueError:
+    except (ValueError, TypeError):
         raise InputError(
             f"unknown memory kind {value!r}; use one of {[k.value for k in MemoryKind]}"
         ) from None
@@ -129,7 +131,7 @@ def as_kind(value: MemoryKind | str) -> MemoryKind:
 def as_source(value: Source | str) -> Source:
     try:
         return Source(value)
-    except ValueError:
+    except (ValueError, TypeError):
         raise InputError(
             f"unknown memory source {value!r}; use one of {[s.value for s in Source]}"
         ) from None
@@ -174,8 +176,14 @@ class MemoryRecord:
     def __post_init__(self) -> None:
         self.kind = as_kind(self.kind)
         self.source = as_source(self.source)
-        self.provenance = tuple(self.provenance)
-        emb = np.asarray(self.embedding, dtype=np.float32)
+        if type(self.provenance) is not tuple:
+            self.provenance = tuple(check_strings(self.provenance, f"record {self.id}: provenance"))
+        try:
+            emb = np.asarray(self.embedding, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"record {self.id}: embedding must be a 1-D vector of numbers ({exc})"
+            ) from None
         if emb.ndim != 1 or emb.size == 0:
             raise InputError(
                 f"record {self.id}: embedding must be a non-empty 1-D vector, got shape {emb.shape}"
@@ -192,22 +200,24 @@ class MemoryRecord:
         Raises:
             InputError: naming the record id and the field that is wrong.
         """
-        if not isinstance(self.id, str) or not self.id:
-            raise InputError(f"record id must be a non-empty string, got {self.id!r}")
-        if not isinstance(self.content, str) or not self.content.strip():
-            raise InputError(f"record {self.id}: content is empty; there is nothing to remember")
+        check_id(self.id)
+        where = f"record {self.id}"
+        if isinstance(self.content, str) and not self.content.strip():
+            raise InputError(f"{where}: content is empty; there is nothing to remember")
+        check_text(self.content, f"{where}: content")
         check_scope(self.scope)
-        if not (0.0 <= float(self.salience) <= 1.0) or math.isnan(self.salience):
-            raise InputError(f"record {self.id}: salience {self.salience} is outside 0..1")
-        if int(self.tokens) < 0:
-            raise InputError(f"record {self.id}: tokens {self.tokens} is negative")
-        if int(self.access_count) < 0:
-            raise InputError(f"record {self.id}: access_count {self.access_count} is negative")
-        for name in ("created_at", "last_accessed_at"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value):
-                raise InputError(f"record {self.id}: {name} {value!r} is not a finite timestamp")
-        if not np.all(np.isfinite(self.embedding)):
+        check_number(self.salience, f"{where}: salience", lo=0.0, hi=1.0)
+        check_number(self.tokens, f"{where}: tokens", lo=0, integer=True)
+        check_number(self.access_count, f"{where}: access_count", lo=0, integer=True)
+        check_number(self.created_at, f"{where}: created_at")
+        check_number(self.last_accessed_at, f"{where}: last_accessed_at")
+        # NaN would read back as NULL from SQLite: an archived record active again.
+        check_number(self.archived_at, f"{where}: archived_at", none=True)
+        check_strings(self.provenance, f"{where}: provenance")
+        check_meta(self.meta, f"{where}: meta")
+        # float32 values cannot overflow a float64 sum, and NaN or inf make it
+        # non-finite: one pass, exact.
+        if not math.isfinite(float(self.embedding.sum(dtype=np.float64))):
             raise InputError(f"record {self.id}: embedding holds NaN or infinite values")
         return self
 
@@ -300,19 +310,39 @@ class RecallQuery:
         object.__setattr__(self, "split", check_split(self.split, len(scopes)))
         if not isinstance(self.text, str):
             raise InputError(f"query text must be a string, got {type(self.text).__name__}")
-        if not isinstance(self.token_budget, int) or self.token_budget <= 0:
-            raise InputError(f"token_budget must be a positive integer, got {self.token_budget!r}")
-        if not 0.0 <= self.min_score_ratio <= 1.0:
-            raise InputError(f"min_score_ratio must be in 0..1, got {self.min_score_ratio!r}")
-        if self.max_hits is not None and self.max_hits <= 0:
-            raise InputError(f"max_hits must be positive or None, got {self.max_hits!r}")
+        check_unicode(self.text, "query text")
+        budget = self.token_budget
+        if type(budget) is not int or budget < 1:
+            raise InputError(f"token_budget must be a positive integer, got {budget!r}")
+        check_number(self.max_hits, "max_hits", lo=1, integer=True, none=True)
+        check_number(self.min_score, "min_score")
+        check_number(self.min_score_ratio, "min_score_ratio", lo=0.0, hi=1.0)
+        if not isinstance(self.include_untrusted, bool):
+            raise InputError(
+                f"include_untrusted must be True or False, got {self.include_untrusted!r}"
+            )
+        check_number(self.now, "now", none=True)
         if self.kinds is not None:
-            object.__setattr__(self, "kinds", tuple(as_kind(k) for k in self.kinds))
+            kinds = check_kinds(self.kinds, "kinds")
+            object.__setattr__(self, "kinds", kinds)
 
     @property
     def scopes(self) -> tuple[str, ...]:
         """The scopes to search, narrowest first (one for a single scope)."""
         return (self.scope,) if isinstance(self.scope, str) else self.scope
+
+
+def check_kinds(kinds: object, name: str) -> tuple[MemoryKind, ...]:
+    """A list of memory kinds (a bare string is refused: it is not a list)."""
+    if isinstance(kinds, MemoryKind):
+        raise InputError(f"{name} must be a list of kinds, e.g. [{kinds.value!r}]")
+    if isinstance(kinds, str | bytes):
+        raise InputError(f"{name} must be a list of kinds, e.g. [{kinds!r}], not a string")
+    try:
+        items = list(kinds)  # type: ignore[call-overload]
+    except TypeError:
+        raise InputError(f"{name} must be a list of kinds, got {type(kinds).__name__}") from None
+    return tuple(as_kind(k) for k in items)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
+from memlab.memory.checks import check_text
+
 
 @runtime_checkable
 class QueryRewriter(Protocol):
@@ -59,6 +61,7 @@ class MemoryQuestionRewriter:
     name = "memory-question-v1"
 
     def rewrite(self, text: str) -> str:
+        check_text(text, "text", empty=True)
         q = FILLERS.sub("", text.strip())
         framed = False
         for pattern in _COMPILED:
@@ -82,4 +85,4 @@ class NoRewrite:
     name = "none"
 
     def rewrite(self, text: str) -> str:
-        return text
+        return check_text(text, "text", empty=True)

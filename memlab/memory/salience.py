@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from memlab.memory.checks import check_text
+
 HARD_RULE = re.compile(
     r"\b(always|never|must|don'?t ever|do not ever|make sure|from now on|under no circumstances)\b",
     re.I,
@@ -56,7 +58,11 @@ def estimate_salience(text: str) -> float:
     """Estimate salience in [0, 1] from cue phrases (see the module docstring).
 
     Returns 0.05 for pleasantries and for empty text.
+
+    Raises:
+        InputError: ``text`` is not a string.
     """
+    check_text(text, "text", empty=True)
     stripped = text.strip()
     if not stripped or PLEASANTRY.match(stripped):
         return 0.05

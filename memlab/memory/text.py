@@ -37,7 +37,15 @@ def content_words(text: str) -> list[str]:
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimated prompt tokens of a text: ``ceil(len(text) / 4)``, 0 for an empty string."""
+    """Estimated prompt tokens of a text: ``ceil(len(text) / 4)``, 0 for an empty string.
+
+    Raises:
+        InputError: ``text`` is not a string.
+    """
+    if not isinstance(text, str):
+        from memlab.errors import InputError
+
+        raise InputError(f"estimate_tokens() takes a text string, got {type(text).__name__}")
     return -(-len(text) // 4)
 
 

@@ -19,6 +19,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from memlab.memory.checks import check_number, check_text
+
 DAY = 86400.0
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 MONTHS.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m})
@@ -73,7 +75,12 @@ def parse_time(text: str, now: float) -> TimeWindow | None:
     "this/last week", "this/last month", "this/last year", "last weekend",
     "last <weekday>"; "N days/weeks/months/years ago" (N a number or a word such
     as "two", "a couple of", "a few"); "recently", "lately" (the last 14 days).
+
+    Raises:
+        InputError: ``text`` is not a string or ``now`` is not finite epoch seconds.
     """
+    check_text(text, "text", empty=True)
+    now = check_number(now, "now")
     s = text.lower()
     now_dt = datetime.fromtimestamp(now, tz=UTC)
     today = _day_start(now_dt)

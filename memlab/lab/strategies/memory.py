@@ -179,7 +179,7 @@ class MemoryStrategy:
     def maintain(self, turn: Turn) -> None:
         self.layer.maintain(self.scope_of(turn), now=self.now)
 
-    def scope_of(self, turn: Turn) -> str | list[str]:
+    def scope_of(self, turn: Turn) -> str | tuple[str, ...]:
         """The scope (or layered scopes) a turn is remembered in and recalled from."""
         return turn.scope
 

@@ -148,11 +148,11 @@ class FeatureStrategy(MemoryStrategy):
         self.recorder = ProcedureRecorder(self.layer) if record_procedures else None
         self.slot = slot and record_procedures
         self.slot_similarity = slot_similarity
-        self._session: dict[str, list[str]] = {}  # scope -> the layers of its open session
+        self._session: dict[str, tuple[str, ...]] = {}  # scope -> the layers of its open session
 
-    def scope_of(self, turn: Turn) -> str | list[str]:
+    def scope_of(self, turn: Turn) -> str | tuple[str, ...]:
         if self.layered and turn.session is not None:
-            return [session_scope(turn.scope, turn.session), turn.scope]
+            return (session_scope(turn.scope, turn.session), turn.scope)
         return turn.scope
 
     def _switch(self, turn: Turn) -> None:
@@ -253,10 +253,13 @@ def feature_parts(memory: MemoryParts, entry: Any, where: str) -> FeatureParts:
     )
 
 
-class FeaturesKind(MemoryKind):
+class FeaturesKind:
     """The ``memory_features`` kind: the memory kind's settings plus three feature nodes."""
 
     schema: type = FeaturesEntry
+
+    def __init__(self) -> None:
+        self.memory = MemoryKind()
 
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         key = f"strategies.{name}"
@@ -271,7 +274,7 @@ class FeaturesKind(MemoryKind):
 
     def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> FeatureParts:
         values = self.entry(name, raw)
-        memory = super().settings(name, {"memory": values["memory"]}, run)
+        memory = self.memory.settings(name, {"memory": values["memory"]}, run)
         where = f"strategies.{name}"
         node = _Nodes(
             structured(LayersSettings, values["layers"], f"{where}.layers"),

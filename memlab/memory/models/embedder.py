@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import EmbedderError, InputError
+from memlab.memory.checks import check_number, check_strings
 from memlab.memory.text import content_words
 from memlab.registry import Registry
 
@@ -64,11 +65,7 @@ def check_texts(texts: Sequence[str], who: str) -> list[str]:
     """The batch as a list of str, or InputError naming the embedder (``who``)."""
     if isinstance(texts, str):
         raise InputError(f"{who}.embed() takes a list of texts, not a single string")
-    out = list(texts)
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise InputError(f"{who}.embed(): text {i} is {type(t).__name__}, not str")
-    return out
+    return check_strings(texts, f"{who}.embed() texts")
 
 
 def l2_normalize(arr: np.ndarray) -> np.ndarray:
@@ -95,8 +92,7 @@ class HashEmbedder:
     VERSION = 1
 
     def __init__(self, dims: int = 384) -> None:
-        if not isinstance(dims, int) or dims < 8:
-            raise InputError(f"HashEmbedder dims must be an integer >= 8, got {dims!r}")
+        check_number(dims, "HashEmbedder dims", lo=8, integer=True)
         self._dims = dims
         self._feature = lru_cache(maxsize=200_000)(self._feature_uncached)
 
@@ -130,8 +126,7 @@ class HashEmbedder:
             ``(len(texts), dims)`` float32, each row of unit length (a text with no
             content words gives a zero vector).
         """
-        if isinstance(texts, str):
-            raise InputError("embed() takes a list of texts, not a single string")
+        texts = check_texts(texts, "HashEmbedder")
         out = np.zeros((len(texts), self._dims), dtype=np.float32)
         for row, text in enumerate(texts):
             vec = out[row]

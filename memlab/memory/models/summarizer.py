@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from memlab.errors import InputError
+from memlab.memory.checks import check_number, check_strings, check_text
 from memlab.memory.salience import CORRECTION, HARD_RULE, IDENTITY, PLEASANTRY, SPECIFIC
 from memlab.memory.text import words
 from memlab.registry import Registry
@@ -57,12 +58,10 @@ class ExtractiveSummarizer:
     """
 
     def __init__(self, max_words: int = 120, separator: str = " ") -> None:
-        if max_words <= 0:
-            from memlab.errors import InputError
-
-            raise InputError(f"max_words must be positive, got {max_words}")
-        self.max_words = max_words
-        self.separator = separator
+        self.max_words = check_number(
+            max_words, "ExtractiveSummarizer max_words", lo=1, integer=True
+        )
+        self.separator = check_text(separator, "ExtractiveSummarizer separator", empty=True)
 
     @property
     def name(self) -> str:
@@ -82,6 +81,7 @@ class ExtractiveSummarizer:
         return score
 
     def summarize(self, texts: Sequence[str]) -> str:
+        texts = check_strings(texts, "summarize() texts")
         candidates: list[tuple[int, int, str, int]] = []  # (order, score, text, words)
         seen: set[str] = set()
         for text in texts:

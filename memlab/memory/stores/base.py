@@ -13,11 +13,13 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
+from memlab.memory.checks import check_bool, check_number, check_text, check_unicode
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
     MemoryKind,
     MemoryRecord,
+    check_kinds,
     check_scope,
 )
 from memlab.registry import Registry
@@ -192,12 +194,13 @@ def as_ids(ids: str | Iterable[str]) -> list[str]:
     """
     if isinstance(ids, str):
         return [ids]
-    if isinstance(ids, bytes | bytearray) or not isinstance(ids, Iterable):
+    if isinstance(ids, bytes | bytearray | Mapping) or not isinstance(ids, Iterable):
         raise InputError(f"ids must be a string or a list of strings, got {type(ids).__name__}")
     out = list(ids)
     for i in out:
         if not isinstance(i, str):
             raise InputError(f"record ids must be strings, got {type(i).__name__} {i!r}")
+        check_unicode(i, "record id")
     return out
 
 
@@ -210,6 +213,46 @@ def check_time(at: object, what: str) -> float:
     if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
         raise InputError(f"{what}: the time must be finite epoch seconds, got {at!r}")
     return float(at)
+
+
+def check_candidates_args(
+    query: object,
+    dims: int | None,
+    include_archived: object,
+    pool: object,
+    text: object,
+    weights: object,
+) -> None:
+    """Check ``candidates``' arguments (every store, exact ones too, although they
+    ignore ``query``, ``pool`` and ``weights``).
+
+    Raises:
+        InputError: naming the argument; DimensionMismatch for a query of other dims.
+    """
+    if query is not None:
+        if not isinstance(query, np.ndarray | list | tuple):
+            raise InputError(
+                f"query must be a 1-D vector (numpy array), got {type(query).__name__}"
+            )
+        try:
+            vector = np.asarray(query, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InputError("query must be a 1-D vector of numbers") from None
+        if vector.ndim != 1:
+            raise InputError(f"query must be a 1-D vector, got shape {vector.shape}")
+        if dims is not None and vector.shape[0] != dims:
+            raise DimensionMismatch(dims, int(vector.shape[0]), "candidates() query")
+    check_bool(include_archived, "include_archived")
+    check_number(pool, "pool", lo=1, integer=True, none=True)
+    if text is not None:
+        check_text(text, "text", empty=True)
+    if weights is not None:
+        if not isinstance(weights, Mapping):
+            raise InputError(
+                f"weights must be a mapping of signal names to weights, got {type(weights).__name__}"
+            )
+        for key, w in weights.items():
+            check_number(w, f"weights[{key!r}]", lo=0.0)
 
 
 def scoped_ids(scope: str, ids: str | Iterable[str]) -> list[str]:
@@ -238,11 +281,10 @@ def foreign_ids(records: Sequence[MemoryRecord], scope_of: Mapping[str, str]) ->
 
 
 def kind_filter(kinds: Iterable[MemoryKind | str] | None) -> frozenset[MemoryKind] | None:
+    """The kinds to keep (None: all). Raises InputError on a bare string or an unknown kind."""
     if kinds is None:
         return None
-    from memlab.memory.records import as_kind
-
-    return frozenset(as_kind(k) for k in kinds)
+    return frozenset(check_kinds(kinds, "kinds"))
 
 
 def check_store_path(path: Path, create_dirs: bool, who: str) -> None:
@@ -274,6 +316,26 @@ def check_store_path(path: Path, create_dirs: bool, who: str) -> None:
         ) from None
 
 
+def check_records(records: object, where: str) -> list[MemoryRecord]:
+    """``put_many``'s argument as a list of MemoryRecord (not yet validated).
+
+    Raises:
+        InputError: ``records`` is not a list of MemoryRecord (a single record,
+            a dict, None ...).
+    """
+    if isinstance(records, MemoryRecord):
+        raise InputError(f"{where}: pass a list of records to put_many, or use put(record)")
+    if isinstance(records, str | bytes | Mapping) or not isinstance(records, Iterable):
+        raise InputError(
+            f"{where}: records must be a list of MemoryRecord, got {type(records).__name__}"
+        )
+    out = list(records)
+    for i, r in enumerate(out):
+        if not isinstance(r, MemoryRecord):
+            raise InputError(f"{where}: records[{i}] is a {type(r).__name__}, not a MemoryRecord")
+    return out
+
+
 def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) -> int | None:
     """Validate records and that all share the store's embedding dimensions.
 
@@ -281,6 +343,8 @@ def check_dims(records: Sequence[MemoryRecord], dims: int | None, where: str) ->
         The dimensions after this write (the first write fixes them).
     """
     for r in records:
+        if not isinstance(r, MemoryRecord):
+            raise InputError(f"{where}: got a {type(r).__name__}, not a MemoryRecord")
         r.validate()
         d = int(r.embedding.shape[0])
         if dims is None:

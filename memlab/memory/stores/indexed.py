@@ -14,9 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from memlab.memory.checks import check_bool
 from memlab.memory.lexical import LexicalIndex
 from memlab.memory.records import KIND_CODES, SOURCE_CODES, MemoryKind, MemoryRecord, check_scope
-from memlab.memory.stores.base import Candidates, kind_filter, scoped_ids
+from memlab.memory.stores.base import (
+    Candidates,
+    check_candidates_args,
+    kind_filter,
+    scoped_ids,
+)
 
 
 class ScopeIndex:
@@ -255,6 +261,7 @@ class IndexedStore:
         include_archived: bool = False,
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
+        check_bool(include_archived, "include_archived")
         self._sync()
         wanted = kind_filter(kinds)
         out = [
@@ -266,6 +273,7 @@ class IndexedStore:
         return out
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        check_bool(include_archived, "include_archived")
         self._sync()
         if scope is None:
             pool: Iterable[MemoryRecord] = self._records.values()
@@ -292,6 +300,7 @@ class IndexedStore:
         weights: Mapping[str, float] | None = None,
     ) -> Candidates:
         check_scope(scope)
+        check_candidates_args(query, self._dims, include_archived, pool, text, weights)
         self._sync()
         idx = self._index.get(scope)
         if idx is None:

@@ -7,32 +7,42 @@ over the log. A file lock serializes writers across processes; before every
 operation a store reads what other processes appended (or reloads after another
 process compacted), so several processes can share one file.
 
-Every operation line ends with a CRC-32 of its bytes (``"crc"``, the last key),
-so damage inside a string value is detected too. A torn last line (a crash in
-the middle of an append) is dropped with a warning; the bytes are moved to ``<path>.torn`` before the next write. Damage
-anywhere else raises StoreCorrupted with the path and line number, and the file
-is never modified.
+The log format (sealed, chained lines and a header with a generation counter) is
+described in ``memlab.memory.stores.logchain``. Damage is reported, never
+repaired: a line that is altered, replayed, missing, reordered or foreign raises
+StoreCorrupted with the path and line number, and the file is never modified. A
+torn last line (a crash in the middle of an append) is the one exception: it is
+dropped with a warning and its bytes are moved to ``<path>.torn`` before the
+next write. A file that has no intact header and first line is corruption, not a
+torn write: memlab creates the file whole (a temporary file linked into place).
+
+A write changes this handle's view only after its line is in the file: a write
+that fails (a full disk, an unencodable value) leaves no trace, in memory or on
+disk. A compaction killed midway leaves a ``<path>.compact-<pid>`` file; the next
+open removes those of dead processes under the lock.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import errno
 import os
+import re
 import threading
 import warnings
-import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import filelock
 
-from memlab.errors import StoreCorrupted, StoreError, StoreLocked
+from memlab.errors import DimensionMismatch, StoreCorrupted, StoreError, StoreLocked
+from memlab.memory.checks import check_bool, check_number, check_path
 from memlab.memory.records import MemoryRecord
 from memlab.memory.stores.base import (
     STORES,
     check_dims,
+    check_records,
     check_store_path,
     check_time,
     foreign_ids,
@@ -40,28 +50,49 @@ from memlab.memory.stores.base import (
 )
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
 from memlab.memory.stores.indexed import IndexedStore
+from memlab.memory.stores.logchain import FORMAT, Chain, ChainBroken, crc_of, header, seal
 
-FORMAT = "memlab.jsonl/1"
-_CRC_KEY = b',"crc":"'
+__all__ = ["FORMAT", "CompactionWarning", "JsonlStore", "TornWriteWarning", "encode_line"]
+
+_TEMP = re.compile(r"\.(compact|create)-(\d+)$")
 
 
 def encode_line(op: dict[str, Any]) -> bytes:
-    """One log line: compact JSON whose last key is the CRC-32 of what precedes it."""
-    body = json.dumps(op, ensure_ascii=False, separators=(",", ":")).encode()
-    head = body[:-1]
-    return head + _CRC_KEY + b"%08x" % zlib.crc32(head) + b'"}\n'
-
-
-def check_line(raw: bytes) -> bool:
-    """True if a line's CRC matches its bytes."""
-    cut = raw.rfind(_CRC_KEY)
-    if cut < 0 or len(raw) != cut + len(_CRC_KEY) + 10:
-        return False
-    return raw[cut + len(_CRC_KEY) : cut + len(_CRC_KEY) + 8] == b"%08x" % zlib.crc32(raw[:cut])
+    """A sealed line without chain fields (as format 1 wrote them); for tests and tools."""
+    return seal(op)
 
 
 class TornWriteWarning(UserWarning):
     """The store's last line was incomplete (a crash mid-write) and was dropped."""
+
+
+class CompactionWarning(UserWarning):
+    """An automatic compaction failed (e.g. a full disk); the write itself succeeded."""
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (a zombie counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _io_error(path: Path, what: str, exc: OSError) -> StoreError:
+    hint = (
+        " (the disk or the file size limit is full)"
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+        else ""
+    )
+    return StoreError(
+        f"cannot {what} memory store {path}: {exc.strerror or exc}{hint}; nothing was "
+        "changed, free some space (or fix the file's permissions) and retry"
+    )
 
 
 @STORES.register("jsonl")
@@ -80,6 +111,7 @@ class JsonlStore(IndexedStore):
         create_dirs: create the folder of ``path`` (and its parents) if missing.
 
     Raises:
+        InputError: a bad argument (``path`` not a path, a negative timeout, ...).
         StoreError: ``path`` is a folder, or its folder is missing and
             ``create_dirs`` is false.
         StoreCorrupted: the file exists but is not an intact memlab log.
@@ -96,32 +128,42 @@ class JsonlStore(IndexedStore):
         create_dirs: bool = False,
     ) -> None:
         super().__init__()
-        self.path = Path(path)
-        self.create_dirs = create_dirs
-        check_store_path(self.path, create_dirs, "JsonlStore")
-        self.fsync = fsync
-        self.compact_min_lines = compact_min_lines
-        self.compact_ratio = compact_ratio
+        self.path = check_path(path, "JsonlStore path")
+        self.create_dirs = check_bool(create_dirs, "JsonlStore create_dirs")
+        self.fsync = check_bool(fsync, "JsonlStore fsync")
+        self.compact_min_lines = check_number(
+            compact_min_lines, "JsonlStore compact_min_lines", lo=1, integer=True
+        )
+        self.compact_ratio = check_number(compact_ratio, "JsonlStore compact_ratio", lo=1.0)
+        lock_timeout = check_number(lock_timeout, "JsonlStore lock_timeout", lo=0.0)
+        check_store_path(self.path, self.create_dirs, "JsonlStore")
         self._lock = filelock.FileLock(str(self.path) + ".lock", timeout=lock_timeout)
         self._mutex = threading.RLock()
-        self._inode: int | None = None
-        self._offset = 0  # bytes of the file consumed (always at a line boundary)
-        self._lines = 0  # complete lines consumed, header included
-        self._torn_at: int | None = None  # offset of a torn tail seen under the lock
+        # The file this handle has read, kept open: while it is open its inode
+        # cannot be reused, so "the path names another inode" reliably means
+        # another process replaced (compacted) the file.
         self._fd: int | None = None
+        self._ident: tuple[int, int] | None = None
+        self._offset = 0  # bytes of the file consumed (always at a line boundary)
+        self._chain = Chain()
+        self._torn_at: int | None = None  # offset of a torn tail seen under the lock
         self._closed = False
+        self._compact_after = 0  # after a failed automatic compaction: retry at this many lines
         self.compactions = 0
-        if self.path.exists():
-            with self._locked():
-                self._sync_locked()
+        self.temp_files_removed = 0
+        try:
+            if self.path.exists() or self._temp_files():
+                with self._locked():
+                    self._clean_temp_files()
+                    self._sync_locked()
+        except filelock.Timeout:
+            self._close_fd()
+            raise self._locked_error() from None
+        except BaseException:
+            self._close_fd()
+            raise
 
     # -- reading the log ----------------------------------------------------------
-    def _reset(self) -> None:
-        IndexedStore.__init__(self)
-        self._offset = 0
-        self._lines = 0
-        self._torn_at = None
-
     def _sync(self) -> None:
         """Catch up with appends (or a compaction) by other processes."""
         with self._mutex:
@@ -135,68 +177,111 @@ class JsonlStore(IndexedStore):
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            if self._inode is not None:
+            if self._fd is not None:
                 raise StoreError(
                     f"memory store {self.path} was removed while open; reopen the store"
                 ) from None
             return
-        if self._inode is not None and st.st_ino != self._inode:
-            self._close_fd()
-            self._reset()
-        elif st.st_size == self._offset:
-            self._inode = st.st_ino
+        if self._fd is not None and (st.st_dev, st.st_ino) == self._ident:
+            if st.st_size == self._offset:
+                return
+            if st.st_size < self._offset:
+                raise StoreCorrupted(
+                    self.path, None, f"the file shrank from {self._offset} to {st.st_size} bytes"
+                )
+            self._consume(self._fd, st.st_size, locked)
             return
-        elif st.st_size < self._offset:
-            raise StoreCorrupted(
-                self.path, None, f"the file shrank from {self._offset} to {st.st_size} bytes"
-            )
-        self._inode = st.st_ino
-        with open(self.path, "rb") as f:
-            f.seek(self._offset)
-            data = f.read()
+        self._reload(locked)
+
+    def _reload(self, locked: bool) -> None:
+        """Read the file at ``path`` from its start: the first read, or after another
+        process replaced it (a compaction)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        except PermissionError:
+            fd = os.open(self.path, os.O_RDONLY)  # a read-only store; writes will fail
+        except FileNotFoundError:
+            return self._read_new(locked=locked)  # replaced and gone again: start over
+        try:
+            st = os.fstat(fd)
+            before = self._chain.generation if self._fd is not None else 0
+            self._close_fd()
+            IndexedStore.__init__(self)
+            self._fd, self._ident = fd, (st.st_dev, st.st_ino)
+            self._offset, self._chain, self._torn_at = 0, Chain(), None
+            if st.st_size == 0:
+                raise StoreCorrupted(
+                    self.path,
+                    None,
+                    "the file is empty (0 bytes), and memlab never writes an empty store file "
+                    "(it creates the file whole, header and first line)",
+                )
+            self._consume(fd, st.st_size, locked)
+            if self._chain.lines == 0:
+                raise StoreCorrupted(
+                    self.path, 1, "the file holds no complete line: the whole file is damaged"
+                )
+            if self._chain.version >= 2 and self._chain.lines < 2:
+                raise StoreCorrupted(
+                    self.path,
+                    2,
+                    "the log ends after its header; memlab never writes such a file "
+                    "(lines are missing)",
+                )
+            if before and self._chain.generation <= before and self._chain.version >= 2:
+                raise StoreError(
+                    f"memory store {self.path} was replaced by another file (generation "
+                    f"{self._chain.generation}, not newer than the generation {before} this "
+                    "handle read: an older copy was restored, or the file was recreated, while "
+                    "the store was open); reopen the store"
+                )
+        except BaseException:
+            # Forget the half-read state: the next call reads the file again.
+            self._close_fd()
+            IndexedStore.__init__(self)
+            self._offset, self._chain, self._torn_at = 0, Chain(), None
+            raise
+        return None
+
+    def _consume(self, fd: int, size: int, locked: bool) -> None:
+        data = _pread_all(fd, size - self._offset, self._offset)
         end = data.rfind(b"\n") + 1
         complete, tail = data[:end], data[end:]
+        self._apply_lines(complete)
+        self._offset += len(complete)
         # Without the lock an unterminated tail may be another process's append in
         # flight, so it is left for later. Under the lock nobody is mid-append: it
         # is a torn write from a crash, dropped here and its bytes kept for the user.
-        if tail and locked:
-            if self._torn_at != self._offset + end:
+        # (A file with no complete line at all is damaged, not torn: see _reload.)
+        if tail and locked and self._chain.lines:
+            torn_at = self._offset
+            if self._torn_at != torn_at:
                 warnings.warn(
-                    f"{self.path}: dropping a torn last line at byte {self._offset + end} "
+                    f"{self.path}: dropping a torn last line at byte {torn_at} "
                     f"({len(tail)} bytes, an interrupted write); it is moved to "
                     f"{self.path}.torn on the next write",
                     TornWriteWarning,
-                    stacklevel=4,
+                    stacklevel=5,
                 )
-            self._torn_at = self._offset + end
-        self._apply_lines(complete)
-        self._offset += len(complete)
+            self._torn_at = torn_at
 
     def _apply_lines(self, blob: bytes) -> None:
+        chain = self._chain
         for raw in blob.split(b"\n")[:-1]:
-            self._lines += 1
-            lineno = self._lines
+            lineno = chain.lines + 1
             try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise StoreCorrupted(self.path, lineno, f"not valid JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise StoreCorrupted(self.path, lineno, "a line is not a JSON object")
-            if lineno > 1 and not check_line(raw):
-                raise StoreCorrupted(self.path, lineno, "checksum mismatch (the line was altered)")
-            if lineno == 1:
-                if obj.get("format") != FORMAT:
-                    raise StoreCorrupted(
-                        self.path, 1, f"not a memlab JSONL store (no '{FORMAT}' header)"
-                    )
+                op = chain.read(raw)
+            except ChainBroken as exc:
+                raise StoreCorrupted(self.path, lineno, exc.detail) from None
+            if op is None:
                 continue
             try:
-                self._apply_op(obj)
+                self._apply_op(op)
             except StoreError:
                 raise
             except Exception as exc:  # malformed op: name the line, keep the file
                 raise StoreCorrupted(
-                    self.path, lineno, f"bad '{obj.get('op')}' entry ({type(exc).__name__}: {exc})"
+                    self.path, lineno, f"bad '{op.get('op')}' entry ({type(exc).__name__}: {exc})"
                 ) from None
 
     def _apply_op(self, obj: dict[str, Any]) -> None:
@@ -208,9 +293,15 @@ class JsonlStore(IndexedStore):
         elif op == "delete":
             self._apply_delete(obj["ids"], obj.get("scope"))
         elif op == "archive":
-            self._apply_archive(obj["ids"], obj["at"], obj.get("scope"))
+            self._apply_archive(obj["ids"], check_time(obj["at"], "archive"), obj.get("scope"))
         elif op == "touch":
-            self._apply_touch(obj["ids"], float(obj["at"]), obj.get("scope"))
+            self._apply_touch(obj["ids"], check_time(obj["at"], "touch"), obj.get("scope"))
+        elif op == "checkpoint":
+            if obj["live"] != len(self._records):
+                raise ValueError(
+                    f"the compacted log holds {len(self._records)} records where it wrote "
+                    f"{obj['live']}: lines are missing"
+                )
         else:
             raise ValueError(f"unknown op {op!r}")
 
@@ -223,96 +314,219 @@ class JsonlStore(IndexedStore):
         check_store_path(self.path, self.create_dirs, "JsonlStore")
         return self._lock
 
-    def _append(self, op: dict[str, Any]) -> None:
-        line = encode_line(op)
-        if self._torn_at is not None:
-            self._salvage_torn()
-        fd = self._open_fd()
-        if self._offset == 0:
-            header = (json.dumps({"format": FORMAT}) + "\n").encode()
-            os.write(fd, header)
-            self._offset += len(header)
-            self._lines += 1
-        written = os.write(fd, line)
-        if written != len(line):
-            raise StoreError(
-                f"short write to {self.path} ({written} of {len(line)} bytes); is the disk full?"
-            )
-        if self.fsync:
-            os.fsync(fd)
-        self._offset += len(line)
-        self._lines += 1
+    def _locked_error(self) -> StoreLocked:
+        return StoreLocked(
+            f"memory store {self.path} is locked by another process "
+            f"(lock file {self._lock.lock_file}); retry, or stop the other writer"
+        )
 
-    def _open_fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            self._inode = os.fstat(self._fd).st_ino
-        return self._fd
+    def _write(
+        self, op: dict[str, Any], check: Callable[[], bool], apply: Callable[[], Any]
+    ) -> Any:
+        """Append ``op`` under the lock, then change this handle's view.
 
-    def _close_fd(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def _salvage_torn(self) -> None:
-        assert self._torn_at is not None
-        with open(self.path, "rb") as f:
-            f.seek(self._torn_at)
-            tail = f.read()
-        with open(str(self.path) + ".torn", "ab") as out:
-            out.write(tail)
-            out.flush()
-            os.fsync(out.fileno())
-        os.truncate(self.path, self._torn_at)
-        self._torn_at = None
-
-    def _write(self, op: dict[str, Any], apply: Any) -> Any:
+        ``check`` runs after catching up with other processes and before anything
+        is written: it raises on a bad write, and returns False when the write
+        would change nothing (no line is written then).
+        """
         with self._mutex:
             self._check_open()
             try:
                 with self._locked():
                     self._sync_locked()
+                    if check():
+                        self._commit(op)
                     result = apply()
-                    self._append(op)
                     self._maybe_compact()
                     return result
             except filelock.Timeout:
-                raise StoreLocked(
-                    f"memory store {self.path} is locked by another process "
-                    f"(lock file {self._lock.lock_file}); retry, or stop the other writer"
-                ) from None
+                raise self._locked_error() from None
+
+    def _commit(self, op: dict[str, Any]) -> None:
+        """Make ``op`` durable: create the file with it, or append it."""
+        if self._fd is None:
+            self._create(op)
+            return
+        if self._chain.version < 2:
+            self._rewrite()  # upgrade a format-1 log before chaining lines to it
+        line = self._chain.next_line(op)
+        if self._torn_at is not None:
+            self._salvage_torn()
+        fd = self._fd
+        assert fd is not None
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")
+            if self.fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            # Take the partial line back; if even that fails, the next write
+            # under the lock finds it as a torn tail and moves it aside.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self._offset)
+            raise _io_error(self.path, "write to", exc) from None
+        self._offset += len(line)
+        self._chain.advance(line)
+
+    def _create(self, op: dict[str, Any]) -> None:
+        """Create the file holding its header and ``op``, whole or not at all."""
+        chain = Chain(version=2, generation=1, lines=1)
+        head = header(1)
+        chain.last_crc = crc_of(head)
+        line = chain.next_line(op)
+        chain.advance(line)
+        fd = self._write_temp("create", [head, line], link=True)
+        self._adopt(fd, chain)
+
+    def _rewrite(self) -> None:
+        """Write the live records as a new generation of the file (compaction)."""
+        generation = self._chain.generation + 1
+        chain = Chain(version=2, generation=generation, lines=1)
+        head = header(generation)
+        chain.last_crc = crc_of(head)
+        lines = [head]
+        for r in self._records.values():
+            lines.append(chain.next_line({"op": "put", "records": [record_to_dict(r)]}))
+            chain.advance(lines[-1])
+        lines.append(chain.next_line({"op": "checkpoint", "live": len(self._records)}))
+        chain.advance(lines[-1])
+        fd = self._write_temp("compact", lines, link=False)
+        self._adopt(fd, chain)
+        self._torn_at = None
+
+    def _write_temp(self, kind: str, lines: list[bytes], *, link: bool) -> int:
+        """Write ``lines`` to ``<path>.<kind>-<pid>``, fsync it and move it to ``path``
+        (``link``: only if ``path`` does not exist). Returns an fd of the new file."""
+        tmp = self.path.with_name(f"{self.path.name}.{kind}-{os.getpid()}")
+        fd = -1
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+            blob = b"".join(lines)
+            view = memoryview(blob)
+            while view:
+                n = os.write(fd, view)
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, "short write")
+                view = view[n:]
+            os.fsync(fd)
+            if link:
+                try:
+                    os.link(tmp, self.path)
+                except FileExistsError:
+                    raise StoreError(
+                        f"memory store {self.path} was created by another program while "
+                        "memlab held its lock; retry"
+                    ) from None
+                except OSError:  # a file system without hard links
+                    os.replace(tmp, self.path)
+                tmp.unlink(missing_ok=True)
+            else:
+                os.replace(tmp, self.path)
+            _fsync_dir(self.path.parent)
+        except BaseException as exc:
+            if fd >= 0:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise _io_error(self.path, "create" if link else "compact", exc) from None
+            raise
+        return fd
+
+    def _adopt(self, fd: int, chain: Chain) -> None:
+        st = os.fstat(fd)
+        self._close_fd()
+        self._fd, self._ident = fd, (st.st_dev, st.st_ino)
+        self._offset = st.st_size
+        self._chain = chain
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+            self._ident = None
+
+    def _salvage_torn(self) -> None:
+        assert self._torn_at is not None and self._fd is not None
+        size = os.fstat(self._fd).st_size
+        tail = _pread_all(self._fd, size - self._torn_at, self._torn_at)
+        try:
+            with open(str(self.path) + ".torn", "ab") as out:
+                out.write(tail)
+                out.flush()
+                os.fsync(out.fileno())
+            os.ftruncate(self._fd, self._torn_at)
+        except OSError as exc:
+            raise _io_error(self.path, "move the torn last line of", exc) from None
+        self._torn_at = None
+
+    def _temp_files(self) -> list[tuple[Path, int]]:
+        prefix = self.path.name
+        out = []
+        try:
+            names = os.listdir(self.path.parent)
+        except OSError:
+            return []
+        for name in names:
+            if name.startswith(prefix + "."):
+                m = _TEMP.search(name)
+                if m is not None and name == f"{prefix}.{m.group(1)}-{m.group(2)}":
+                    out.append((self.path.parent / name, int(m.group(2))))
+        return out
+
+    def _clean_temp_files(self) -> None:
+        """Remove temporary files that killed processes left (under the lock)."""
+        for tmp, pid in self._temp_files():
+            if not pid_alive(pid):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                    self.temp_files_removed += 1
 
     def put(self, record: MemoryRecord) -> None:
         self.put_many([record])
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
-        records = list(records)
+        where = f"JsonlStore({self.path}).put"
+        records = check_records(records, where)
         if not records:
             return
+        dims = check_dims(records, None, where)  # a bad record fails before the lock
         with self._mutex:
             self._check_open()
-            self._sync()
-            check_dims(records, self._dims, f"JsonlStore({self.path}).put")
-            foreign_ids(records, self._scope_of(records))
             op = {"op": "put", "records": [record_to_dict(r) for r in records]}
 
-            def apply() -> None:
-                # Re-check under the lock: another process may have fixed the dims
-                # or written these ids.
-                self._dims = check_dims(records, self._dims, f"JsonlStore({self.path}).put")
+            def check() -> bool:
+                # Under the lock: another process may have fixed the dims or
+                # written these ids.
+                if self._dims is not None and dims != self._dims:
+                    raise DimensionMismatch(
+                        self._dims, dims or 0, f"{where}, record {records[0].id}"
+                    )
                 foreign_ids(records, self._scope_of(records))
+                return True
+
+            def apply() -> None:
+                self._dims = dims
                 self._apply_put(records)
 
-            self._write(op, apply)
+            self._write(op, check, apply)
 
     # Ops carry the scope, so a replay applies them only to that scope's records
-    # (logs written before ids were scope-bound have no "scope" key).
+    # (logs written before ids were scope-bound have no "scope" key). An op that
+    # would change nothing is not written.
+    def _owns_any(self, scope: str, ids: Sequence[str]) -> Callable[[], bool]:
+        return lambda: any(self._owned(scope, i) is not None for i in ids)
+
     def delete(self, scope: str, ids: str | Sequence[str]) -> int:
         ids = scoped_ids(scope, ids)
         if not ids:
             return 0
         op = {"op": "delete", "scope": scope, "ids": ids}
-        return int(self._write(op, lambda: self._apply_delete(ids, scope)))
+        return int(
+            self._write(op, self._owns_any(scope, ids), lambda: self._apply_delete(ids, scope))
+        )
 
     def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
@@ -320,7 +534,9 @@ class JsonlStore(IndexedStore):
         if not ids:
             return 0
         op = {"op": "archive", "scope": scope, "ids": ids, "at": at}
-        return int(self._write(op, lambda: self._apply_archive(ids, at, scope)))
+        return int(
+            self._write(op, self._owns_any(scope, ids), lambda: self._apply_archive(ids, at, scope))
+        )
 
     def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
@@ -328,50 +544,60 @@ class JsonlStore(IndexedStore):
         if not ids:
             return 0
         op = {"op": "touch", "scope": scope, "ids": ids, "at": at}
-        return int(self._write(op, lambda: self._apply_touch(ids, at, scope)))
+        return int(
+            self._write(op, self._owns_any(scope, ids), lambda: self._apply_touch(ids, at, scope))
+        )
 
     # -- compaction ---------------------------------------------------------------
     def _maybe_compact(self) -> None:
         live = len(self._records)
-        if self._lines > max(self.compact_min_lines, self.compact_ratio * (live + 1)):
-            self.compact()
+        lines = self._chain.lines
+        if lines > max(
+            self.compact_min_lines, self.compact_ratio * (live + 1), self._compact_after
+        ):
+            try:
+                self._rewrite()
+            except StoreError as exc:
+                # The write that got here is already durable; compacting can wait.
+                self._compact_after = lines + self.compact_min_lines
+                warnings.warn(
+                    f"{self.path}: automatic compaction failed ({exc}); the log keeps growing "
+                    "until it succeeds",
+                    CompactionWarning,
+                    stacklevel=4,
+                )
+                return
+            self._compact_after = 0
+            self.compactions += 1
 
     def compact(self) -> None:
-        """Rewrite the log as one put per live record (temp file, fsync, rename)."""
-        with self._mutex, self._locked():
-            self._sync_locked()
-            tmp = self.path.with_name(f"{self.path.name}.compact-{os.getpid()}")
-            lines = 1
+        """Rewrite the log as one put per live record (temp file, fsync, rename).
+
+        Raises:
+            StoreError: the new file cannot be written (the old one is kept).
+        """
+        with self._mutex:
+            self._check_open()
             try:
-                with open(tmp, "wb") as f:
-                    f.write((json.dumps({"format": FORMAT}) + "\n").encode())
-                    for r in self._records.values():
-                        f.write(encode_line({"op": "put", "records": [record_to_dict(r)]}))
-                        lines += 1
-                    f.flush()
-                    os.fsync(f.fileno())
-                    size = f.tell()
-                os.replace(tmp, self.path)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-            dir_fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-            self._close_fd()
-            self._inode = os.stat(self.path).st_ino
-            self._offset = size
-            self._lines = lines
-            self._torn_at = None
-            self.compactions += 1
+                with self._locked():
+                    self._sync_locked()
+                    if self._fd is None:
+                        return  # no file yet: nothing to compact
+                    self._rewrite()
+                    self.compactions += 1
+            except filelock.Timeout:
+                raise self._locked_error() from None
 
     # -- misc ---------------------------------------------------------------------
     @property
     def log_lines(self) -> int:
         """Lines in the log (header included), live or superseded."""
-        return self._lines
+        return self._chain.lines
+
+    @property
+    def generation(self) -> int:
+        """The file's generation: 1 when created, one more after each compaction."""
+        return self._chain.generation
 
     def size_bytes(self) -> int:
         try:
@@ -392,3 +618,23 @@ class JsonlStore(IndexedStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _pread_all(fd: int, n: int, offset: int) -> bytes:
+    chunks = []
+    while n > 0:
+        chunk = os.pread(fd, n, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        n -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlab.memory.records import MemoryRecord
-from memlab.memory.stores.base import STORES, check_dims, check_time, foreign_ids, scoped_ids
+from memlab.memory.stores.base import (
+    STORES,
+    check_dims,
+    check_records,
+    check_time,
+    foreign_ids,
+    scoped_ids,
+)
 from memlab.memory.stores.indexed import IndexedStore
 
 
@@ -17,7 +24,7 @@ class InMemoryStore(IndexedStore):
         self.put_many([record])
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
-        records = list(records)
+        records = check_records(records, "InMemoryStore.put")
         if not records:
             return
         dims = check_dims(records, self._dims, "InMemoryStore.put")

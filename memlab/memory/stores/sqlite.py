@@ -4,12 +4,22 @@ Embeddings are float32 BLOBs; ranking scans them with numpy from a per-scope
 column cache that is loaded once and kept in step with this process's writes.
 Writes by other processes are noticed through ``PRAGMA data_version`` and drop
 the cache. One transaction per batch; numbered migrations in ``user_version``.
+
+Damage is reported, never repaired: opening runs ``PRAGMA quick_check`` (or
+``integrity_check``) before anything is written, a file that is empty or is
+another program's database is refused, and every row is checked as it is
+loaded, so a damaged value raises StoreCorrupted naming the file and the record.
+A new file is built under a temporary name and linked into place, so a crash
+while creating a store never leaves an empty or half-initialized file.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
+import math
+import os
 import sqlite3
 import threading
 import time
@@ -20,12 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from memlab.errors import StoreCorrupted, StoreError, StoreLocked
+from memlab.errors import DimensionMismatch, InputError, StoreCorrupted, StoreError, StoreLocked
+from memlab.memory.checks import check_bool, check_number, check_path
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     STORES,
     Candidates,
+    check_candidates_args,
     check_dims,
+    check_records,
     check_store_path,
     check_time,
     foreign_ids,
@@ -70,13 +83,42 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[i : i + _CHUNK]
 
 
-def _row_to_record(row: tuple[Any, ...]) -> MemoryRecord:
-    return MemoryRecord(
+_EXPECTED_COLUMNS = [c.strip() for c in _COLUMNS.split(",")]
+INTEGRITY_CHECKS = ("quick", "full", "off")
+
+
+def _row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecord:
+    """Decode and check one row.
+
+    Raises:
+        ValueError, TypeError, KeyError, InputError: the row is damaged (the
+            caller reports it as StoreCorrupted).
+    """
+    blob = row[4]
+    if not isinstance(blob, bytes) or not blob or len(blob) % 4:
+        raise ValueError(f"embedding is not a float32 vector ({type(blob).__name__})")
+    if dims is not None and len(blob) != 4 * dims:
+        raise ValueError(f"embedding has {len(blob) // 4} dimensions, the store {dims}")
+    for col, name in ((5, "salience"), (7, "created_at"), (8, "last_accessed_at")):
+        if not isinstance(row[col], int | float):
+            raise ValueError(f"{name} is {type(row[col]).__name__} {row[col]!r}, not a number")
+    for col, name in ((6, "tokens"), (9, "access_count")):
+        if not isinstance(row[col], int):
+            raise ValueError(f"{name} is {type(row[col]).__name__} {row[col]!r}, not an integer")
+    if row[10] is not None and not isinstance(row[10], int | float):
+        raise ValueError(f"archived_at is {row[10]!r}, not a number")
+    provenance = json.loads(row[12])
+    if not isinstance(provenance, list):
+        raise ValueError(f"provenance is {type(provenance).__name__}, not a list")
+    meta = json.loads(row[13])
+    if not isinstance(meta, dict):
+        raise ValueError(f"meta is {type(meta).__name__}, not an object")
+    record = MemoryRecord(
         id=row[0],
         scope=row[1],
         kind=row[2],
         content=row[3],
-        embedding=np.frombuffer(row[4], dtype="<f4").astype(np.float32),
+        embedding=np.frombuffer(blob, dtype="<f4").astype(np.float32),
         salience=row[5],
         tokens=row[6],
         created_at=row[7],
@@ -84,9 +126,25 @@ def _row_to_record(row: tuple[Any, ...]) -> MemoryRecord:
         access_count=row[9],
         archived_at=row[10],
         source=row[11],
-        provenance=tuple(json.loads(row[12])),
-        meta=json.loads(row[13]),
+        provenance=tuple(provenance),
+        meta=meta,
     )
+    # What validate() checks, minus what SQLite and json.loads already guarantee
+    # (valid unicode, JSON-encodable meta), since every row of a scope passes here.
+    if not row[0] or not row[1] or not row[3] or not row[3].strip():
+        raise ValueError("an empty id, scope or content")
+    if not (0.0 <= row[5] <= 1.0) or row[6] < 0 or row[9] < 0:
+        raise ValueError(
+            f"salience {row[5]}, tokens {row[6]} or access_count {row[9]} is out of range"
+        )
+    times = (row[7], row[8], 0.0 if row[10] is None else row[10])
+    if not all(math.isfinite(t) for t in times):
+        raise ValueError(f"a time is not finite: {times}")
+    if not all(isinstance(p, str) for p in provenance):
+        raise ValueError("provenance holds a non-string")
+    if not math.isfinite(float(record.embedding.sum(dtype=np.float64))):
+        raise ValueError("the embedding holds NaN or infinite values")
+    return record
 
 
 def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
@@ -106,6 +164,29 @@ def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
         json.dumps(list(r.provenance), ensure_ascii=False),
         json.dumps(r.meta, ensure_ascii=False),
     )
+
+
+def _apply_migrations(db: sqlite3.Connection, version: int) -> None:
+    """Bring ``db`` from schema ``version`` to SCHEMA_VERSION, one transaction each."""
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            current = db.execute("PRAGMA user_version").fetchone()[0]
+            if current < target:  # another process may have migrated meanwhile
+                for stmt in MIGRATIONS[target - 1].split(";"):
+                    if stmt.strip():
+                        db.execute(stmt)
+                db.execute(f"PRAGMA user_version = {target}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            raise
+
+
+def _sidecars(db_file: Path) -> list[Path]:
+    return [db_file.with_name(db_file.name + s) for s in ("", "-wal", "-shm", "-journal")]
 
 
 def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
@@ -148,26 +229,160 @@ class SqliteStore:
     """
 
     def __init__(
-        self, path: str | Path, *, timeout: float = 30.0, create_dirs: bool = False
+        self,
+        path: str | Path,
+        *,
+        timeout: float = 30.0,
+        create_dirs: bool = False,
+        integrity: str = "quick",
     ) -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            check_store_path(Path(self.path), create_dirs, "SqliteStore")
+        memory = path == ":memory:"
+        self.path = ":memory:" if memory else str(check_path(path, "SqliteStore path"))
+        timeout = check_number(timeout, "SqliteStore timeout", lo=0.0)
+        check_bool(create_dirs, "SqliteStore create_dirs")
+        if integrity not in INTEGRITY_CHECKS:
+            raise InputError(
+                f"SqliteStore integrity must be one of {list(INTEGRITY_CHECKS)}, got {integrity!r}"
+            )
+        self.integrity = integrity
         self._mutex = threading.RLock()
         self._cache: dict[str, ScopeIndex] = {}
-        self._closed = False
+        self._closed = True  # until the connection is open
+        self.temp_files_removed = 0
+        if not memory:
+            file = Path(self.path)
+            check_store_path(file, create_dirs, "SqliteStore")
+            self._clean_temp_files(file)
+            try:
+                size = file.stat().st_size
+            except FileNotFoundError:
+                self._create(file, timeout)
+            except OSError as exc:
+                raise StoreError(f"memory store {self.path}: {exc.strerror or exc}") from None
+            else:
+                if size == 0:
+                    raise StoreCorrupted(
+                        self.path,
+                        None,
+                        "the file is empty (0 bytes), and memlab never leaves an empty store "
+                        "file (it creates the file whole)",
+                    )
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise self._db_error(exc) from None
+        self._closed = False
+        try:
+            self._check_integrity()
+            self._check_schema()
             enable_wal(self._db, timeout)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
-            row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._db_error(exc) from None
-        self._dims: int | None = int(row[0]) if row else None
-        self._data_version = self._read_data_version()
+            self._check_columns()
+            self._dims = self._read_dims()
+            if self._dims is None and self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+                raise StoreCorrupted(
+                    self.path, None, "records are stored but their dimensions are not"
+                )
+            self._data_version = self._read_data_version()
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._db_error(exc) from None
+            raise
+
+    def _create(self, file: Path, timeout: float) -> None:
+        """Build a new store under a temporary name, then link it into place (a
+        process that loses a race to create the same file uses the winner's)."""
+        tmp = file.with_name(f"{file.name}.create-{os.getpid()}")
+        try:
+            for leftover in _sidecars(tmp):
+                leftover.unlink(missing_ok=True)
+            db = sqlite3.connect(tmp, timeout=timeout, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                _apply_migrations(db, 0)
+            finally:
+                db.close()  # checkpoints the WAL into the file and removes it
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, file)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot create memory store {file}: {exc}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create memory store {file}: {exc.strerror or exc}") from None
+        finally:
+            for leftover in _sidecars(tmp):
+                with contextlib.suppress(OSError):
+                    leftover.unlink(missing_ok=True)
+
+    def _clean_temp_files(self, file: Path) -> None:
+        """Remove what a process killed while creating this store left behind."""
+        from memlab.memory.stores.jsonl import pid_alive
+
+        try:
+            names = os.listdir(file.parent)
+        except OSError:
+            return
+        prefix = f"{file.name}.create-"
+        for name in names:
+            if not name.startswith(prefix):
+                continue
+            pid = name[len(prefix) :].split("-", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    (file.parent / name).unlink()
+                    self.temp_files_removed += 1
+
+    def _check_integrity(self) -> None:
+        if self.integrity == "off" or self.path == ":memory:":
+            return
+        pragma = "quick_check" if self.integrity == "quick" else "integrity_check"
+        rows = self._db.execute(f"PRAGMA {pragma}(5)").fetchall()
+        if [r[0] for r in rows] != ["ok"]:
+            detail = "; ".join(str(r[0]) for r in rows)
+            raise StoreCorrupted(self.path, None, f"SQLite {pragma} failed: {detail}")
+
+    def _check_schema(self) -> None:
+        """Refuse another program's database, and a memlab one missing its tables
+        (columns are checked after the migrations, which may add some)."""
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            row[0]
+            for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if version == 0:
+            if tables:
+                raise StoreCorrupted(
+                    self.path,
+                    None,
+                    f"not a memlab SQLite store (it holds other tables: {sorted(tables)[:5]})",
+                )
+            return
+        if not {"meta", "records"} <= tables:
+            raise StoreCorrupted(
+                self.path, None, f"the memlab tables are missing (found {sorted(tables)[:5]})"
+            )
+
+    def _check_columns(self) -> None:
+        """After the migrations: the records table has every column memlab reads."""
+        cols = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
+        missing = [c for c in _EXPECTED_COLUMNS if c not in cols]
+        if missing:
+            raise StoreCorrupted(self.path, None, f"the records table lacks the columns {missing}")
+
+    def _read_dims(self) -> int | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
+        if row is None:
+            return None
+        try:
+            dims = int(row[0])
+        except (TypeError, ValueError):
+            dims = 0
+        if dims < 1:
+            raise StoreCorrupted(self.path, None, f"the stored dimensions are {row[0]!r}")
+        return dims
 
     def _db_error(self, exc: sqlite3.Error) -> StoreError:
         msg = str(exc)
@@ -179,7 +394,27 @@ class SqliteStore:
             "not a database" in msg or "malformed" in msg or "corrupt" in msg
         ):
             return StoreCorrupted(self.path, None, msg)
+        if "disk" in msg or "full" in msg or "I/O" in msg:
+            return StoreError(
+                f"cannot write memory store {self.path}: {msg}; nothing was changed. Is the "
+                "disk (or the file size limit) full? Free some space and retry"
+            )
+        if "readonly" in msg or "unable to open" in msg:
+            return StoreError(
+                f"cannot open or write memory store {self.path}: {msg}; check the file's and "
+                "its folder's permissions"
+            )
         return StoreError(f"memory store {self.path}: {msg}")
+
+    def _decode(self, row: tuple[Any, ...]) -> MemoryRecord:
+        try:
+            return _row_to_record(row, self._dims)
+        except Exception as exc:
+            rid = row[0] if row and isinstance(row[0], str) else None
+            what = f"record {rid[:80]!r}" if rid else "a record"
+            raise StoreCorrupted(
+                self.path, None, f"{what} is damaged ({type(exc).__name__}: {exc})"
+            ) from None
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -188,19 +423,8 @@ class SqliteStore:
                 f"memory store {self.path} has schema version {version}, newer than this "
                 f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
             )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                current = self._db.execute("PRAGMA user_version").fetchone()[0]
-                if current < target:  # another process may have migrated meanwhile
-                    for stmt in MIGRATIONS[target - 1].split(";"):
-                        if stmt.strip():
-                            self._db.execute(stmt)
-                    self._db.execute(f"PRAGMA user_version = {target}")
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        if version < SCHEMA_VERSION:
+            _apply_migrations(self._db, version)
 
     @property
     def schema_version(self) -> int:
@@ -218,8 +442,7 @@ class SqliteStore:
         if version != self._data_version:
             self._data_version = version
             self._cache.clear()
-            row = self._db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
-            self._dims = int(row[0]) if row else None
+            self._dims = self._read_dims()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -233,7 +456,11 @@ class SqliteStore:
                 yield self._db
                 self._db.execute("COMMIT")
             except BaseException as exc:
-                self._db.execute("ROLLBACK")
+                # A failed COMMIT (a full disk) may have rolled back already; a
+                # second ROLLBACK would raise and hide the real error.
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise self._db_error(exc) from None
                 raise
@@ -257,14 +484,17 @@ class SqliteStore:
         self.put_many([record])
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
-        records = list(records)
+        where = f"SqliteStore({self.path}).put"
+        records = check_records(records, where)
         if not records:
             return
+        dims = check_dims(records, None, where)  # a bad record fails before the transaction
+        assert dims is not None
         with self._tx() as db:
             # Read dims under the write lock: another process may have set them.
-            row = db.execute("SELECT value FROM meta WHERE key='dims'").fetchone()
-            current = int(row[0]) if row else None
-            dims = check_dims(records, current, f"SqliteStore({self.path}).put")
+            current = self._read_dims()
+            if current is not None and current != dims:
+                raise DimensionMismatch(current, dims, f"{where}, record {records[0].id}")
             if current is None:
                 db.execute("INSERT INTO meta (key, value) VALUES ('dims', ?)", (str(dims),))
             existing: dict[str, str] = {}
@@ -336,7 +566,7 @@ class SqliteStore:
         rows = self._select(
             f"SELECT {_COLUMNS} FROM records WHERE scope = ? AND id = ?", (scope, record_id)
         )
-        return _row_to_record(rows[0]) if rows else None
+        return self._decode(rows[0]) if rows else None
 
     def get_many(self, scope: str, ids: Sequence[str]) -> list[MemoryRecord]:
         ids = scoped_ids(scope, ids)
@@ -347,7 +577,7 @@ class SqliteStore:
                 f"WHERE scope = ? AND id IN ({','.join('?' * len(chunk))})"
             )
             for row in self._select(q, (scope, *chunk)):
-                found[row[0]] = _row_to_record(row)
+                found[row[0]] = self._decode(row)
         return [found[i] for i in ids if i in found]
 
     def list(
@@ -357,6 +587,7 @@ class SqliteStore:
         include_archived: bool = False,
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
+        check_bool(include_archived, "include_archived")
         sql = f"SELECT {_COLUMNS} FROM records WHERE scope = ?"
         params: builtins.list[Any] = [scope]
         if not include_archived:
@@ -366,9 +597,10 @@ class SqliteStore:
             sql += f" AND kind IN ({','.join('?' * len(wanted))})"
             params += [k.value for k in sorted(wanted)]
         sql += " ORDER BY created_at, id"
-        return [_row_to_record(row) for row in self._select(sql, params)]
+        return [self._decode(row) for row in self._select(sql, params)]
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
+        check_bool(include_archived, "include_archived")
         where, params = [], []
         if scope is not None:
             check_scope(scope)
@@ -380,7 +612,11 @@ class SqliteStore:
         return int(self._select(sql, params)[0][0])
 
     def scopes(self) -> builtins.list[str]:
-        return [row[0] for row in self._select("SELECT DISTINCT scope FROM records ORDER BY scope")]
+        out = [row[0] for row in self._select("SELECT DISTINCT scope FROM records ORDER BY scope")]
+        for scope in out:
+            if not isinstance(scope, str) or not scope:
+                raise StoreCorrupted(self.path, None, f"a record has the scope {scope!r}")
+        return out
 
     def candidates(
         self,
@@ -396,6 +632,7 @@ class SqliteStore:
         check_scope(scope)
         with self._mutex:
             self._check()
+            check_candidates_args(query, self._dims, include_archived, pool, text, weights)
             idx = self._cache.get(scope)
             if idx is None:
                 idx = self._load_scope(scope)
@@ -411,7 +648,7 @@ class SqliteStore:
         )
         idx = ScopeIndex(self._dims)
         for row in rows:
-            idx.upsert(_row_to_record(row))
+            idx.upsert(self._decode(row))
         self._cache[scope] = idx
         return idx
 
@@ -428,8 +665,9 @@ class SqliteStore:
     def close(self) -> None:
         with self._mutex:
             if not self._closed:
-                self._db.close()
                 self._closed = True
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
 
     def __enter__(self) -> SqliteStore:
         return self

@@ -7,7 +7,11 @@ open, a b-tree index on ``(scope, archived_at)`` comes first, then (migration 4,
 replacing migration 2's cosine index) the three per-kind HNSW indexes on the
 augmented ``halfvec(dims + 2)`` with ``halfvec_ip_ops``, a b-tree on ``(scope,
 kind, created_at)`` and two partial indexes for the salient and recent parts of
-the pool. PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
+the pool. Migration 5 adds ``scope_key bigint``, generated as
+``hashtextextended(scope, 0)``, and moves those four b-trees onto it: a b-tree
+entry holds at most ~2.7 kB, so a long scope could not be indexed by its text.
+Every statement matches ``scope_key`` (to use the index) and the full ``scope``
+text (so two scopes with the same hash never mix). PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
 ``content`` are stored with a reversible escape (NUL -> U+2400 "0", U+2400 ->
 U+2400 U+2400) that leaves every other string unchanged and keeps equality exact.
 ``provenance`` and ``meta`` are ``json`` (which, unlike ``jsonb``, keeps ``\\u0000``
@@ -100,6 +104,25 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "DROP INDEX IF EXISTS {hnsw_idx_q}",
         ],
     ),
+    (
+        "scope_key, a 64-bit hash of the scope, leads the scope b-trees instead of the "
+        "scope text, so a scope of any length can be stored (a b-tree entry holds ~2.7 kB)",
+        [
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS scope_key bigint "
+            "GENERATED ALWAYS AS (hashtextextended(scope, 0)) STORED",
+            "CREATE INDEX IF NOT EXISTS {key_scope_idx} ON {table} (scope_key, archived_at)",
+            "CREATE INDEX IF NOT EXISTS {key_salient_idx} ON {table} "
+            "(scope_key, salience DESC, created_at DESC) WHERE archived_at IS NULL",
+            "CREATE INDEX IF NOT EXISTS {key_recent_idx} ON {table} "
+            "(scope_key, created_at DESC) WHERE archived_at IS NULL",
+            "CREATE INDEX IF NOT EXISTS {key_kind_idx} ON {table} "
+            "(scope_key, kind, created_at DESC) WHERE archived_at IS NULL",
+            "DROP INDEX IF EXISTS {scope_idx_q}",
+            "DROP INDEX IF EXISTS {salient_idx_q}",
+            "DROP INDEX IF EXISTS {recent_idx_q}",
+            "DROP INDEX IF EXISTS {kind_idx_q}",
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # pgvector's HNSW indexes hold at most 4,000 half-precision dimensions.
@@ -121,6 +144,19 @@ def object_names(schema: str, table: str, hnsw_m: int, hnsw_ef_construction: int
         "salient_idx": sql.Identifier(f"{table}_salient"),
         "recent_idx": sql.Identifier(f"{table}_recent"),
         "kind_idx": sql.Identifier(f"{table}_kind"),
+        **{
+            f"{name}_idx_q": sql.Identifier(schema, f"{table}_{suffix}")
+            for name, suffix in [
+                ("scope", "scope_archived"),
+                ("salient", "salient"),
+                ("recent", "recent"),
+                ("kind", "kind"),
+            ]
+        },
+        "key_scope_idx": sql.Identifier(f"{table}_key_archived"),
+        "key_salient_idx": sql.Identifier(f"{table}_key_salient"),
+        "key_recent_idx": sql.Identifier(f"{table}_key_recent"),
+        "key_kind_idx": sql.Identifier(f"{table}_key_kind"),
         "m": sql.Literal(hnsw_m),
         "efc": sql.Literal(hnsw_ef_construction),
     }

@@ -143,12 +143,27 @@ UPSERT = (
 
 
 # -- the statements of a recall ----------------------------------------------------
+SCOPE_KEY = 'hashtextextended(%(scope)s::text COLLATE "C", 0)'
+"""The indexed ``scope_key`` of the bound ``%(scope)s`` (see migration 5)."""
+
+
 def where_clause(
-    scope: str, kinds: Iterable[MemoryKind | str] | None, include_archived: bool
+    scope: str,
+    kinds: Iterable[MemoryKind | str] | None,
+    include_archived: bool,
+    *,
+    exact: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE condition selecting a scope's rows (active only unless
-    ``include_archived``; of ``kinds`` when given) and its parameters."""
-    parts = ["scope = %(scope)s"]
+    ``include_archived``; of ``kinds`` when given) and its parameters.
+
+    The condition matches the indexed ``scope_key`` and the full scope text. With
+    ``exact=False`` it matches only the key (for counting, an index-only scan:
+    a hash collision can only change how the pool is split, never which rows a
+    recall returns, which always compare the full text)."""
+    parts = [f"scope_key = {SCOPE_KEY}"]
+    if exact:
+        parts.append("scope = %(scope)s")
     params: dict[str, Any] = {"scope": escape_text(scope)}
     if not include_archived:
         parts.append("archived_at IS NULL")
@@ -223,7 +238,7 @@ def bm25_stats_sql(n_terms: int) -> str:
     df_sql = ", ".join(f"count(*) FILTER (WHERE %(t{i})s = ANY(terms))" for i in range(n_terms))
     return (
         f"SELECT count(*), coalesce(sum(n_terms), 0), {df_sql} FROM {{table}} "
-        "WHERE scope = %(scope)s AND archived_at IS NULL"
+        f"WHERE scope_key = {SCOPE_KEY} AND scope = %(scope)s AND archived_at IS NULL"
     )
 
 

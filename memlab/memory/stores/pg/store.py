@@ -49,12 +49,15 @@ from memlab.errors import (
     StoreError,
     require,
 )
+from memlab.memory.checks import check_bool
 from memlab.memory.lexical import terms as lexical_terms
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
     STORES,
     Candidates,
+    check_candidates_args,
     check_dims,
+    check_records,
     check_time,
     foreign_ids,
     kind_filter,
@@ -73,6 +76,7 @@ from memlab.memory.stores.pg.sql import (
     CAND_COLS,
     IDENT,
     RECORD_COLS,
+    SCOPE_KEY,
     UPSERT,
     allocate,
     ann_sql,
@@ -305,7 +309,7 @@ class PgVectorStore:
 
     def put_many(self, records: Sequence[MemoryRecord]) -> None:
         """Upsert all records in one transaction and one round trip."""
-        records = list(records)
+        records = check_records(records, f"PgVectorStore({self.qualified_name}).put")
         if not records:
             return
         with self._guard("put"):
@@ -452,6 +456,7 @@ class PgVectorStore:
         include_archived: bool = False,
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
+        check_bool(include_archived, "include_archived")
         where, params = where_clause(scope, kinds, include_archived)
         with self._guard("list"):
             if not self._ready():
@@ -464,11 +469,13 @@ class PgVectorStore:
         return out
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
-        parts, params = [], []
+        check_bool(include_archived, "include_archived")
+        parts: builtins.list[str] = []
+        params: dict[str, Any] = {}
         if scope is not None:
             check_scope(scope)
-            parts.append("scope = %s")
-            params.append(escape_text(scope))
+            parts.append(f"scope_key = {SCOPE_KEY} AND scope = %(scope)s")
+            params["scope"] = escape_text(scope)
         if not include_archived:
             parts.append("archived_at IS NULL")
         where = (" WHERE " + " AND ".join(parts)) if parts else ""
@@ -519,9 +526,8 @@ class PgVectorStore:
         is still chosen by similarity, salience and recency.
         """
         check_scope(scope)
+        check_candidates_args(query, None, include_archived, pool, text, weights)
         pool = self.pool if pool is None else int(pool)
-        if pool < 1:
-            raise InputError(f"candidate pool must be >= 1, got {pool}")
         w_sim, w_sal = ann_weights(weights)
         where, params = where_clause(scope, kinds, include_archived)
         with self._guard("candidates"):
@@ -545,8 +551,9 @@ class PgVectorStore:
             searched = [k for k in MemoryKind if wanted is None or k in wanted]
             with conn.cursor(binary=True) as cur:
                 # How many of each kind, counting to pool + 1 at most (index-only).
+                key_where, _ = where_clause(scope, kinds, include_archived, exact=False)
                 counts = cur.execute(
-                    self._q(count_kinds_sql(where, searched)), {**params, "limit": pool + 1}
+                    self._q(count_kinds_sql(key_where, searched)), {**params, "limit": pool + 1}
                 ).fetchone()
                 n = sum(counts)
                 if n == 0:
