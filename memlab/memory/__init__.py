@@ -6,6 +6,7 @@ never the other way round).
 
 from memlab.memory.agent import AgentDeps, ChatModel, TurnResult, format_memory, run_turn
 from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.gating import ConfirmUntrustedMemory, ContextOrigin, GateDecision, ToolGate
 from memlab.memory.layer import (
     MaintenanceReport,
     MemoryInput,
@@ -34,10 +35,27 @@ from memlab.memory.models import (
     Summarizer,
     default_cache_path,
 )
+from memlab.memory.procedural import (
+    Procedure,
+    ProcedurePolicy,
+    ProcedureRecorder,
+    ToolCall,
+    record_outcome,
+    remember_procedure,
+)
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
+from memlab.memory.reflect import (
+    REFLECTORS,
+    Reflection,
+    Reflections,
+    Reflector,
+    ReflectPolicy,
+    RuleReflector,
+)
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
 from memlab.memory.salience import estimate_salience
+from memlab.memory.scopes import LayerPolicy, layers_of
 from memlab.memory.stores import (
     STORES,
     Candidates,
@@ -52,6 +70,7 @@ from memlab.memory.timeparse import TimeWindow, parse_time
 
 __all__ = [
     "EMBEDDERS",
+    "REFLECTORS",
     "STORES",
     "SUMMARIZERS",
     "AgentDeps",
@@ -62,16 +81,20 @@ __all__ = [
     "Candidates",
     "ChatModel",
     "Completion",
+    "ConfirmUntrustedMemory",
+    "ContextOrigin",
     "Embedder",
     "EvictionPolicy",
     "EvictionReport",
     "ExtractiveSummarizer",
+    "GateDecision",
     "HalfLives",
     "HashEmbedder",
     "Hit",
     "HybridRanker",
     "InMemoryStore",
     "JsonlStore",
+    "LayerPolicy",
     "MaintenanceReport",
     "MemoEmbedder",
     "MemoryInput",
@@ -88,20 +111,33 @@ __all__ = [
     "OpenAIEmbedder",
     "OpenAISummarizer",
     "PgVectorStore",
+    "Procedure",
+    "ProcedurePolicy",
+    "ProcedureRecorder",
     "QueryRewriter",
     "RankWeights",
     "RecallQuery",
     "RecallResult",
+    "ReflectPolicy",
+    "Reflection",
+    "Reflections",
+    "Reflector",
+    "RuleReflector",
     "Source",
     "SqliteStore",
     "SummarizePolicy",
     "Summarizer",
     "TimeWindow",
+    "ToolCall",
+    "ToolGate",
     "TurnResult",
     "default_cache_path",
     "estimate_salience",
     "estimate_tokens",
     "format_memory",
+    "layers_of",
     "parse_time",
+    "record_outcome",
+    "remember_procedure",
     "run_turn",
 ]

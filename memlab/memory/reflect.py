@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memlab.errors import InputError
+from memlab.errors import InputError, MemlabError
 from memlab.memory.consolidate import Consolidator, ScopeReader
 from memlab.memory.models.embedder import check_embeddings
 from memlab.memory.models.summarizer import ExtractiveSummarizer
@@ -49,6 +49,15 @@ if TYPE_CHECKING:
 REFLECTORS: Registry[type] = Registry("reflector", "memlab.memory.models", error=InputError)
 """Reflectors by name (``rules`` here; ``openai`` in
 ``memlab.memory.models.openai_reflector``)."""
+
+
+class ReflectorError(MemlabError):
+    """A reflector failed or returned something unusable (a model's answer that is
+    not the JSON it was asked for, an endpoint that keeps failing); nothing of the
+    pass is written."""
+
+    exit_code = 3
+
 
 META_KEY = "reflection"
 LABELS = ("fact", "preference")
@@ -546,6 +555,7 @@ __all__ = [
     "ReflectionReport",
     "Reflections",
     "Reflector",
+    "ReflectorError",
     "RuleReflector",
     "is_reflection",
     "reflect_scope",
