@@ -51,8 +51,14 @@ def lift_everything(body: dict[str, Any]) -> dict[str, Any]:
             {"text": e["text"], "label": "preference", "sources": [e["id"], "e99"]}
             for e in data["episodes"]
         ]
-        + [{"text": "merged", "label": "fact", "sources": ["e0"],
-            "replaces": [k["id"] for k in data["known"]] + ["k42"]}],  # fmt: skip
+        + [
+            {
+                "text": "merged",
+                "label": "fact",
+                "sources": ["e0"],
+                "replaces": [k["id"] for k in data["known"]] + ["k42"],
+            }
+        ],  # fmt: skip
         "covered": [e["id"] for e in data["episodes"]],
     }
 
@@ -97,7 +103,10 @@ def test_reflections_come_back_with_record_ids_and_provenance(server: FakeOpenAI
         {"id": "e1", "source": "user", "text": "Never page me at night."},
     ]
     assert "Bob" not in req.body["messages"][-1]["content"]
-    assert r.name == f"openai-reflect-fake-llm-prompt-v{PROMPT_VERSION}@{server.base_url.split('//')[1]}"
+    assert (
+        r.name
+        == f"openai-reflect-fake-llm-prompt-v{PROMPT_VERSION}@{server.base_url.split('//')[1]}"
+    )
 
 
 def test_known_reflections_are_replaced_by_their_small_ids(server: FakeOpenAI) -> None:

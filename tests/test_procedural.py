@@ -126,9 +126,7 @@ def test_recall_returns_the_procedure_for_a_similar_task(layer: MemoryLayer) -> 
 
 def test_near_duplicates_merge_and_keep_counts(layer: MemoryLayer) -> None:
     layer.remember_procedure("alice", "replay failed webhooks for /v1/orders", REPLAY)
-    other = [
-        ToolCall(c.tool, {**dict(c.args), "endpoint": "/v1/refunds"}, ok=True) for c in REPLAY
-    ]
+    other = [ToolCall(c.tool, {**dict(c.args), "endpoint": "/v1/refunds"}, ok=True) for c in REPLAY]
     layer.remember_procedure("alice", "replay failed webhooks for /v1/refunds", other)
     (proc,) = procedures(layer, "alice")
     assert proc.successes == 2 and proc.failures == 0

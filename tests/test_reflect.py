@@ -37,9 +37,7 @@ class Clock:
         return self.t
 
 
-def make_layer(
-    clock: Clock, reflector: Reflector | None = None, **policy: object
-) -> MemoryLayer:
+def make_layer(clock: Clock, reflector: Reflector | None = None, **policy: object) -> MemoryLayer:
     return MemoryLayer(
         InMemoryStore(),
         HashEmbedder(256),
@@ -53,9 +51,7 @@ def say(layer: MemoryLayer, clock: Clock, scope: str | list[str], turns: list[tu
     out = []
     for i, (source, text) in enumerate(turns):
         clock.t += 60
-        out.append(
-            layer.remember(scope, text, source=source, provenance=[f"t{len(out)}-{i}"])
-        )
+        out.append(layer.remember(scope, text, source=source, provenance=[f"t{len(out)}-{i}"]))
     return out
 
 
