@@ -58,7 +58,7 @@ def lift_everything(body: dict[str, Any]) -> dict[str, Any]:
                 "sources": ["e0"],
                 "replaces": [k["id"] for k in data["known"]] + ["k42"],
             }
-        ],  # fmt: skip
+        ],
         "covered": [e["id"] for e in data["episodes"]],
     }
 
