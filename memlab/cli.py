@@ -40,6 +40,7 @@ commands:
                     compare a run with a baseline; exit 1 when a metric regressed
   demo              a short tour of the memory layer (two users, recall under a budget)
   synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
+                    (--turns 300-600 --days 40 ...: long multi-week ones)
   bench store       compare the store backends on one seeded workload
                     -> results/bench/store.csv, store.png
 
@@ -223,18 +224,25 @@ def _app_help(command: str) -> str:
     width = max(len(g) for g in groups) + 1
     flags = " [--dry-run] [--max-cost USD]" if command == "run" else ""
     lines = [
-        f"usage: memlab {command} [KEY=VALUE | GROUP=OPTION ...] [-m] [--no-progress]{flags}",
+        f"usage: memlab {command} [KEY=VALUE | GROUP=OPTION ...] "
+        + ("[-m] [--no-progress]" + flags if command == "run" else "[--force] [--no-progress]"),
         "",
         (
             "Replay transcripts through memory strategies, score every probe and write a run\n"
             "folder (summary.csv, probes.csv, turns.csv, config.yaml, fingerprint.json, charts)."
             if command == "run"
             else "Search the memory layer's ranking weights and half-lives with Optuna on the\n"
-            "tuning transcripts; write the best config as a preset and score it, next to the\n"
-            "default, on the held-apart transcripts (conf/tune.yaml documents every key)."
+            "tuning transcripts; report the best config's gain over the default on the tuning\n"
+            "and the held-apart transcripts as paired bootstrap intervals; write it as a preset\n"
+            "only when the held-apart gain excludes 0 (conf/tune.yaml documents every key).\n"
+            "Search ranges: 'KEY=interval(a,b)', 'KEY=int(interval(a,b))', 'KEY=choice(x,y)'.\n"
+            "--force: write the preset anyway. tune.out=DIR: the folder (rerun to resume)."
         ),
-        "-m sweeps: one job per value (budget=200,400,800) or +experiment=NAME.",
-        "",
+        *(
+            ["-m sweeps: one job per value (budget=200,400,800) or +experiment=NAME.", ""]
+            if command == "run"
+            else [""]
+        ),
         "config groups (GROUP=OPTION):",
     ]
     lines += [f"  {g + ':':<{width}} {', '.join(opts)}" for g, opts in groups.items()]
@@ -243,7 +251,11 @@ def _app_help(command: str) -> str:
     lines += [
         "",
         f"memlab {command} --cfg job     print the composed config: every key and its value",
-        f"memlab {command} --hydra-help  Hydra's own options (launchers, sweepers, logging)",
+        *(
+            [f"memlab {command} --hydra-help  Hydra's own options (launchers, sweepers, logging)"]
+            if command == "run"
+            else []
+        ),
         "progress=false (or --no-progress): never draw progress bars",
     ]
     if command == "run":
@@ -375,9 +387,8 @@ def _dry_run(args: list[str], multirun: bool) -> int:
 
 
 def _run_job(cfg: Any) -> Any:
-    """One Hydra job: a run (or a tuning trial, whose objective goes back to the
-    sweeper). In a multirun a failure is raised naming the job (it may cross a
-    process boundary)."""
+    """One Hydra job: a run. In a multirun a failure is raised naming the job (it
+    may cross a process boundary)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -388,13 +399,6 @@ def _run_job(cfg: Any) -> Any:
     httpx_log.setLevel(max(level, logging.WARNING))
     try:
         out = Path(hc.runtime.output_dir)
-        if cfg.get("tune") is not None:
-            from memlab.lab.tune import run_trial
-
-            trial = run_trial(cfg, out)
-            echo(_quiet(trial.run))
-            echo(trial.line())
-            return trial.objective
         from memlab.lab.experiment import run as run_experiment
 
         _print_run(run_experiment(cfg, out))
@@ -452,62 +456,39 @@ def _print_run(result: Any) -> None:
 
 
 def tune(args: list[str]) -> int:
-    """``memlab tune [overrides]``: Optuna (TPE) over ranking weights and half-lives
-    on the tuning transcripts, then the best config as a preset and its score on
-    the held-apart transcripts (conf/tune.yaml documents every key)."""
+    """``memlab tune [overrides] [--force] [--no-progress]``: Optuna (TPE) over the
+    search space on the tuning transcripts, then the paired gain of the best
+    config over the default on the tuning and the held-apart transcripts; the
+    preset is written only when the held-apart gain excludes 0 (or with --force)."""
     if _wants_help(args):
         echo(_app_help("tune"))
         return OK
     from memlab.errors import require
 
     require("optuna", feature="memlab tune", extra="tune")
-    require("hydra_plugins.hydra_optuna_sweeper", feature="memlab tune", extra="tune")
     if _wants_hydra(args):
-        _hydra_app("tune", "memlab tune", list(args))
-        return OK
-    from memlab.lab import tune as tuning
-    from memlab.lab.config import validate
-    from memlab.lab.experiment import load_transcripts
-    from memlab.lab.metrics import direction
-    from memlab.lab.report import format_table, sweep_report
-    from memlab.lab.sweep import plan_run
+        return _print_config(args, "tune")
+    from memlab.lab.tune import run as run_tune
 
-    args = _app_args(args)
-    plan = plan_run(args, "tune")
-    if not plan.multirun:
-        raise ConfigError("config key 'hydra.mode': memlab tune runs a sweep; keep it MULTIRUN")
-    v = validate(plan.cfg)
-    tc = v.run.tune
-    if tc is None:
-        raise ConfigError("config key 'tune': memlab tune needs it (conf/tune.yaml sets it)")
-    transcripts = load_transcripts(v)
-    tuning_ids, holdout = tuning.split(transcripts, tc)
-    echo(
-        f"memlab tune: maximize {'' if direction(tc.metric) > 0 else '-'}{tc.metric} of "
-        f"{tc.strategy} (group {tc.group}) over {tc.n_trials} trials (seed {tc.seed})"
-        + (f", mean prompt tokens <= {tc.max_prompt_tokens:g}" if tc.max_prompt_tokens else "")
-        + f"\n  tuning set ({len(tuning_ids)}): {', '.join(tuning_ids)}"
-        + f"\n  held apart ({len(holdout)}): {', '.join(holdout)}\n  trials: {plan.output}"
-    )
-    argv = list(args)
-    if not plan.output_given:
-        argv.append(f"hydra.sweep.dir={_override_value(plan.output)}")
-    _hydra_app("tune", "memlab tune", argv)
-    trials = sweep_report(plan.output, draw=bool(v.run.report.charts))
-    echo(trials[-1].strip())
-    rep = tuning.finish(args, plan.output, transcripts, tuning_ids, holdout)
-    for result in rep.runs:
-        echo(_quiet(result))
-    import pandas as pd
+    force = "--force" in args
+    rest = _app_args([a for a in args if a != "--force"])
+    unknown = [a for a in rest if a.startswith("-")]
+    if unknown:
+        raise InputError(f"tune: unknown option {unknown[0]} (see memlab tune --help)")
+    run_tune(rest, force=force, echo=echo)
+    return OK
 
-    shown = rep.table.set_index("set")
-    with pd.option_context("display.width", 250, "display.max_columns", 20):
-        text = format_table(shown[[c for c in shown.columns if not c.endswith("_ci")]])
-    echo(f"\nbest trial: objective {rep.best_value:.4f} on the tuning set; parameters:")
-    echo("\n".join(f"  {k}: {v}" for k, v in rep.values.items()))
-    echo(f"\n{tc.metric} of {tc.strategy} (group {tc.group}), default vs tuned:")
-    echo(text)
-    echo(f"\npreset: {rep.preset}\nuse it: {rep.use}\nreport: {rep.markdown}")
+
+def _print_config(args: list[str], config_name: str) -> int:
+    """``--cfg job``: print the composed config (memlab tune composes without Hydra's app)."""
+    from omegaconf import OmegaConf
+
+    from memlab.lab.config import compose
+    from memlab.lab.tune.space import fixed_overrides
+
+    rest = [a for a in args if not (a in HYDRA_FLAGS or a.startswith(("--cfg", "--info")))]
+    rest = [a for a in rest if a not in {"job", "hydra", "all"}]
+    echo(OmegaConf.to_yaml(compose(fixed_overrides(rest), config_name)))
     return OK
 
 
@@ -556,27 +537,70 @@ def report(args: list[str]) -> int:
 
 # -- synth and convert ----------------------------------------------------------------------
 def synth(args: list[str]) -> int:
-    """``memlab synth --n N --seed S --out DIR [--force]``: write generated transcripts."""
+    """``memlab synth --n N --seed S --out DIR [--turns N|LO-HI] [mix options] [--force]``."""
     from memlab.lab import synth as generator
 
     parser = ArgumentParser(
         prog="memlab synth",
-        description="Generate seeded 60-turn support-agent transcripts (format v1). "
-        "Seeds seed .. seed+n-1 give files support-<seed>.json; the same seed always "
-        "gives the same bytes.",
+        description="Generate seeded support-agent transcripts (format v1). Seeds seed .. "
+        "seed+n-1 give files support-<seed>.json (60 turns, the shipped default set) or, "
+        "with any length or mix option, long-<seed>.json; the same seed and options always "
+        "give the same bytes.",
     )
     parser.add_argument("--n", type=int, default=20, help="how many transcripts (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--out", required=True, help="output folder (created if missing)")
     parser.add_argument(
+        "--turns",
+        default=None,
+        help="turns per transcript: N, or LO-HI for a seeded length per transcript (default 60)",
+    )
+    parser.add_argument(
+        "--sessions", type=int, help="sessions per transcript (default: one per 30 turns)"
+    )
+    parser.add_argument(
+        "--days", type=int, help="days the sessions span (default: one per 12 turns)"
+    )
+    parser.add_argument(
+        "--fact-density", type=float, help="facts stated per 100 turns per customer (default 6)"
+    )
+    parser.add_argument(
+        "--noise", type=float, default=1.0, help="weight of small talk among filler turns (1)"
+    )
+    parser.add_argument(
+        "--tool-output",
+        type=float,
+        default=1.0,
+        help="weight of tool output among filler turns (1)",
+    )
+    parser.add_argument(
+        "--injections", type=float, help="injected instructions per 100 turns (default 1)"
+    )
+    parser.add_argument(
+        "--corrections", type=float, help="share of correctable facts corrected later (0.3)"
+    )
+    parser.add_argument("--probes", type=float, help="probes per 100 turns per customer (5)")
+    parser.add_argument(
         "--force", action="store_true", help="replace existing files whose content differs"
     )
     _no_progress(parser)
     ns = parser.parse_args(args)
-    result = generator.write(
-        ns.out, ns.n, ns.seed, force=ns.force, progress=False if ns.no_progress else None
+    mix = generator.Mix(
+        turns=generator.parse_turns(ns.turns) if ns.turns else generator.Mix().turns,
+        sessions=ns.sessions,
+        days=ns.days,
+        fact_density=ns.fact_density,
+        noise=ns.noise,
+        tool_output=ns.tool_output,
+        injections=ns.injections,
+        corrections=ns.corrections,
+        probes=ns.probes,
     )
-    first, last = generator.transcript_id(ns.seed), generator.transcript_id(ns.seed + ns.n - 1)
+    result = generator.write(
+        ns.out, ns.n, ns.seed, force=ns.force, progress=False if ns.no_progress else None, mix=mix
+    )
+    first = generator.mix.transcript_id(ns.seed, mix)
+    last = generator.mix.transcript_id(ns.seed + ns.n - 1, mix)
     echo(
         f"{ns.n} transcripts ({first} .. {last}) in {result.folder}: "
         f"{len(result.written)} written, {len(result.replaced)} replaced, "

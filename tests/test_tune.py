@@ -1,8 +1,11 @@
-"""Tuning: the split, the constrained objective, the preset, and a short seeded `memlab tune`."""
+"""Tuning: the split, the search space, the constrained objective, the paired gain
+and the preset decision (controlled data), and short seeded `memlab tune` runs
+(no gain, a real gain, resuming from the storage, the Pareto front)."""
 
 from __future__ import annotations
 
 import math
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +13,16 @@ import pytest
 import yaml
 
 from memlab.errors import ConfigError
-from memlab.lab.tune import best_overrides, gain_table, objective, preset_yaml, split_ids
+from memlab.lab.tune import (
+    decide,
+    gain_table,
+    objective,
+    paired_gain,
+    preset_yaml,
+    search_space,
+    split_ids,
+    trial_values,
+)
 from tests.conftest import memlab
 from tests.transcript_gen import write_transcripts
 
@@ -55,7 +67,7 @@ def test_objective_penalizes_infeasible_trials() -> None:
     assert objective(float("nan"), 10, direction=1, max_prompt_tokens=None) == -math.inf
 
 
-def test_best_overrides_normalizes_weights_and_preset_nests_keys() -> None:
+def test_trial_values_rescale_weights_and_preset_nests_keys() -> None:
     params = {
         "memory.weights.similarity": 0.9,
         "memory.weights.recency": 0.3,
@@ -66,13 +78,15 @@ def test_best_overrides_normalizes_weights_and_preset_nests_keys() -> None:
     }
     # usage is not tuned: it keeps its config value and is rescaled with the rest.
     config_weights = {"similarity": 0.6, "recency": 0.15, "salience": 0.2, "usage": 0.2}
-    values = best_overrides(params, config_weights)
+    values = trial_values(params, config_weights)
     assert values["memory.weights.similarity"] == 0.45 and values["memory.weights.usage"] == 0.1
     assert sum(v for k, v in values.items() if k.startswith("memory.weights.")) == pytest.approx(
         1.0
     )
     assert values["memory.half_life.episodic"] == 123.5 and values["budget"] == 640
-    assert best_overrides(params)["memory.weights.similarity"] == 0.9  # no config: as tuned
+    assert trial_values(params, None)["memory.weights.similarity"] == 0.9  # no config: as sampled
+    zeros = {"memory.weights.similarity": 0.0}
+    assert trial_values(zeros, {"similarity": 0.0})["memory.weights.similarity"] == 0.0
     text = preset_yaml(values, groups={"eviction"}, header="tuned\nby a test")
     assert text.startswith("# @package _global_\n# tuned\n# by a test\n")
     data = yaml.safe_load(text)
@@ -81,106 +95,250 @@ def test_best_overrides_normalizes_weights_and_preset_nests_keys() -> None:
     assert data["budget"] == 640
 
 
-def test_gain_table() -> None:
-    rows = [
-        dict(
-            set=s,
-            config=c,
-            transcripts=n,
-            value=v,
-            ci_low=v - 0.1,
-            ci_high=v + 0.1,
-            prompt_tokens=100.0,
-        )
-        for s, n, c, v in [
-            ("tuning", 7, "default", 0.5),
-            ("tuning", 7, "tuned", 0.6),
-            ("held-apart", 3, "default", 0.4),
-            ("held-apart", 3, "tuned", 0.5),
-        ]
+def test_search_space_from_config_and_command_line() -> None:
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    params = {
+        "memory.weights.similarity": "interval(0, 1)",
+        "memory.weights.usage": "interval(0, 1)",
+    }
+    space = search_space(
+        [
+            "memory.weights.usage=0.05",  # fixes a key of tune.params
+            "budget=int(interval(200,800))",
+            "memory.half_life.episodic=tag(log, interval(1.0, 100.0))",
+            "eviction=choice(default,ttl)",
+            "memory.summarize.keep_recent=range(2,12,2)",
+            "transcripts=dir",
+        ],
+        params,
+    )
+    assert list(space.params) == [
+        "memory.weights.similarity",
+        "budget",
+        "memory.half_life.episodic",
+        "eviction",
+        "memory.summarize.keep_recent",
     ]
-    t = gain_table(rows, "fact_recall").set_index("set")
-    assert t.loc["tuning", "gain"] == pytest.approx(0.1)
-    assert t.loc["held-apart", "gain_relative"] == pytest.approx(0.25)
+    assert space.fixed == ["memory.weights.usage=0.05", "transcripts=dir"]
+    assert space.params["memory.weights.similarity"] == FloatDistribution(0.0, 1.0)
+    assert space.params["budget"] == IntDistribution(200, 800)
+    assert space.params["memory.half_life.episodic"].log
+    assert space.params["eviction"] == CategoricalDistribution(["default", "ttl"])
+    assert space.params["memory.summarize.keep_recent"] == IntDistribution(2, 10, step=2)
+    assert space.contains("budget", 400) and not space.contains("budget", 900)
+    with pytest.raises(ConfigError, match="is empty"):
+        search_space(["budget=int(interval(800,200))"], {})
+    with pytest.raises(ConfigError, match="not a search range"):
+        search_space([], {"budget": "400"})
+    with pytest.raises(ConfigError, match="search space is empty"):
+        search_space(["memory.weights.usage=0.1"], {"memory.weights.usage": "interval(0,1)"})
+    with pytest.raises(ConfigError, match="cannot parse"):
+        search_space(["budget=interval(0,"], {})
+
+
+# -- the paired gain and the preset decision, on controlled data -----------------------
+def _probes(
+    values: list[float], tokens: float = 100.0, metric: str = "fact_recall"
+) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "transcript": [f"t{i // 5}" for i in range(len(values))],
+            "probe": [f"p{i}" for i in range(len(values))],
+            "strategy": "memory",
+            "scored": True,
+            "far": False,
+            "corrected": False,
+            "category": "",
+            metric: values,
+            "prompt_tokens": tokens,
+        }
+    )
+
+
+def _gain(default: list[float], tuned: list[float], set_name: str = "held-apart", **kw):  # type: ignore[no-untyped-def]
+    return paired_gain(
+        _probes(default),
+        _probes(tuned, **kw),
+        set_name=set_name,
+        metric="fact_recall",
+        direction=1,
+        strategy="memory",
+        group="all",
+        n_boot=2000,
+        seed=0,
+    )
+
+
+def test_paired_gain_is_the_bootstrap_of_per_probe_differences() -> None:
+    base = [1.0, 0.0] * 20
+    better = [1.0, 1.0] * 20  # every other probe gained a fact
+    g = _gain(base, better)
+    assert g.gain == pytest.approx(0.5) and g.probes == 40 and g.transcripts == 8
+    assert 0 < g.ci_low < 0.5 < g.ci_high and g.beats
+    # The same means with one probe changed: an interval that straddles 0.
+    one = list(base)
+    one[1] = 1.0
+    assert not _gain(base, one).beats
+    # Lower is better: a drop in stale_rate is a positive gain.
+    s = paired_gain(
+        _probes(better, metric="stale_rate"),
+        _probes(base, metric="stale_rate"),
+        set_name="tuning",
+        metric="stale_rate",
+        direction=-1,
+        strategy="memory",
+        group="all",
+    )
+    assert s.gain == pytest.approx(0.5) and s.beats
+
+
+def test_decision_writes_a_preset_only_beyond_noise() -> None:
+    base = [1.0, 0.0] * 20
+    clear = {"tuning": _gain(base, [1.0] * 40, "tuning"), "held-apart": _gain(base, [1.0] * 40)}
+    yes = decide(clear)
+    assert yes.beats and yes.write and "excludes 0" in yes.line
+    # The issue's case: a gain on the tuning set, exactly nothing held apart.
+    noise = {
+        "tuning": _gain(base, [1.0, 0.0] * 19 + [1.0, 1.0], "tuning"),
+        "held-apart": _gain(base, base),
+    }
+    no = decide(noise)
+    assert not no.beats and not no.write and no.line.startswith("no configuration beat the default")
+    assert "does not exclude 0" in no.line
+    forced = decide(noise, force=True)
+    assert forced.write and not forced.beats
+    # Beyond noise but over the prompt-token limit on the held-apart set: no preset.
+    costly = {"tuning": clear["tuning"], "held-apart": _gain(base, [1.0] * 40, tokens=900.0)}
+    assert not decide(costly, max_prompt_tokens=500).write
+    assert not decide(clear, same_as_default=True).write
+    assert list(gain_table(clear)["set"]) == ["tuning", "held-apart"]
 
 
 # -- memlab tune end to end ------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """Two short seeded tuning runs on the same transcripts: one in memory, one with
-    an SQLite study (optuna's database storage)."""
-    root = tmp_path_factory.mktemp("tune")
-    tdir = write_transcripts(root / "t", range(5), turns=50)
-    common = [
+def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_transcripts(tmp_path_factory.mktemp("tune") / "t", range(6), turns=50)
+
+
+def _tune(tdir: Path, out: Path, *extra: str, budget: int = 40) -> subprocess.CompletedProcess[str]:
+    args = [
         "transcripts=dir",
         f"transcripts.path={tdir}",
-        "budget=40",
-        "tune.n_trials=4",
-        "tune.holdout_ids=[gen-004]",
-        "tune.max_prompt_tokens=200",
+        f"budget={budget}",
+        "tune.holdout_ids=[gen-004,gen-005]",
         "progress=false",
+        f"tune.out={out}",
+        *extra,
     ]
-    a, b = root / "a", root / "b"
-    for sweep, extra in ((a, []), (b, [f"hydra.sweeper.storage=sqlite:///{root}/study.db"])):
-        proc = memlab("tune", *common, *extra, f"hydra.sweep.dir={sweep}", cwd=root, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "default vs tuned" in proc.stdout, proc.stdout
-    return root, a, b
+    return memlab("tune", *args, cwd=out.parent, timeout=600)
 
 
-def test_tuning_is_seeded_and_reports_both_sets(tuned: tuple[Path, Path, Path]) -> None:
-    _root, a, b = tuned
-    best_a = yaml.safe_load((a / "optimization_results.yaml").read_text())
-    best_b = yaml.safe_load((b / "optimization_results.yaml").read_text())
-    assert best_a["best_params"] == best_b["best_params"]
-    assert best_a["best_value"] == best_b["best_value"]
-    trials = sorted(p.name for p in a.iterdir() if p.is_dir() and p.name.isdigit())
-    assert trials == ["0", "1", "2", "3"]
-    # Trial 0 is the default config (warm start), so tuning never loses on the tuning set.
-    first = yaml.safe_load((a / "0" / ".hydra" / "overrides.yaml").read_text())
-    assert "memory.weights.similarity=0.6" in first and "memory.half_life.episodic=72.0" in first
-    report = pd.read_csv(a / "tune_report.csv").set_index("set")
-    assert list(report.index) == ["tuning", "held-apart"]
-    assert report.loc["tuning", "transcripts"] == 4 and report.loc["held-apart", "transcripts"] == 1
-    assert report.loc["tuning", "gain"] >= -1e-9
-    # The held-apart transcript was never replayed by a trial.
-    for t in trials:
-        probes = pd.read_csv(a / t / "probes.csv")
-        assert "gen-004" not in set(probes.transcript)
-    assert set(pd.read_csv(a / "eval" / "tuned_held-apart" / "probes.csv").transcript) == {
-        "gen-004"
-    }
-    assert (
-        "tuning set" in (a / "tune_report.md").read_text()
-        or "Tuned on" in (a / "tune_report.md").read_text()
+def test_no_gain_no_preset_and_force_writes_it(transcripts: Path, tmp_path: Path) -> None:
+    # usage is the only searched weight; on fresh replays it hardly matters.
+    common = ["tune.n_trials=2", "tune.params={}", "memory.weights.usage=interval(0,0.01)"]
+    proc = _tune(transcripts, tmp_path / "a", *common)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "a"
+    assert "no configuration beat the default beyond noise" in proc.stdout, proc.stdout
+    assert not (out / "conf").exists()
+    report = pd.read_csv(out / "tune_report.csv").set_index("set")
+    assert report.loc["held-apart", "ci_low"] <= 0 <= report.loc["held-apart", "ci_high"]
+    md = (out / "tune_report.md").read_text()
+    for needle in (
+        "maximize fact_recall",
+        "trials: 2",
+        "seed 0",
+        "held apart (2): gen-004, gen-005",
+    ):
+        assert needle in md, md
+    assert md.count("memory.weights.similarity:") == 1  # one set of weights
+    # --force writes the preset anyway and says so.
+    forced = _tune(transcripts, tmp_path / "b", *common, "--force")
+    assert forced.returncode == 0, forced.stderr[-3000:]
+    preset = tmp_path / "b" / "conf" / "experiment" / "tuned.yaml"
+    assert "written with --force" in preset.read_text()
+
+
+def test_a_real_gain_writes_a_preset_that_runs(transcripts: Path, tmp_path: Path) -> None:
+    # The default here is a budget too small for most facts (a plain value on the
+    # command line is the default config); the search may choose a larger one.
+    out = tmp_path / "good"
+    proc = _tune(
+        transcripts,
+        out,
+        "tune.n_trials=4",
+        "tune.params={}",
+        "tune.pruner=none",
+        "budget=choice(15,400)",
+        budget=15,
     )
-    assert (a / "multirun_summary.csv").exists()
-
-
-def test_the_preset_runs_as_an_experiment(tuned: tuple[Path, Path, Path]) -> None:
-    root, a, _ = tuned
-    preset = a / "conf" / "experiment" / "tuned.yaml"
-    text = preset.read_text()
-    assert text.startswith("# @package _global_")
-    values = yaml.safe_load(text)["memory"]
-    out = root / "use"
-    proc = memlab(
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout
+    assert "the tuned config beat the default" in proc.stdout, proc.stdout
+    report = pd.read_csv(out / "tune_report.csv").set_index("set")
+    assert report.loc["held-apart", "ci_low"] > 0
+    preset = out / "conf" / "experiment" / "tuned.yaml"
+    assert yaml.safe_load(preset.read_text())["budget"] == 400
+    used = tmp_path / "use"
+    run = memlab(
         "run",
         "+experiment=tuned",
-        f"hydra.searchpath=[file://{a / 'conf'}]",
+        f"hydra.searchpath=[file://{out / 'conf'}]",
         "transcripts=dir",
-        f"transcripts.path={root / 't'}",
+        f"transcripts.path={transcripts}",
         "strategies=[memory]",
         "progress=false",
         "report.charts=false",
-        f"hydra.run.dir={out}",
-        cwd=root,
+        f"hydra.run.dir={used}",
+        cwd=tmp_path,
         timeout=600,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    used = yaml.safe_load((out / "config.yaml").read_text())["memory"]
-    assert used["weights"] == pytest.approx(values["weights"])
-    assert used["half_life"]["episodic"] == pytest.approx(values["half_life"]["episodic"])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert yaml.safe_load((used / "config.yaml").read_text())["budget"] == 400
+
+
+def test_the_study_resumes_from_its_storage(transcripts: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    first = _tune(transcripts, out, "tune.n_trials=2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    trial0 = (out / "trials" / "0" / "trial.json").read_text()
+    stamp = (out / "trials" / "0" / "trial.json").stat().st_mtime_ns
+    again = _tune(transcripts, out, "tune.n_trials=3")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming: 2 trials already done" in again.stdout
+    trials = pd.read_csv(out / "trials.csv")
+    assert list(trials["trial"]) == [0, 1, 2] and trials["default"].tolist() == [True, False, False]
+    # Trial 0 was not run again; only trial 2 is new.
+    assert (out / "trials" / "0" / "trial.json").stat().st_mtime_ns == stamp
+    assert (out / "trials" / "0" / "trial.json").read_text() == trial0
+    assert len((out / "tune.log").read_text().splitlines()) == 3
+    # The same folder with other settings is refused, and nothing changes.
+    other = _tune(transcripts, out, "tune.n_trials=4", "tune.metric=precision")
+    assert other.returncode == 2 and "tuned with other settings" in other.stderr
+    assert "tune.metric" not in other.stderr or "tune" in other.stderr
+    assert len(pd.read_csv(out / "trials.csv")) == 3
+    # The held-apart transcripts were never replayed by a trial.
+    for t in trials["trial"]:
+        probes = pd.read_csv(out / "trials" / str(t) / "probes.csv")
+        assert not {"gen-004", "gen-005"} & set(probes.transcript)
+
+
+def test_multi_objective_reports_the_pareto_front(transcripts: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mo"
+    proc = _tune(
+        transcripts,
+        out,
+        "tune.n_trials=4",
+        "tune.multi_objective=true",
+        "tune.params={}",
+        "budget=int(interval(20,200))",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    front = pd.read_csv(out / "pareto.csv")
+    assert not front.empty and front["chosen"].sum() == 1
+    assert {"held_value", "held_prompt_tokens", "held_gain_ci_low"} <= set(front.columns)
+    assert (out / "pareto.png").stat().st_size > 0
+    assert "Pareto front" in (out / "tune_report.md").read_text()
 
 
 def test_bad_tune_config_is_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -192,9 +350,14 @@ def test_bad_tune_config_is_one_line(tmp_path: Path, capsys) -> None:  # type: i
         ("tune.strategy=stuff_all", "config key 'tune.strategy'"),
         ("tune.holdout_ids=[nope]", "config key 'tune.holdout_ids'"),
         ("tune.holdout_fraction=1.5", "config key 'tune.holdout_fraction'"),
+        ("tune.pruner=hyper", "config key 'tune.pruner'"),
+        ("tune.workers=0", "config key 'tune.workers'"),
+        ("memory.weigths.recency=interval(0,1)", "search key 'memory.weigths.recency'"),
+        ("budget=int(interval(9,1))", "search range of 'budget'"),
+        ("hydra.sweep.dir=x", "memlab tune runs no Hydra sweep"),
     ]:
         args = ["transcripts=dir", f"transcripts.path={tdir}", override]
-        assert main(["tune", *args, f"hydra.sweep.dir={tmp_path / 's'}"]) == 2
+        assert main(["tune", *args, f"tune.out={tmp_path / 's'}"]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "s").exists()  # nothing ran

@@ -99,13 +99,13 @@ class ReportConfig:
         _check(self.far_turns >= 1, "report.far_turns", f"must be >= 1, got {self.far_turns}")
 
 
+PRUNERS = ("median", "none")
+
+
 @dataclass
 class TuneConfig:
-    """``memlab tune``: what to maximize, under which constraint, on which transcripts.
-
-    The search space, trial count and sampler seed live in ``hydra.sweeper``
-    (conf/tune.yaml sets ``n_trials`` and ``seed`` from here).
-    """
+    """``memlab tune``: what to optimize, over which space, on which transcripts,
+    and where the Optuna study lives (conf/tune.yaml documents every key)."""
 
     metric: str = "fact_recall"
     strategy: str = "memory"
@@ -119,6 +119,14 @@ class TuneConfig:
     tuning_ids: list[str] | None = None
     holdout_ids: list[str] | None = None
     preset: str = "tuned"
+    params: dict[str, str] = field(default_factory=dict)
+    multi_objective: bool = False
+    pruner: str = "median"
+    workers: int = 1
+    out: str | None = None
+    storage: str | None = None
+    study: str = "memlab"
+    level: float = 0.95
 
     def __post_init__(self) -> None:
         _check(
@@ -138,6 +146,18 @@ class TuneConfig:
             "tune.preset",
             f"must be a file name of letters, digits, - and _; got {self.preset!r}",
         )
+        _check(
+            self.pruner in PRUNERS,
+            "tune.pruner",
+            f"must be one of {list(PRUNERS)}, got {self.pruner!r}",
+        )
+        _check(self.workers >= 1, "tune.workers", f"must be >= 1, got {self.workers}")
+        _check(
+            bool(self.study) and "\n" not in self.study,
+            "tune.study",
+            f"must be a study name, got {self.study!r}",
+        )
+        _check(0 < self.level < 1, "tune.level", f"must be in (0, 1), got {self.level}")
 
 
 @dataclass
@@ -246,22 +266,6 @@ def register() -> None:
             cs.store(group=f"schema/{group}", name=name, node=plugin_schema(group, name))
     for name, kind in STRATEGIES.items():
         cs.store(group="schema/strategy", name=name, node=strategy_schema(name, kind))
-    _register_tune_sampler(cs)
-
-
-def _register_tune_sampler(cs: Any) -> None:
-    """``hydra/sweeper/sampler=warm_tpe`` (memlab tune), when the ``tune`` extra is installed."""
-    try:
-        from hydra_plugins.hydra_optuna_sweeper.config import TPESamplerConfig
-    except ImportError:
-        return
-
-    @dataclass
-    class WarmTPESamplerConfig(TPESamplerConfig):
-        _target_: str = "memlab.lab.tune.warm_tpe"
-        warm_start: dict[str, Any] = field(default_factory=dict)
-
-    cs.store(group="hydra/sweeper/sampler", name="warm_tpe", node=WarmTPESamplerConfig)
 
 
 # -- composing with Hydra -------------------------------------------------------------

@@ -240,6 +240,7 @@ def run(
     transcripts: list[Transcript] | None = None,
     overrides: Mapping[str, Any] | None = None,
     on_transcript: Callable[[Transcript], None] | None = None,
+    on_scored: Callable[[Transcript, list[dict[str, Any]]], None] | None = None,
 ) -> RunResult:
     """Run the experiment a composed config describes and write it to ``out``:
     probes.csv, turns.csv, summary.csv (last, sealing fingerprint.json),
@@ -260,6 +261,9 @@ def run(
         overrides: dotted keys set on top of ``cfg`` (e.g.
             ``{"report.charts": False}``).
         on_transcript: called before each transcript is replayed.
+        on_scored: called after each transcript with its probe rows (every
+            strategy's); an exception it raises ends the run before any table
+            is written.
 
     Raises:
         ConfigError: the config is invalid (nothing was written).
@@ -277,8 +281,10 @@ def run(
             transcripts = load_transcripts(v)
         if asking is not None and asking.settings.dry_run:
             with tempfile.TemporaryDirectory(prefix="memlab-dry-run-") as scratch:
-                return _run(v, Path(scratch), transcripts, asking, on_transcript, started)
-        return _run(v, out, transcripts, asking, on_transcript, started)
+                return _run(
+                    v, Path(scratch), transcripts, asking, on_transcript, on_scored, started
+                )
+        return _run(v, out, transcripts, asking, on_transcript, on_scored, started)
     except BaseException:
         if asking is not None:
             asking.close(wait=False)  # Ctrl-C or a failure: do not wait for requests in flight
@@ -296,6 +302,7 @@ def _run(
     transcripts: list[Transcript],
     asking: Answering | None,
     on_transcript: Callable[[Transcript], None] | None,
+    on_scored: Callable[[Transcript, list[dict[str, Any]]], None] | None,
     started: float,
 ) -> RunResult:
     dry_run = asking is not None and asking.settings.dry_run
@@ -322,6 +329,7 @@ def _run(
             before_transcript=before_transcript,
             on_probe=asking,
             stop=asking.stop_requested if asking is not None else None,
+            after_transcript=on_scored,
         )
         answers = asking.finish() if asking is not None else None
     finally:

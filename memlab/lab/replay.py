@@ -138,6 +138,7 @@ def run_experiment(
     before_transcript: Callable[[Transcript], None] | None = None,
     on_probe: ProbeHook | None = None,
     stop: Callable[[], bool] | None = None,
+    after_transcript: Callable[[Transcript, list[dict[str, Any]]], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay every transcript through every strategy (a fresh strategy each time).
 
@@ -147,6 +148,9 @@ def run_experiment(
     ``on_probe`` sees every probe (see ``replay``); once ``stop()`` is true the
     replay ends after the transcript it is in (every strategy replays the same
     transcripts).
+    ``after_transcript`` gets each transcript's probe rows (every strategy's) once
+    it is replayed; the tuner reports running means from it, and an exception it
+    raises (a pruned trial) ends the replay.
 
     Returns:
         (probes, turns) DataFrames, grouped by strategy in the order of ``factories``.
@@ -155,6 +159,7 @@ def run_experiment(
     probe_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     turn_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     total = len(transcripts) * len(factories)
+    done: list[dict[str, Any]] = []
     with bar(total=total, progress=progress, desc="replay", unit="run", leave=False) as shown:
         for t in transcripts:
             if stop is not None and stop():
@@ -170,7 +175,11 @@ def run_experiment(
                     strategy.close()
                 probe_rows[name] += p
                 turn_rows[name] += tr
+                done.extend(p)
                 shown.update()
+            if after_transcript is not None:
+                after_transcript(t, done)
+            done = []
     return (
         pd.DataFrame([row for rows in probe_rows.values() for row in rows]),
         pd.DataFrame([row for rows in turn_rows.values() for row in rows]),

@@ -1,5 +1,5 @@
-"""``transcripts=synthetic``: the transcripts shipped with memlab (``memlab synth``
-regenerates them byte for byte)."""
+"""``transcripts=synthetic`` and ``transcripts=synthetic_long``: the transcripts
+shipped with memlab (``memlab synth`` regenerates them byte for byte)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,27 @@ def load(
     return load_dir(path or shipped_dir("synthetic"))
 
 
+def load_long(
+    path: str | None = None,
+    *,
+    limit: int | None = None,
+    ids: list[str] | None = None,
+    progress: bool | None = None,
+) -> list[Transcript]:
+    """The shipped long transcripts (or a folder given as ``path``)."""
+    return load_dir(path or shipped_dir("synthetic_long"))
+
+
 DATASETS.register(
     "synthetic",
     Dataset(load, reads=None, description="the 20 shipped transcripts (transcripts/synthetic)"),
+)
+DATASETS.register(
+    "synthetic_long",
+    Dataset(
+        load_long,
+        reads=None,
+        description="16 shipped multi-week transcripts of 300-600 turns "
+        "(transcripts/synthetic_long)",
+    ),
 )

@@ -26,7 +26,9 @@ measured word overlap and the distance to the evidence).
 
 The package: ``catalog`` (the word lists), ``words`` (overlap and matching),
 ``plan`` (users, facts, blocks), ``render`` (turn texts and time) and
-``generator`` (``generate``, ``write``, ``stats``).
+``generator`` (``generate``, ``write``, ``stats``); ``mix`` (``Mix``: longer,
+multi-week transcripts and the proportions of facts, noise, tool output,
+injections and corrections, behind ``memlab synth --turns ...``).
 """
 
 from memlab.lab.synth.generator import (
@@ -44,6 +46,7 @@ from memlab.lab.synth.generator import (
     transcript_id,
     write,
 )
+from memlab.lab.synth.mix import Mix, parse_turns
 from memlab.lab.synth.render import N_TURNS
 from memlab.lab.synth.words import (
     PARAPHRASE_MAX_OVERLAP,
@@ -68,6 +71,7 @@ __all__ = [
     "TWO_USER_EVERY",
     "VERSION",
     "WINDOW",
+    "Mix",
     "WriteResult",
     "_clash",
     "contains_value",
@@ -75,6 +79,7 @@ __all__ = [
     "generate",
     "normalize",
     "normalize_loose",
+    "parse_turns",
     "stats",
     "transcript_id",
     "word_overlap",

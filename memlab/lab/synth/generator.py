@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from random import Random
 from typing import Any
 
 from memlab.errors import InputError, MemlabError
 from memlab.lab.synth import catalog as cat
+from memlab.lab.synth.mix import Mix, generate_mixed
+from memlab.lab.synth.mix import transcript_id as mixed_id
 from memlab.lab.synth.plan import _interleave, _Planner, _Retry, _segment_blocks
 from memlab.lab.synth.render import N_TURNS, _Renderer, _sessions, _stamp
 from memlab.lab.synth.words import PARAPHRASE_MAX_OVERLAP, contains_value, normalize, word_overlap
@@ -33,14 +36,20 @@ def transcript_id(seed: int) -> str:
     return f"support-{seed:04d}"
 
 
-def generate(seed: int) -> Transcript:
+def generate(seed: int, mix: Mix | None = None) -> Transcript:
     """Generate one transcript from ``seed`` (same seed, same bytes, on any machine).
+
+    ``mix`` (length, sessions, days, fact density, noise, tool output,
+    injections, corrections): anything but the default comes from
+    ``memlab.lab.synth.mix``; the default is the 60-turn support transcript.
 
     Raises:
         InputError: ``seed`` is not a non-negative integer.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"synth seed must be a non-negative integer, got {seed!r}")
+    if mix is not None and not mix.is_default():
+        return generate_mixed(seed, mix)
     for attempt in range(MAX_ATTEMPTS):
         rng = Random(f"{GENERATOR}/{VERSION}:{seed}:{attempt}")
         try:
@@ -173,11 +182,18 @@ class WriteResult:
 
 
 def write(
-    out: str | Path, n: int, seed: int, *, force: bool = False, progress: bool | None = False
+    out: str | Path,
+    n: int,
+    seed: int,
+    *,
+    force: bool = False,
+    progress: bool | None = False,
+    mix: Mix | None = None,
 ) -> WriteResult:
     """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``.
 
-    Files are named ``support-<seed>.json``. A file that already exists with the
+    Files are named ``support-<seed>.json`` (``long-<seed>.json`` under a
+    non-default ``mix``). A file that already exists with the
     same bytes is left alone; one with different content is an error unless
     ``force`` (checked for every file before anything is written).
 
@@ -196,13 +212,14 @@ def write(
     result = WriteResult(folder)
     seeds = range(seed, seed + n)
     conflicts: list[Path] = []
+    name = transcript_id if mix is None else partial(mixed_id, mix=mix)
     for s in seeds:
-        p = folder / f"{transcript_id(s)}.json"
+        p = folder / f"{name(s)}.json"
         if p.exists() or p.is_symlink():
             if not p.is_file():
                 raise InputError(f"{p} exists and is not a file; remove it or choose another --out")
             try:
-                same = p.read_bytes() == dumps(generate(s)).encode("utf-8")
+                same = p.read_bytes() == dumps(generate(s, mix)).encode("utf-8")
             except OSError as exc:
                 raise InputError(f"cannot read {p}: {exc.strerror}") from None
             (result.unchanged if same else conflicts).append(p)
@@ -216,10 +233,10 @@ def write(
     from memlab.progress import bar
 
     for s in bar(seeds, progress=progress, desc="synth", unit="transcript"):
-        p = folder / f"{transcript_id(s)}.json"
+        p = folder / f"{name(s)}.json"
         if p in result.unchanged:
             continue
-        save(generate(s), p)  # OutputError when the folder cannot be written
+        save(generate(s, mix), p)  # OutputError when the folder cannot be written
         (result.replaced if p in conflicts else result.written).append(p)
     return result
 

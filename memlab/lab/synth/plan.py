@@ -161,9 +161,16 @@ class _Planner:
 
 
 def _segment_blocks(
-    rng: Random, u: int, user: _User, early_len: int, late_len: int, n_planted: int
+    rng: Random,
+    u: int,
+    user: _User,
+    early_len: int,
+    late_len: int,
+    n_planted: int,
+    fillers: Sequence[tuple[str, str, float]] | None = None,
 ) -> tuple[list[_Block], list[_Block]]:
-    """The blocks of one user's early and late segments, ordered, sized exactly."""
+    """The blocks of one user's early and late segments, ordered, sized exactly
+    (``fillers``: see ``_fit``)."""
     early: list[_Block] = [_Block(u, "intro", rng.choice(("UA", "UTA", "UTA")), key=-1.0)]
     late: list[_Block] = []
     # statements: some messages state two facts at once
@@ -200,8 +207,8 @@ def _segment_blocks(
         late.append(_Block(u, "probe", "UA", (k,), rng.uniform(0.0, 0.95)))
     if rng.random() < 0.75:
         late.append(_Block(u, "closing", rng.choice(("UA", "U")), key=2.0))
-    _fit(rng, u, early, early_len)
-    _fit(rng, u, late, late_len)
+    _fit(rng, u, early, early_len, fillers)
+    _fit(rng, u, late, late_len, fillers)
     early.sort(key=lambda b: b.key)
     late.sort(key=lambda b: b.key)
     return early, late
@@ -217,8 +224,23 @@ _SMALLER: dict[str, dict[str, str]] = {
 }
 
 
-def _fit(rng: Random, u: int, blocks: list[_Block], target: int) -> None:
-    """Shrink optional turns or add filler blocks so the blocks hold exactly ``target`` turns."""
+#: the blocks that fill a segment: (act, shape, weight)
+FILLERS: tuple[tuple[str, str, float], ...] = (
+    ("chat", "UA", 3.0), ("chat", "U", 1.0), ("thanks", "UA", 2.0), ("thanks", "U", 0.7),
+    ("noise", "T", 2.5), ("request", "UTA", 3.0), ("request", "UA", 1.0),
+    ("request", "UTTA", 1.5),
+)  # fmt: skip
+
+
+def _fit(
+    rng: Random,
+    u: int,
+    blocks: list[_Block],
+    target: int,
+    fillers: Sequence[tuple[str, str, float]] | None = None,
+) -> None:
+    """Shrink optional turns or add filler blocks (``fillers``, default ``FILLERS``)
+    so the blocks hold exactly ``target`` turns."""
     total = sum(len(x.shape) for x in blocks)
     for act in ("planted", "request", "closing", "statement", "intro"):
         for b in blocks:
@@ -233,14 +255,9 @@ def _fit(rng: Random, u: int, blocks: list[_Block], target: int) -> None:
     total = sum(len(x.shape) for x in blocks)
     if total > target:
         raise _Retry(f"segment needs {total} turns, has {target}")
-    fillers = (
-        ("chat", "UA", 3.0), ("chat", "U", 1.0), ("thanks", "UA", 2.0), ("thanks", "U", 0.7),
-        ("noise", "T", 2.5), ("request", "UTA", 3.0), ("request", "UA", 1.0),
-        ("request", "UTTA", 1.5),
-    )  # fmt: skip
     while total < target:
         room = target - total
-        options = [((a, s), w) for a, s, w in fillers if len(s) <= room]
+        options = [((a, s), w) for a, s, w in fillers or FILLERS if len(s) <= room and w > 0]
         act, shape = _weighted(rng, options)
         blocks.append(_Block(u, act, shape, key=rng.uniform(0.0, 1.0)))
         total += len(shape)
