@@ -189,11 +189,13 @@ def write(
     force: bool = False,
     progress: bool | None = False,
     mix: Mix | None = None,
+    scenario: str = SCENARIO,
 ) -> WriteResult:
     """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``.
 
     Files are named ``support-<seed>.json`` (``long-<seed>.json`` under a
-    non-default ``mix``). A file that already exists with the
+    non-default ``mix``; ``sessions-<seed>.json`` for ``scenario="sessions"``,
+    see ``memlab.lab.synth.sessions``, which takes no mix). A file that already exists with the
     same bytes is left alone; one with different content is an error unless
     ``force`` (checked for every file before anything is written).
 
@@ -213,13 +215,22 @@ def write(
     seeds = range(seed, seed + n)
     conflicts: list[Path] = []
     name = transcript_id if mix is None else partial(mixed_id, mix=mix)
+    make = partial(generate, mix=mix)
+    if scenario == "sessions":
+        from memlab.lab.synth import sessions
+
+        if mix is not None and not mix.is_default():
+            raise InputError("synth --scenario sessions takes no length or mix options")
+        name, make = sessions.transcript_id, sessions.generate
+    elif scenario != SCENARIO:
+        raise InputError(f"synth --scenario must be support or sessions, got {scenario!r}")
     for s in seeds:
         p = folder / f"{name(s)}.json"
         if p.exists() or p.is_symlink():
             if not p.is_file():
                 raise InputError(f"{p} exists and is not a file; remove it or choose another --out")
             try:
-                same = p.read_bytes() == dumps(generate(s, mix)).encode("utf-8")
+                same = p.read_bytes() == dumps(make(s)).encode("utf-8")
             except OSError as exc:
                 raise InputError(f"cannot read {p}: {exc.strerror}") from None
             (result.unchanged if same else conflicts).append(p)
@@ -236,7 +247,7 @@ def write(
         p = folder / f"{name(s)}.json"
         if p in result.unchanged:
             continue
-        save(generate(s, mix), p)  # OutputError when the folder cannot be written
+        save(make(s), p)  # OutputError when the folder cannot be written
         (result.replaced if p in conflicts else result.written).append(p)
     return result
 
