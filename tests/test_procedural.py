@@ -340,3 +340,12 @@ def test_procedures_go_to_the_broader_layer_of_a_layered_scope(layer: MemoryLaye
         RecallQuery(["alice:s2", "alice"], "replay the failing webhooks for /v1/orders")
     ).hits
     assert any(h.record.kind is MemoryKind.PROCEDURAL for h in hits)
+
+
+def test_tool_calls_after_small_talk_are_no_procedure(layer: MemoryLayer) -> None:
+    rec = ProcedureRecorder(layer)
+    noise = "logs.tail(service=gateway, lines=20) -> ok, 20 lines"
+    feed(rec, "alice", [("user", "Coffee first, then ops."), ("tool", noise), ("tool", noise),
+                        ("user", "The team offsite went well.")])  # fmt: skip
+    assert rec.finish("alice") is None
+    assert procedures(layer, "alice") == []

@@ -296,3 +296,16 @@ def test_layer_maintain_with_input_items() -> None:
                          MemoryInput("alice", "Our CI is Buildkite.")])  # fmt: skip
     report = layer.maintain("alice")
     assert report.reflection is not None and len(report.reflection.written) == 2
+
+
+def test_a_fact_never_supersedes_a_preference() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "We prefer to deploy on Tuesday mornings.")])
+    layer.end_session("alice")
+    say(
+        layer, clock, "alice", [("user", "We finished moving off Heroku; we deploy on Fly.io now.")]
+    )
+    layer.end_session("alice")
+    contents = {r.content for r in reflections(layer, "alice")}
+    assert "We prefer to deploy on Tuesday mornings." in contents

@@ -88,6 +88,12 @@ GO_AHEAD = re.compile(
     r"please)|please go ahead)\b[\w\s,!.]{0,20}$",
     re.I,
 )
+REQUEST = re.compile(
+    r"\?|\b(please|pls|can you|could you|would you|need(s|ed)? (to|you)|help|fix|how (do|did|can)|"
+    r"let'?s|go ahead|make sure|set up|restore|rotate|replay|purge|clear|restart|deploy|"
+    r"create|delete|remove|add|update|reset|migrate|rollback|roll back|check)\b",
+    re.I,
+)
 COMPLAINT = re.compile(
     r"\b(still (broken|failing|down|seeing|getting|not)|didn'?t (work|help|fix)|did not (work|"
     r"help|fix)|not (working|fixed)|same (error|problem|issue)|no (change|luck)|still the same|"
@@ -572,7 +578,9 @@ class ProcedureRecorder:
     """Captures successful tool-use sequences from a conversation as procedures.
 
     Feed it every message of a scope in order: ``user``, ``tool`` and ``agent``. A
-    user message starts an attempt (the task); tool calls after it are its steps;
+    user message that asks for something (``REQUEST``: a question, "please", "can
+    you", a task verb) starts an attempt (the task); tool calls after it are its
+    steps (calls after small talk belong to no attempt);
     the attempt ends at the next user message, which decides its outcome:
 
     - a confirmation ("that did it, thanks") -> success;
@@ -633,7 +641,7 @@ class ProcedureRecorder:
         if complained and attempt is not None:
             # the agent will try again: the task is the same
             self._open[key] = _Attempt(attempt.task, [*attempt.provenance[:1], *prov])
-        elif not confirmed and text.strip() and not PLEASANTRY.match(text.strip()):
+        elif not confirmed and REQUEST.search(text) and not PLEASANTRY.match(text.strip()):
             self._open[key] = _Attempt(text.strip(), prov)
         elif attempt is not None and not attempt.calls:
             self._open[key] = attempt  # "thanks" before any call: the task stays open
@@ -691,6 +699,7 @@ class ProcedureRecorder:
 __all__ = [
     "COMPLAINT",
     "CONFIRMATION",
+    "REQUEST",
     "META_KEY",
     "Procedure",
     "ProcedurePolicy",

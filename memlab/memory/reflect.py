@@ -525,7 +525,9 @@ def _value_in_force(
     retired: dict[str, None],
 ) -> tuple[list[MemoryRecord], list[str], int]:
     """Keep the value in force: a new reflection that supersedes a known one retires
-    it; one that supersedes an earlier proposal of the same pass drops it."""
+    it; one that supersedes an earlier proposal of the same pass drops it. Only a
+    reflection of the same label (fact, preference) is ever superseded, and only
+    reflections (the consolidator may name other semantic records: they stay)."""
     keep: list[MemoryRecord] = []
     superseded: list[str] = []
     dropped: set[str] = set()
@@ -535,7 +537,13 @@ def _value_in_force(
             continue
         reader = ScopeReader(layer.store, scope, pending=keep, pool=layer.pool,
                              weights=layer.ranker.weights.as_dict())  # fmt: skip
+        label = _label(rec)
         for s in consolidator.decide(rec, reader):
+            old = known.get(s.old_id) or next((k for k in keep if k.id == s.old_id), None)
+            if old is None or _label(old) != label:
+                # a preference is only ever replaced by a preference, a fact by a fact:
+                # "we prefer to deploy on Tuesdays" is not the value of "we deploy on X"
+                continue
             if s.old_id in known and s.old_id not in retired:
                 superseded.append(s.old_id)
             elif any(k.id == s.old_id for k in keep):
@@ -543,6 +551,11 @@ def _value_in_force(
         keep.append(rec)
     kept = [r for r in keep if r.id not in dropped]
     return kept, superseded, len(dropped)
+
+
+def _label(record: MemoryRecord) -> str | None:
+    data = record.meta.get(META_KEY)
+    return data.get("label") if isinstance(data, dict) else None
 
 
 __all__ = [
