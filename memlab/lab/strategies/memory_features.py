@@ -17,8 +17,9 @@ overrides, exactly like ``kind: memory``, and switches features on:
 - ``procedures.enabled``: a ``ProcedureRecorder`` reads every user, tool and agent
   turn and writes successful tool sequences as procedures (``ProcedurePolicy``'s
   fields). With ``procedures.slot`` the best procedure whose similarity to the
-  probe is at least ``procedures.slot_similarity`` is packed first, before the
-  rest of the recall fills the budget.
+  probe is at least ``procedures.slot_similarity`` is packed first, and the rest
+  of the recall (episodes and semantic records only) fills the budget; without
+  it procedures compete with every record in the shared ranking.
 - ``reflect.enabled``: a reflector (``reflect.reflector``: a name in
   ``REFLECTORS``, built with ``reflect.options``) runs on ``ReflectPolicy``'s
   schedule (its fields: ``every``, ``trigger_tokens``, ``archive``,
@@ -75,7 +76,7 @@ LayersSettings = fields_schema(
 ProceduresSettings = fields_schema(
     ProcedurePolicy,
     name="ProceduresSettings",
-    extra=[ENABLED, ("slot", bool, True), ("slot_similarity", float, 0.3)],
+    extra=[ENABLED, ("slot", bool, True), ("slot_similarity", float, 0.15)],
     doc="ProcedurePolicy's fields, enabled, and the procedure slot (slot, slot_similarity).",
 )
 ReflectSettings = fields_schema(
@@ -139,7 +140,7 @@ class FeatureStrategy(MemoryStrategy):
         split: tuple[float, ...] | None = None,
         record_procedures: bool = False,
         slot: bool = False,
-        slot_similarity: float = 0.3,
+        slot_similarity: float = 0.15,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -200,6 +201,10 @@ class FeatureStrategy(MemoryStrategy):
             first = [h for h in best.hits if h.similarity >= self.slot_similarity]
         used = sum(h.record.tokens for h in first)
         hits = list(first)
+        if self.slot and "kinds" not in query:
+            # procedures come through the slot only: a long procedure that merely
+            # shares words with a question must not push a needed fact out
+            query["kinds"] = [RecordKind.EPISODIC, RecordKind.SEMANTIC]
         if budget - used > 0:
             rest = self.layer.recall(
                 RecallQuery(scopes, probe.text, token_budget=budget - used, now=self.now, **query)
