@@ -309,3 +309,12 @@ def test_a_fact_never_supersedes_a_preference() -> None:
     layer.end_session("alice")
     contents = {r.content for r in reflections(layer, "alice")}
     assert "We prefer to deploy on Tuesday mornings." in contents
+
+
+def test_greetings_to_the_user_are_covered_not_kept() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    eps = say(layer, clock, "alice", [("agent", "Welcome back, Maya."),
+                                      ("user", "We deploy on Fly.io."), ("agent", "Talk soon!")])  # fmt: skip
+    report = layer.end_session("alice").reflection
+    assert report is not None and set(report.archived) == {e.id for e in eps}

@@ -67,6 +67,13 @@ PREFERENCE = re.compile(
     r"instead of|avoid|no more than|at least|at most)\b",
     re.I,
 )
+# A greeting or sign-off addressed to someone ("Welcome back, Maya.", "Talk soon!"):
+# names in it are the addressee, not a value.
+GREETING = re.compile(
+    r"^\W*(?i:welcome( back)?|hi|hello|hey|good (morning|afternoon|evening)|morning|talk soon|"
+    r"see you( soon| later| tomorrow)?|bye|have a (good|great|nice) (day|one|evening|weekend))"
+    r"(,?\s+[A-Z][\w'-]*)?\W*$",
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -270,7 +277,7 @@ class RuleReflector:
             parts = sentences(r.content)
             n_sentences[r.id] = len(parts)
             for s in parts:
-                if PLEASANTRY.match(s) or s.endswith("?"):
+                if PLEASANTRY.match(s) or GREETING.match(s) or s.endswith("?"):
                     content_free[r.id] = content_free.get(r.id, 0) + 1
                     continue
                 if r.source not in self.sources:
@@ -333,7 +340,7 @@ class RuleReflector:
         each sentence is a pleasantry, short (``ack_words``) without specifics, or
         every specific word in it (numbers, names) is in a lifted statement."""
         for s in sentences(text):
-            if PLEASANTRY.match(s):
+            if PLEASANTRY.match(s) or GREETING.match(s):
                 continue
             specific = _specifics(s)
             if not specific and len(s.split()) <= self.ack_words:
@@ -559,6 +566,7 @@ def _label(record: MemoryRecord) -> str | None:
 
 
 __all__ = [
+    "GREETING",
     "LABELS",
     "META_KEY",
     "PREFERENCE",
