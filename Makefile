@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
 	$(BIN)/python -m benchmarks.bench_embed
 	$(BIN)/python -m benchmarks.bench_reader
+	$(BIN)/python -m benchmarks.bench_layers
 
 # The documentation site (mkdocs.yml, docs/) into site/, git-ignored. --strict turns
 # every warning (a broken link or anchor, a page missing from the nav, an API object
