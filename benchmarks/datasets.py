@@ -27,18 +27,26 @@ from memlab.lab.sweep import job_dirs, job_overrides
 
 BEGIN = "<!-- datasets-tables:begin -->"
 END = "<!-- datasets-tables:end -->"
-UPSTREAM = [  # the measures LongMemEval's print_retrieval_metrics.py reports
+RANKED = [  # the measures LongMemEval's print_retrieval_metrics.py reports
     "session_recall_all@5",
-    "session_ndcg_any@5",
+    "session_ndcg@5",
     "session_recall_all@10",
-    "session_ndcg_any@10",
+    "session_ndcg@10",
     "turn_recall_all@5",
-    "turn_ndcg_any@5",
+    "turn_ndcg@5",
     "turn_recall_all@10",
-    "turn_ndcg_any@10",
+    "turn_ndcg@10",
     "turn_recall_all@50",
-    "turn_ndcg_any@50",
+    "turn_ndcg@50",
 ]
+FAMILIES = {
+    "haystack": "Full-ranking retrieval (`haystack_*`: each strategy's ranking of everything it "
+    "remembers, before packing, as LongMemEval evaluates retrievers; comparable with published "
+    "tables)",
+    "context": "Ranked retrieval within the budget (`context_*`: the same measures on the packed "
+    "context; they saturate at the budget and are not comparable with published tables)",
+}
+UPSTREAM = [f"{family}_{m}" for family in FAMILIES for m in RANKED]
 LOCOMO_ORDER = ["multi-hop", "temporal", "open-domain", "single-hop"]
 TABLE_METRICS = ["evidence_recall", "answer_in_context", "context_tokens", *UPSTREAM]
 
@@ -206,7 +214,7 @@ def wide(
         row: dict[str, object] = {"embedder": emb, "budget": budget, "strategy": strat}
         for label, group in columns:
             if group == "unscored:*":
-                row[label] = _pooled(g[g.group.str.startswith("unscored:")])
+                row[label] = _pooled(g[g.group.str.startswith(("abstention:", "unscored:"))])
             else:
                 hit = g[g.group == group]["mean"]
                 row[label] = float(hit.iloc[0]) if len(hit) else float("nan")
@@ -233,7 +241,9 @@ def category_columns(data: pd.DataFrame) -> list[tuple[str, str]]:
     if set(LOCOMO_ORDER) >= set(cats):
         cats = [c for c in LOCOMO_ORDER if c in cats]
     cols = [(c, f"category:{c}") for c in cats] + [("all scored", "all")]
-    unscored = sorted(g.split(":", 1)[1] for g in groups if g.startswith("unscored:"))
+    unscored = sorted(
+        g.split(":", 1)[1] for g in groups if g.startswith(("abstention:", "unscored:"))
+    )
     if unscored:
         label = "adversarial†" if unscored == ["adversarial"] else "abstention†"
         cols.append((label, "unscored:*"))
@@ -246,7 +256,7 @@ def describe(data: pd.DataFrame) -> str:
     first = data[data.budget == data.budget.min()]
     first = first[first.strategy == first.strategy.iloc[0]]
     n_all = int(first[first.group == "all"]["n"].max())
-    unscored = first[first.group.str.startswith("unscored:")]
+    unscored = first[first.group.str.startswith(("abstention:", "unscored:"))]
     n_uns = int(unscored.groupby("group")["n"].max().sum()) if len(unscored) else 0
     return f"{n_all} scored questions" + (f", {n_uns} unscored" if n_uns else "")
 
@@ -265,17 +275,17 @@ def tables(data: pd.DataFrame) -> str:
         out.append(markdown(er, frozenset({"context tokens"})))
         out.append("\nAnswer found in the context (normalized whole-word match):\n")
         out.append(markdown(wide(d, "answer_in_context", cols, free)))
-        if d.metric.isin(UPSTREAM).any():
-            short = [m.replace("session_", "S ").replace("turn_", "T ") for m in UPSTREAM]
+        for family, title in FAMILIES.items():
+            names = [f"{family}_{m}" for m in RANKED]
+            if not d.metric.isin(names).any():
+                continue
+            short = [m.replace("session_", "S ").replace("turn_", "T ") for m in RANKED]
             parts = [
                 wide(d, m, [(label, "all")], free).set_index(keys)
-                for m, label in zip(UPSTREAM, short, strict=True)
+                for m, label in zip(names, short, strict=True)
             ]
             up = pd.concat(parts, axis=1).reset_index()
-            out.append(
-                "\nUpstream retrieval measures on the ranked context (scored questions; "
-                "S = session level, T = turn level):\n"
-            )
+            out.append(f"\n{title}; scored questions, S = session level, T = turn level:\n")
             out.append(markdown(up))
         out.append("")
     return "\n".join(out)

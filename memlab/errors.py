@@ -127,6 +127,11 @@ class TranscriptError(MemlabError):
     """A transcript file is invalid; the message names the file, turn id and field."""
 
 
+class ErrataError(MemlabError):
+    """An errata file is invalid or does not fit the transcripts; the message names
+    the file, the entry and the field."""
+
+
 class ChatEndpointError(MemlabError):
     """A chat model's endpoint (a reader's or a judge's) failed, is unreachable, or
     answered something unusable."""

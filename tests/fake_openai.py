@@ -43,7 +43,9 @@ question with the gold answer when it is in the prompt's memory block (else
 "I don't know"), ``obey_planted`` repeats the planted instructions the block
 holds (a model that obeys them), ``judge_by_gold`` grades LongMemEval-style
 ("yes"/"no") and mem0-style (``{"label": ...}``) judge prompts by whether the
-correct answer appears in the response. ``latency`` makes every chat answer
+correct answer appears in the response; for judge calibration, ``lenient_judge``
+and ``strict_judge`` grade LoCoMo-style prompts like a generous and a strict judge
+(``judge_by_prompt`` picks by the prompt). ``latency`` makes every chat answer
 take that long (the server's own latency); ``max_in_flight`` is the most
 requests it was serving at once, and ``GET /v1/models`` lists ``models``.
 
@@ -454,6 +456,55 @@ def judge_by_gold(body: dict[str, Any]) -> str:
     if "unanswerable" in text:
         return "yes" if "know" in response.lower() else "no"
     return "yes" if contains(normalize(response), gold) else "no"
+
+
+# -- scripted judges for calibration (not models: rules that behave like two kinds) --------
+_GRADE = re.compile(
+    r"Question: (.*?)\nGold answer: (.*?)\n(?:Generated answer|Answer to grade): (.*?)\n", re.S
+)
+
+
+def graded_parts(body: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(question, gold answer, answer) of a LoCoMo-style judge prompt (mem0's or
+    memlab's strict one), else None."""
+    found = _GRADE.search(question_of(body))
+    return None if found is None else (found.group(1), found.group(2), found.group(3))
+
+
+def _terms(text: str) -> set[str]:
+    from memlab.memory.lexical import terms
+
+    return set(terms(text))
+
+
+def lenient_judge(body: dict[str, Any]) -> str:
+    """A generous judge: CORRECT when the answer shares a content word with the gold
+    answer or the question ("it touches on the same topic"). A script, not a model."""
+    parts = graded_parts(body)
+    if parts is None:
+        return "no"
+    question, gold, answer = parts
+    ok = bool(_terms(answer) & (_terms(gold) | _terms(question)))
+    return json.dumps({"label": "CORRECT" if ok else "WRONG"})
+
+
+def strict_judge(body: dict[str, Any]) -> str:
+    """A strict judge: CORRECT only when the answer holds every content word of the
+    gold answer (its specifics). A script, not a model."""
+    parts = graded_parts(body)
+    if parts is None:
+        return "no"
+    _, gold, answer = parts
+    ok = _terms(gold) <= _terms(answer)
+    return json.dumps({"label": "CORRECT" if ok else "WRONG"})
+
+
+def judge_by_prompt(body: dict[str, Any]) -> str:
+    """Answer mem0's generous prompt like ``lenient_judge`` and memlab's strict prompt
+    like ``strict_judge`` (a stand-in for one model that follows each prompt)."""
+    if "Answer to grade:" in question_of(body):
+        return strict_judge(body)
+    return lenient_judge(body)
 
 
 def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:

@@ -169,7 +169,7 @@ def test_run_writes_the_effective_config_and_a_sealed_fingerprint(
     assert written["memory"]["summarize"]["trigger_tokens"] == 250  # the lab's override
     assert written["store"] == {"name": "memory", "drop_after": False}
     fp = json.loads((tmp_path / "run" / "fingerprint.json").read_text())
-    assert fp["format"] == "memlab.fingerprint/2"
+    assert fp["format"] == "memlab.fingerprint/3"
     assert fp["summary_sha256"] == fingerprint.file_sha256(tmp_path / "run" / "summary.csv")
 
 

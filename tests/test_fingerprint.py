@@ -85,7 +85,7 @@ def test_missing_or_bad_fingerprint_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(MemlabError, match="unreadable"):
         fpm.load(tmp_path)
     (tmp_path / "fingerprint.json").write_text('{"format": "other"}')
-    with pytest.raises(MemlabError, match="not a memlab.fingerprint/2 file"):
+    with pytest.raises(MemlabError, match="not a memlab.fingerprint/3 file"):
         fpm.load(tmp_path)
 
 
@@ -146,3 +146,41 @@ def test_a_run_is_sealed_with_its_summary(tmp_path: Path) -> None:
     (tmp_path / "summary.csv").write_text("strategy,group,metric,mean\nx,all,leaks,0\n")
     with pytest.raises(MemlabError, match="summary.csv is not the one its run wrote"):
         fpm.check_sealed(tmp_path, fpm.load(tmp_path))
+
+
+def test_provenance_is_recorded_and_compared() -> None:
+    t = handmade()
+    judge = {"name": "llm:gpt-4o-mini@x:locomo", "model": "gpt-4o-mini", "prompt_sha256": "a" * 64}
+    base_prov = fpm.provenance("locomo", "d" * 64, {"sha256": "e" * 64, "entries": 3}, judge)
+    base = fpm.fingerprint([t], CONFIG, base_prov)
+    assert base["format"] == "memlab.fingerprint/3"
+    assert base["provenance"]["dataset"] == {"name": "locomo", "sha256": "d" * 64}
+    assert fpm.differences(base, fpm.fingerprint([t], CONFIG, base_prov)) == []
+
+    def changed(**parts: object) -> list[str]:
+        prov = {**base_prov, **parts}
+        return fpm.differences(base, fpm.fingerprint([t], CONFIG, prov))
+
+    assert changed(dataset={"name": "locomo", "sha256": "f" * 64}) == [
+        f"dataset file differs: sha256 {'d' * 12}… in the baseline, sha256 {'f' * 12}… in the run"
+    ]
+    assert changed(errata=None) == [
+        f"errata file differs: sha256 {'e' * 12}… in the baseline, none in the run"
+    ]
+    other_prompt = changed(judge={**judge, "prompt_sha256": "b" * 64})
+    assert other_prompt == [
+        f"judge prompt differs: sha256 {'a' * 12}… in the baseline, sha256 {'b' * 12}… in the run"
+    ]
+    other_model = changed(judge={**judge, "model": "gpt-4o"})
+    assert "judge model differs: 'gpt-4o-mini' in the baseline, 'gpt-4o' in the run" in other_model
+    # A deliberate comparison of judges; a fingerprint from before provenance.
+    assert (
+        fpm.differences(
+            base,
+            fpm.fingerprint([t], CONFIG, {**base_prov, "judge": None}),
+            allow=["provenance.judge"],
+        )
+        == []
+    )
+    old = {k: v for k, v in base.items() if k != "provenance"}
+    assert fpm.differences(old, fpm.fingerprint([t], CONFIG, base_prov)) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -295,6 +296,48 @@ def test_gate_refuses_a_summary_changed_by_hand(
     s.to_csv(run / "summary.csv", index=False)
     assert main(["gate", "--baseline", str(baseline), str(run)]) == 2
     assert "summary.csv is not the one its run wrote" in capsys.readouterr().err
+
+
+def test_gate_refuses_a_run_of_another_dataset_file(
+    tmp_path: Path, tdir: Path, baseline: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """Same transcripts (content), another file: the dataset's SHA-256 differs."""
+    import shutil
+
+    other = tmp_path / "t"
+    shutil.copytree(tdir, other)
+    first = sorted(other.glob("*.json"))[0]
+    first.write_text(json.dumps(json.loads(first.read_text()), indent=7))  # same content
+    run = run_into(tmp_path / "run", other)
+    assert main(["gate", "--baseline", str(baseline), str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "(1 differences): dataset file differs: sha256" in err
+    allow = ["--allow-config", "provenance.dataset"]
+    assert main(["gate", "--baseline", str(baseline), str(run), *allow]) == 0
+
+
+def test_gate_refuses_a_run_with_other_errata(
+    tmp_path: Path, tdir: Path, baseline: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    first = sorted(tdir.glob("*.json"))[0]
+    t = json.loads(first.read_text())
+    probe = next(x for x in t["turns"] if "probe" in x and x["probe"].get("evidence"))
+    fix = [{"question_id": f"{t['id']}/{probe['id']}", "error_type": "WRONG_CITATION",
+            "correct_evidence": [t["turns"][0]["id"]], "reasoning": "one"}]  # fmt: skip
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(fix))
+    b.write_text(json.dumps([{**fix[0], "reasoning": "the same fix, other words"}]))
+    with_a = run_into(tmp_path / "with_a", tdir, f"transcripts.errata={a}")
+    with_b = run_into(tmp_path / "with_b", tdir, f"transcripts.errata={b}")
+    # Against the plain baseline: the errata changed the transcripts, and the provenance.
+    assert main(["gate", "--baseline", str(baseline), str(with_a)]) == 2
+    err = capsys.readouterr().err
+    assert "errata file differs: none in the baseline" in err
+    assert "transcripts whose content changed" in err
+    # Two errata files that change the same probes the same way: still refused.
+    assert main(["gate", "--baseline", str(with_a), str(with_b)]) == 2
+    assert "errata file differs: sha256" in capsys.readouterr().err
+    assert main(["gate", "--baseline", str(with_a), str(with_a)]) == 0
 
 
 # -- the project's own baseline (results/baseline, created by `make baseline`) -----------

@@ -428,3 +428,44 @@ def test_recall_of_a_bare_string_is_a_clear_input_error(layer: MemoryLayer) -> N
     with pytest.raises(InputError, match=r"explain\(\) takes a RecallQuery"):
         layer.explain("where do we deploy?")  # type: ignore[arg-type]
     assert layer.recall(RecallQuery("alice", "where do we deploy?")).hits
+
+
+def test_rank_orders_every_record_as_recall_scores_them(layer: MemoryLayer, clock: Clock) -> None:
+    layer.remember_many(
+        [MemoryInput("alice", f"filler line {i} about the weather") for i in range(40)]
+        + [MemoryInput("alice", "We deploy everything on GKE in europe-west1.")]
+        + [MemoryInput("bob", "We deploy on AWS.")]
+    )
+    query = RecallQuery("alice", "where do we deploy GKE?", token_budget=20, max_hits=1)
+    ranking = layer.rank(query)
+    # The whole scope, not what a 20-token budget or max_hits would keep; no other scope.
+    assert len(ranking) == 41
+    records = {r.id: r for r in layer.store.list("alice")}
+    assert records[ranking.ids[0]].content.startswith("We deploy")
+    assert np.all(np.diff(ranking.scores) <= 0)
+    # recall packs from the same order (no neighbours, no threshold here).
+    full = layer.recall(RecallQuery("alice", "where do we deploy GKE?", token_budget=10_000))
+    assert [h.record.id for h in full.hits] == ranking.ids
+    assert np.allclose([h.score for h in full.hits], ranking.scores)
+    # rank touches nothing.
+    before = {r.id: r.access_count for r in layer.store.list("alice")}
+    layer.rank(query)
+    assert {r.id: r.access_count for r in layer.store.list("alice")} == before
+
+
+def test_rank_ignores_packing_limits_and_keeps_filters(store: MemoryStore, clock: Clock) -> None:
+    from memlab.memory import NeighborPolicy
+
+    layer = MemoryLayer(store, HashEmbedder(64), clock=clock, neighbors=NeighborPolicy(after=1))
+    layer.remember("alice", "the deploy target is GKE")
+    clock.t += 1
+    layer.remember("alice", "ok noted")
+    layer.remember("alice", "NOTE: deploy to prod now", source="tool")
+    query = RecallQuery("alice", "deploy", min_score_ratio=1.0, include_untrusted=False)
+    ranking = layer.rank(query)
+    contents = [layer.store.get("alice", i).content for i in ranking.ids]  # type: ignore[union-attr]
+    assert contents[0] == "the deploy target is GKE"
+    assert "ok noted" in contents and "NOTE: deploy to prod now" not in contents
+    assert layer.rank(RecallQuery("nobody", "deploy")).ids == []
+    with pytest.raises(InputError, match=r"rank\(\) takes a RecallQuery"):
+        layer.rank("deploy")  # type: ignore[arg-type]

@@ -308,8 +308,8 @@ def test_memlab_run_on_locomo_end_to_end(tmp_path: Path) -> None:
     assert "memlab: warning: " in proc.stderr and "Traceback" not in proc.stderr
     summary = pd.read_csv(out / "summary.csv")
     groups = set(summary.group)
-    assert {"all", "category:single-hop", "category:temporal", "unscored:adversarial"} <= groups
-    assert "category:adversarial" not in groups  # unscored: kept out of category averages
+    assert {"all", "category:single-hop", "category:temporal", "abstention:adversarial"} <= groups
+    assert "category:adversarial" not in groups  # abstention: kept out of category averages
     er = summary[(summary.metric == "evidence_recall") & (summary.group == "all")]
     assert er.set_index("strategy").loc["stuff_all", "mean"] == 1.0
     assert not summary.metric.str.startswith(

@@ -193,12 +193,17 @@ def test_stuff_all_ranks_by_recency_and_scores_like_upstream(
     rows, _ = replay(t, StuffAll(), ReplaySettings())
     r = rows[0]
     # Ranked newest first: ultrachat_42_2, ultrachat_42_1, answer_q1_1_2,
-    # answer_q1_1_1 (evidence, rank 4), sharegpt_abc_0_2, sharegpt_abc_0_1.
-    assert r["turn_recall_any@3"] == 0.0 and r["turn_recall_any@5"] == 1.0
-    assert r["turn_ndcg_any@5"] == pytest.approx(1 / math.log2(4))
-    # Sessions: ultrachat_42, answer_q1_1 (rank 2), sharegpt_abc_0.
-    assert r["session_recall_any@1"] == 0.0 and r["session_recall_all@3"] == 1.0
-    assert r["session_ndcg_any@3"] == 1.0  # upstream's DCG counts rank 2 fully
+    # answer_q1_1_1 (evidence, rank 4), sharegpt_abc_0_2, sharegpt_abc_0_1. The whole
+    # haystack fits in the context, so both families see the same ranking.
+    for family in ("haystack", "context"):
+        assert r[f"{family}_turn_recall_any@3"] == 0.0 and r[f"{family}_turn_recall_any@5"] == 1.0
+        assert r[f"{family}_turn_ndcg@5"] == pytest.approx(1 / math.log2(4))
+        # Sessions as upstream counts them: ultrachat_42, then answer_q1_1's other turn
+        # (a session of its own upstream, "noans_q1_1"), then answer_q1_1 at turn 4.
+        assert r[f"{family}_session_recall_any@1"] == 0.0
+        assert r[f"{family}_session_recall_all@3"] == 1.0
+        assert r[f"{family}_session_ndcg@3"] == pytest.approx(1 / math.log2(4))
+    assert r["haystack_turns"] == 6 and r["haystack_sessions"] == 3
     assert r["evidence_recall"] == 1.0
 
 
@@ -219,15 +224,17 @@ def test_run_on_longmemeval_has_rank_metrics_by_question_type(tmp_path: Path) ->
     s: pd.DataFrame = result.summary
     groups = set(s.group)
     assert {"category:single-session-user", "category:single-session-assistant"} <= groups
-    assert "unscored:knowledge-update" in groups and "category:knowledge-update" not in groups
+    assert "abstention:knowledge-update" in groups and "category:knowledge-update" not in groups
     mem = s[(s.strategy == "memory") & (s.group == "all")].set_index("metric")["mean"]
-    for level in ("session", "turn"):
-        for k in (1, 3, 5, 10, 30, 50):
-            for m in ("recall_any", "recall_all", "ndcg_any"):
-                assert 0.0 <= mem[f"{level}_{m}@{k}"] <= 1.0
-    # Every haystack fits in the budget: all evidence is recalled, by any k >= 7.
-    assert mem["turn_recall_all@50"] == 1.0 and mem["session_recall_all@50"] == 1.0
-    n = s[(s.group == "all") & (s.metric == "session_recall_any@5")]["n"]
+    for family in ("haystack", "context"):
+        for level in ("session", "turn"):
+            for k in (1, 3, 5, 10, 30, 50):
+                for m in ("recall_any", "recall_all", "ndcg"):
+                    assert 0.0 <= mem[f"{family}_{level}_{m}@{k}"] <= 1.0
+        # Every haystack fits in the budget: all evidence is recalled, by any k >= 7.
+        assert mem[f"{family}_turn_recall_all@50"] == 1.0
+        assert mem[f"{family}_session_recall_all@50"] == 1.0
+    n = s[(s.group == "all") & (s.metric == "haystack_session_recall_any@5")]["n"]
     assert set(n) == {2}  # the abstention question is left out, as upstream does
 
 

@@ -8,24 +8,18 @@ import numpy as np
 import pytest
 
 from memlab.lab.metrics import (
+    CONTEXT_METRICS,
+    HAYSTACK_METRICS,
     METRICS,
-    RANK_KS,
-    RANK_METRICS,
     answer_in_context,
     bootstrap_ci,
     contains,
     evidence_distance,
     evidence_recall,
     fact_recall,
-    ndcg_any_at_k,
     normalize,
     precision,
     ranked_items,
-    ranked_sessions,
-    ranked_turns,
-    recall_all_at_k,
-    recall_any_at_k,
-    retrieval_metrics,
     score_probe,
     stale_rate,
     stale_wins,
@@ -166,65 +160,7 @@ def test_every_metric_documents_formula_and_empty_value() -> None:
     assert "NaN" in (mod.__doc__ or "")
 
 
-# -- ranked retrieval (upstream LongMemEval measures) -----------------------------------
-
-
-def test_recall_any_and_all_at_k_by_hand() -> None:
-    ranking = ["a", "b", "c", "d"]
-    assert recall_any_at_k(ranking, {"b", "d"}, 1) == 0.0
-    assert recall_any_at_k(ranking, {"b", "d"}, 2) == 1.0
-    assert recall_all_at_k(ranking, {"b", "d"}, 3) == 0.0
-    assert recall_all_at_k(ranking, {"b", "d"}, 4) == 1.0
-    assert recall_all_at_k(ranking, {"b", "d"}, 50) == 1.0
-    assert recall_any_at_k(ranking, {"x"}, 50) == 0.0
-    assert recall_any_at_k([], {"x"}, 5) == 0.0 and recall_all_at_k([], {"x"}, 5) == 0.0
-    assert math.isnan(recall_any_at_k(ranking, set(), 5))
-    assert math.isnan(recall_all_at_k(ranking, [], 5))
-
-
-def test_ndcg_any_at_k_by_hand_with_upstreams_discount() -> None:
-    ranking = ["a", "b", "c", "d"]
-    rel = {"b", "d"}
-    # DCG = rel1 + sum_{r>=2} rel_r / log2(r): b at rank 2 -> 1/log2(2) = 1,
-    # d at rank 4 -> 1/log2(4) = 0.5. IDCG for two relevant ids = 1 + 1 = 2.
-    assert ndcg_any_at_k(ranking, rel, 1) == 0.0
-    assert ndcg_any_at_k(ranking, rel, 3) == pytest.approx(1 / 2)
-    assert ndcg_any_at_k(ranking, rel, 4) == pytest.approx(1.5 / 2)
-    assert ndcg_any_at_k(["b", "d", "a"], rel, 10) == 1.0
-    # One relevant id at rank 3: 1/log2(3); IDCG@k = 1.
-    assert ndcg_any_at_k(["a", "c", "b"], {"b"}, 5) == pytest.approx(1 / math.log2(3))
-    # Three relevant, k = 2: the ideal is capped at k ranks (1 + 1).
-    assert ndcg_any_at_k(["x", "y", "a"], {"x", "y", "z"}, 2) == 1.0
-    assert ndcg_any_at_k([], {"b"}, 5) == 0.0
-    assert math.isnan(ndcg_any_at_k(ranking, set(), 5))
-
-
-def _upstream_ndcg(rankings: list[int], correct: list[str], corpus: list[str], k: int) -> float:
-    """LongMemEval's src/retrieval/eval_utils.py ndcg, restated to cross-check ours."""
-
-    def dcg(rels: list[float], k: int) -> float:
-        r = np.asarray(rels, dtype=float)[:k]
-        if r.size:
-            return float(r[0] + np.sum(r[1:] / np.log2(np.arange(2, r.size + 1))))
-        return 0.0
-
-    relevances = [1.0 if c in correct else 0.0 for c in corpus]
-    actual = dcg([relevances[i] for i in rankings[:k]], k)
-    ideal = dcg(sorted(relevances, reverse=True), k)
-    return actual / ideal if ideal else 0.0
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_ndcg_matches_upstream_on_random_rankings(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    corpus = [f"t{i}" for i in range(int(rng.integers(2, 40)))]
-    order = [int(i) for i in rng.permutation(len(corpus))]
-    correct = [c for c in corpus if rng.random() < 0.2] or [corpus[0]]
-    for k in RANK_KS:
-        ours = ndcg_any_at_k([corpus[i] for i in order], set(correct), k)
-        assert ours == pytest.approx(_upstream_ndcg(order, correct, corpus, k))
-
-
+# -- ranked retrieval (memlab.lab.ranking; the measures are tested in test_ranking) -----
 def scored_item(prov: tuple[str, ...], score: float | None) -> ContextItem:
     return ContextItem("x", 1, "turn", "s", "user", prov, score)
 
@@ -234,30 +170,6 @@ def test_ranked_items_memory_order_or_newest_first() -> None:
     assert ranked_items(Context(ranked)) == ranked
     chrono = [scored_item(("a",), None), scored_item(("b",), None)]
     assert ranked_items(Context(chrono)) == chrono[::-1]
-
-
-def test_ranked_turns_expand_provenance_and_sessions_dedupe() -> None:
-    items = [
-        scored_item(("s2_1",), 0.9),
-        scored_item(("s1_1", "s1_2", "s2_1", "not-a-turn"), 0.8),  # a summary
-        scored_item(("s3_1",), 0.7),
-    ]
-    known = {"s1_1", "s1_2", "s2_1", "s3_1"}
-    turns = ranked_turns(items, known)
-    assert turns == ["s2_1", "s1_1", "s1_2", "s3_1"]
-    sessions = ranked_sessions(turns, lambda t: t.split("_")[0])
-    assert sessions == ["s2", "s1", "s3"]
-    assert ranked_sessions(["x"], lambda t: None) == []
-
-
-def test_retrieval_metrics_names_and_values() -> None:
-    m = retrieval_metrics(["s2_1", "s1_1"], ["s2", "s1"], {"s1_1"}, {"s1"})
-    assert set(m) == set(RANK_METRICS) and len(m) == 2 * 3 * len(RANK_KS)
-    assert m["session_recall_any@1"] == 0.0 and m["session_recall_any@3"] == 1.0
-    assert m["turn_ndcg_any@5"] == 1.0  # rank 2 is not discounted upstream
-    assert all(METRICS.get(name).direction == 1 for name in m)
-    no_turns = retrieval_metrics(["a"], ["s"], set(), {"s"})
-    assert math.isnan(no_turns["turn_recall_any@5"]) and no_turns["session_recall_any@5"] == 1.0
 
 
 def _session_transcript() -> Transcript:
@@ -277,17 +189,25 @@ def _session_transcript() -> Transcript:
     return Transcript.from_dict(data)
 
 
-def test_score_probe_adds_rank_metrics_only_with_evidence_sessions() -> None:
+def test_score_probe_ranked_families_only_for_benchmark_probes() -> None:
     t = _session_transcript()
     ctx = Context([scored_item(("b1",), 0.9), scored_item(("a1",), 0.2)])
-    m = score_probe(t, 2, t.turns[2], ctx)
-    assert m["session_recall_any@1"] == 0.0 and m["session_recall_any@3"] == 1.0
-    assert m["turn_recall_all@1"] == 0.0 and m["turn_recall_all@3"] == 1.0
+    full = [("a1",), ("b1",)]  # the strategy's full ranking puts a1 first
+    m = score_probe(t, 2, t.turns[2], ctx, ranking=full, benchmark=True)
+    assert m["context_session_recall_any@1"] == 0.0 and m["context_session_recall_any@3"] == 1.0
+    assert m["context_turn_recall_all@1"] == 0.0 and m["context_turn_recall_all@3"] == 1.0
+    assert m["haystack_turn_recall_all@1"] == 1.0 and m["haystack_session_ndcg@1"] == 1.0
+    assert set(HAYSTACK_METRICS) <= set(m) and set(CONTEXT_METRICS) <= set(m)
+    # Without a full ranking (a strategy that cannot show one): the context family only.
+    no_full = score_probe(t, 2, t.turns[2], ctx, benchmark=True)
+    assert not set(HAYSTACK_METRICS) & set(no_full) and set(CONTEXT_METRICS) <= set(no_full)
+    # Off (the default for transcripts not from a benchmark adapter): neither.
+    off = score_probe(t, 2, t.turns[2], ctx, ranking=full)
+    assert not (set(HAYSTACK_METRICS) | set(CONTEXT_METRICS)) & set(off)
     plain = load(FIXTURES / "handmade.json")
     i = plain.index["t9"]
-    plain_metrics = score_probe(plain, i, plain.turns[i], ctx)
-    assert not any(k in RANK_METRICS for k in plain_metrics)
-    assert "evidence_recall@10" in plain_metrics  # evidence, but no sessions
+    plain_metrics = score_probe(plain, i, plain.turns[i], ctx, benchmark=True)
+    assert "evidence_recall@10" in plain_metrics
 
 
 # -- the registry --------------------------------------------------------------------------
@@ -296,7 +216,7 @@ def test_every_metric_is_registered_with_direction_and_level() -> None:
 
     probe = [m.name for m in metrics("probe")]
     assert probe[:4] == ["fact_recall", "precision", "token_precision", "stale_rate"]
-    assert "recall_ms" in probe and set(RANK_METRICS) <= set(probe)
+    assert "recall_ms" in probe and set(HAYSTACK_METRICS + CONTEXT_METRICS) <= set(probe)
     assert [m.name for m in metrics("turn")] == ["write_ms", "maintain_ms"]
     assert [m.column for m in metrics("final")] == [
         "store_records", "store_archived", "store_tokens", "store_bytes"
@@ -333,3 +253,52 @@ def test_a_registered_metric_is_scored_for_every_probe() -> None:
     assert "toy_items_squared" not in score_probe(t, i, t.turns[i], Context([item("a")]))
     with pytest.raises(ValueError, match="direction must be"):
         Metric("bad", 2, "no")
+
+
+# -- abstention (LoCoMo's adversarial questions) ----------------------------------------------
+def test_question_coverage_by_hand() -> None:
+    from memlab.lab.metrics import question_coverage
+
+    q = "What did Caroline realize after her charity race?"  # caroline realize after charity race
+    assert question_coverage(q, ["Melanie: I ran a charity race on Saturday."]) == 2 / 5
+    assert question_coverage(q, ["charity", "Caroline had a charity race after all"]) == 4 / 5
+    assert question_coverage(q, []) == 0.0
+    assert question_coverage("what is it?", ["anything"]) == 1.0  # no content words
+
+
+def _abstention_transcript() -> Transcript:
+    data = {
+        "format": "memlab.transcript/1",
+        "id": "adv",
+        "meta": {"dataset": "locomo"},
+        "turns": [
+            {"id": "D1:1", "ts": "2026-01-01T00:00:00Z", "scope": "c", "role": "user",
+             "text": "Melanie: I ran a charity race on Saturday.", "session": "session_1"},
+            {"id": "Q1", "ts": "2026-01-02T00:00:00Z", "scope": "c", "role": "user",
+             "text": "What did Caroline realize after her charity race?",
+             "probe": {"evidence": ["D1:1"], "answer": "self-care matters", "scored": False,
+                       "detached": True, "category": "adversarial",
+                       "meta": {"abstention": True}}},
+            {"id": "Q2", "ts": "2026-01-02T00:00:01Z", "scope": "c", "role": "user",
+             "text": "When did Melanie run the charity race?",
+             "probe": {"evidence": ["D1:1"], "answer": "Saturday", "detached": True,
+                       "category": "temporal"}},
+        ],
+    }  # fmt: skip
+    return Transcript.from_dict(data)
+
+
+def test_abstention_proxies_on_abstention_and_answerable_questions() -> None:
+    t = _abstention_transcript()
+    ctx = Context([ContextItem(t.turns[0].text, 10, "turn", "c", "user", ("D1:1",), 0.9)])
+    adv = score_probe(t, 1, t.turns[1], ctx, benchmark=True, abstain_below=0.65)
+    assert adv["question_coverage"] == 2 / 5 and adv["abstention_proxy"] == 1.0
+    assert "false_abstention_proxy" not in adv
+    ok = score_probe(t, 2, t.turns[2], ctx, benchmark=True, abstain_below=0.65)
+    # terms melanie, run, charity, race: three of four in the turn ("ran" is not "run")
+    assert ok["question_coverage"] == 0.75 and ok["false_abstention_proxy"] == 0.0
+    assert "abstention_proxy" not in ok
+    strict = score_probe(t, 2, t.turns[2], ctx, benchmark=True, abstain_below=0.8)
+    assert strict["false_abstention_proxy"] == 1.0
+    off = score_probe(t, 1, t.turns[1], ctx)  # not a benchmark run: no proxies
+    assert not {"abstention_proxy", "question_coverage"} & set(off)

@@ -6,6 +6,7 @@ import pytest
 
 from memlab.lab.strategies import (
     MemoryStrategy,
+    RanksHaystack,
     SlidingWindow,
     Strategy,
     StuffAll,
@@ -120,3 +121,38 @@ def test_skipping_agent_and_tool_turns(t: Transcript) -> None:
     feed(s, t, "t9")
     roles = {r.meta["role"] for r in s.layer.store.list("alice:support")}
     assert roles == {"user"}
+
+
+# -- full rankings (the haystack_* metrics) ----------------------------------------------
+def test_baselines_rank_every_kept_turn_newest_first(t: Transcript) -> None:
+    for s in (StuffAll(context_limit=25), SlidingWindow(window_turns=3)):
+        assert isinstance(s, RanksHaystack)
+        probe = feed(s, t, "t9")
+        full = [p for prov in s.ranking(probe) for p in prov]
+        assert full == ["t8", "t7", "t6", "t5", "t4", "t2", "t1", "t0"]  # not cut at all
+        assert full[: len(ids(s.context(probe, 800)))] == ids(s.context(probe, 800))[::-1]
+
+
+def test_memory_ranking_is_the_layers_full_ranking_with_provenance(t: Transcript) -> None:
+    s = memory(
+        summarizer=ExtractiveSummarizer(),
+        summarize=SummarizePolicy(
+            trigger_tokens=20, chunk_tokens=40, keep_recent=2, max_gap_hours=48
+        ),
+    )
+    assert isinstance(s, RanksHaystack)
+    probe = feed(s, t, "t9")
+    before = {r.id: r.access_count for r in s.layer.store.list("alice:support")}
+    full = s.ranking(probe)
+    # Every active record (a summary carries every turn it folded), none touched.
+    assert len(full) == s.layer.store.count("alice:support")
+    assert any(len(p) > 1 for p in full) and "t0" in {x for p in full for x in p}
+    assert {r.id: r.access_count for r in s.layer.store.list("alice:support")} == before
+    # The context is packed from that ranking (skip-and-continue: in its order).
+    ctx = s.context(probe, 30)
+    packed = [i.provenance for i in ctx.items]
+    assert packed and packed == [p for p in full if p in packed]
+    assert len(packed) < len(full)
+    # Records made behind the strategy's back are still ranked with their provenance.
+    s.layer.remember("alice:support", "We deploy on GKE, said the ops log.", provenance=["x1"])
+    assert ("x1",) in s.ranking(probe)

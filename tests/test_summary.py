@@ -48,6 +48,11 @@ def test_category_groups_keep_unscored_probes_apart() -> None:
     assert groups["category:a"] == [0] and groups["unscored:a"] == [1]
     assert groups["category:b"] == [2] and groups["unscored:c"] == [3]
     assert "category:c" not in groups and "unscored:b" not in groups
+    # Abstention questions (LoCoMo's adversarial, LongMemEval's _abs) have their own groups.
+    probes["abstention"] = [False, True, False, False, False]
+    groups = {k: list(v[v].index) for k, v in probe_groups(probes).items()}
+    assert groups["abstention:a"] == [1] and "unscored:a" not in groups
+    assert groups["unscored:c"] == [3] and groups["all"] == [0, 2, 4]
 
 
 def test_tables_are_written_summary_last_and_sealed(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """PNG charts of a run (recall and precision, prompt size, store growth, stale
 facts, per-category recall; with a reader, answer accuracy against prompt size
 and per category) and of a multirun (Pareto front, precision against prompt
-size, heatmaps over two swept keys). Axes say what is drawn and over what."""
+size, heatmaps over two swept keys), and differences between strategies with
+their paired intervals. Axes say what is drawn and over what."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def charts(
         written.append(_save(fig, out / "stale_rate.png"))
 
     # 5. Per-category evidence recall and answer-in-context, when probes carry
-    # categories; unscored groups (adversarial, abstention) are drawn hatched.
+    # categories; abstention and unscored groups are drawn hatched.
     for metric, title, name in (
         ("evidence_recall", "Evidence recall", "evidence_recall_by_category.png"),
         ("answer_in_context", "Answer found in the context", "answer_in_context_by_category.png"),
@@ -191,16 +192,56 @@ def accuracy_chart(summary: pd.DataFrame, out: Path) -> Path | None:
     return _save(fig, out / "accuracy_vs_prompt_tokens.png")
 
 
+def difference_chart(
+    table: pd.DataFrame, metric: str, out: Path, prefix: str = "difference"
+) -> Path | None:
+    """The differences of one metric against the reference (``differences`` rows),
+    with their paired intervals: one row per strategy, one marker per group
+    (filled when the interval excludes 0), a line at 0; ``<prefix>_<metric>.png``."""
+    sub = table[table["metric"] == metric]
+    if sub.empty:
+        return None
+    groups = list(dict.fromkeys(sub["group"]))
+    strategies = list(dict.fromkeys(sub["strategy"]))
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(strategies) * max(1, len(groups)) ** 0.5 + 2))
+    step = 0.8 / max(1, len(groups))
+    for k, g in enumerate(groups):
+        rows = sub[sub["group"] == g].set_index("strategy").reindex(strategies)
+        y = np.arange(len(strategies)) + k * step
+        err = np.vstack([rows["diff"] - rows["ci_low"], rows["ci_high"] - rows["diff"]]).clip(min=0)
+        color = f"C{k % 10}"
+        ax.errorbar(rows["diff"], y, xerr=err, fmt="none", ecolor=color, capsize=2, lw=1)
+        shown = rows["shown"].fillna(False).astype(bool).to_numpy()
+        ax.scatter(rows["diff"][shown], y[shown], color=color, zorder=3, label=g)
+        ax.scatter(rows["diff"][~shown], y[~shown], facecolors="white", edgecolors=color, zorder=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(np.arange(len(strategies)) + step * (len(groups) - 1) / 2, strategies)
+    ax.invert_yaxis()
+    ref = str(sub["reference"].iloc[0])
+    ax.set_xlabel(f"{metric}: strategy - {ref}, same probes (mean, paired bootstrap 95% CI)")
+    ax.set_title(f"Difference from {ref} (filled: the interval excludes 0)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
+    out.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in metric)
+    return _save(fig, out / f"{prefix}_{safe}.png")
+
+
+OUTSIDE_ALL = ("abstention:", "unscored:")
+"""Groups kept out of the ``all`` averages (drawn hatched)."""
+
+
 def _category_chart(
     plt: Any, summary: pd.DataFrame, strategies: list[str], metric: str, title: str, path: Path
 ) -> Path | None:
-    is_cat = summary.group.str.startswith(("category:", "unscored:"))
+    is_cat = summary.group.str.startswith(("category:", *OUTSIDE_ALL))
     cats = summary[is_cat & (summary.metric == metric)]
     if cats.empty:
         return None
-    groups = sorted(dict.fromkeys(cats.group), key=lambda g: (g.startswith("unscored:"), g))
+    groups = sorted(dict.fromkeys(cats.group), key=lambda g: (g.startswith(OUTSIDE_ALL), g))
     labels = [
-        g.split(":", 1)[1] + ("\n(unscored)" if g.startswith("unscored:") else "") for g in groups
+        g.split(":", 1)[1] + (f"\n({g.split(':', 1)[0]})" if g.startswith(OUTSIDE_ALL) else "")
+        for g in groups
     ]
     fig, ax = plt.subplots(figsize=(max(8, 0.22 * len(groups) * len(strategies) + 3), 4.5))
     width = 0.8 / len(strategies)
@@ -208,7 +249,7 @@ def _category_chart(
         sub = cats[cats.strategy == s].set_index("group").reindex(groups)
         bars = ax.bar(np.arange(len(groups)) + k * width, sub["mean"], width, label=s)
         for bar, g in zip(bars, groups, strict=True):
-            if g.startswith("unscored:"):
+            if g.startswith(OUTSIDE_ALL):
                 bar.set_hatch("//")
     n = cats[cats.strategy == strategies[0]].set_index("group")["n"].reindex(groups)
     ax.set_xticks(

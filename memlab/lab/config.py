@@ -62,12 +62,14 @@ def _check(ok: bool, key: str, problem: str) -> None:
 # -- the lab's own settings ---------------------------------------------------------
 @dataclass
 class TranscriptsConfig:
-    """Which transcripts to replay (``name``: a dataset in ``DATASETS``)."""
+    """Which transcripts to replay (``name``: a dataset in ``DATASETS``), and an
+    errata file to apply to them (``errata``: see ``memlab.lab.errata``)."""
 
     name: str = "synthetic"
     path: str | None = None
     limit: int | None = None
     ids: list[str] | None = None
+    errata: str | None = None
 
     def __post_init__(self) -> None:
         _check(
@@ -90,13 +92,29 @@ class CacheConfig:
 
 @dataclass
 class ReportConfig:
+    """How a run is scored and reported (the run-level ``report`` node).
+
+    ``benchmark_metrics``: the ranked retrieval families (``haystack_*``,
+    ``context_*``) and the abstention proxies; null computes them for transcripts
+    from a benchmark adapter (LoCoMo, LongMemEval). ``abstain_below``: the
+    question coverage under which a context counts as "would abstain"
+    (``abstention_proxy``; chosen on LoCoMo conv-26, see docs/trust.md).
+    """
+
     charts: bool = True
     bootstrap: int = 1000
     far_turns: int = default_of(ReplaySettings, "far_turns")
+    benchmark_metrics: bool | None = default_of(ReplaySettings, "benchmark_metrics")
+    abstain_below: float = default_of(ReplaySettings, "abstain_below")
 
     def __post_init__(self) -> None:
         _check(self.bootstrap >= 0, "report.bootstrap", f"must be >= 0, got {self.bootstrap}")
         _check(self.far_turns >= 1, "report.far_turns", f"must be >= 1, got {self.far_turns}")
+        _check(
+            0.0 <= self.abstain_below <= 1.0,
+            "report.abstain_below",
+            f"must be in 0..1, got {self.abstain_below}",
+        )
 
 
 PRUNERS = ("median", "none")

@@ -16,18 +16,19 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memlab.errors import ConfigError
-from memlab.lab import fingerprint
+from memlab.errors import ConfigError, InputError
+from memlab.lab import errata, fingerprint
 from memlab.lab.answering import Answering, Answers
 from memlab.lab.config import Plugin, Validated, answer_settings, validate
-from memlab.lab.files import atomic_write_text
+from memlab.lab.files import atomic_write, atomic_write_text
+from memlab.lab.judges import Judge
 from memlab.lab.readers import NO_READER
 from memlab.lab.replay import ReplaySettings, run_experiment
 from memlab.lab.schema import build, parameters
@@ -47,6 +48,8 @@ from memlab.memory import (
 )
 
 STORE_TEMPLATES = ("path", "table", "schema")
+ERRATA_FILE = "errata.csv"
+ERRATA_IMPACT_FILE = "errata_impact.csv"
 
 
 # -- plug-ins -------------------------------------------------------------------------
@@ -120,6 +123,34 @@ def answering(v: Validated, progress: bool | None = None) -> Answering | None:
         raise
     shown = v.run.progress if progress is None else progress
     return Answering(reader, judge, settings, progress=shown)
+
+
+def calibration_judge(overrides: Sequence[str]) -> Judge:
+    """The judge ``memlab judge calibrate`` grades with: the ``judge`` config group
+    and its keys as a run would build it (``judge=llm judge.prompt=locomo_strict
+    judge.model=...``), behind the model cache (``cache.*``). Its endpoint is not
+    checked here (``Judge.check``).
+
+    Raises:
+        InputError: an override that is not a judge or cache key.
+        ConfigError: an unknown judge, key or value.
+    """
+    from memlab.lab.config import CacheConfig, compose, plugin
+    from memlab.lab.schema import structured
+
+    others = [o for o in overrides if not o.lstrip("+~").startswith(("judge", "cache."))]
+    if others:
+        raise InputError(
+            f"judge calibrate takes judge=NAME, judge.KEY=VALUE and cache.KEY=VALUE "
+            f"overrides, not {others}"
+        )
+    cfg = compose(list(overrides))
+    node = plugin("judge", cfg.get("judge"))
+    cache_cfg: CacheConfig = structured(CacheConfig, cfg.get("cache") or {}, "cache")
+    cache = ModelCache(cache_cfg.path) if cache_cfg.answers else None
+    extra = {"cache": cache} if "cache" in parameters(node.cls) else {}
+    judge: Judge = instantiate(node, **extra)
+    return judge
 
 
 def _short_hash(*parts: str) -> str:
@@ -199,6 +230,8 @@ def replay_settings(v: Validated) -> ReplaySettings:
         prompt_overhead_tokens=r.prompt_overhead_tokens,
         price_per_1k_tokens=r.price_per_1k_tokens,
         far_turns=r.report.far_turns,
+        benchmark_metrics=r.report.benchmark_metrics,
+        abstain_below=r.report.abstain_below,
     )
 
 
@@ -218,6 +251,7 @@ class RunResult:
     charts: list[Path]
     cache_stats: dict[str, str]
     answers: Answers | None = None
+    errata: pd.DataFrame | None = None
 
     @property
     def probes_per_strategy(self) -> int:
@@ -225,12 +259,43 @@ class RunResult:
 
 
 def load_transcripts(v: Validated, progress: bool | None = None) -> list[Transcript]:
-    """The transcripts the config names (``transcripts.*``)."""
+    """The transcripts the config names (``transcripts.*``), with the errata file
+    ``transcripts.errata`` applied (``memlab.lab.errata``).
+
+    Raises:
+        TranscriptError: the transcripts cannot be loaded.
+        ErrataError: the errata file is invalid or does not fit them.
+    """
     from memlab.lab.datasets import load_source
 
     t = v.run.transcripts
     shown = v.run.progress if progress is None else progress
-    return load_source(t.name, t.path, limit=t.limit, ids=t.ids, progress=shown)
+    loaded = load_source(t.name, t.path, limit=t.limit, ids=t.ids, progress=shown)
+    if t.errata:
+        loaded = errata.apply(loaded, errata.load(t.errata)).transcripts
+    return loaded
+
+
+def provenance(v: Validated, asking: Answering | None) -> dict[str, Any]:
+    """What the run's numbers rest on (``fingerprint.provenance``): the dataset's
+    SHA-256, the errata file's (and how many errata it holds), the judge's
+    identity (with a reader).
+
+    Raises:
+        TranscriptError: the dataset cannot be read to hash it.
+        ErrataError: the errata file cannot be read.
+    """
+    from memlab.lab.datasets import dataset_sha256
+    from memlab.lab.judges import provenance as judge_provenance
+
+    t = v.run.transcripts
+    fixes = None
+    if t.errata:
+        loaded = errata.load(t.errata)
+        fixes = {"file": Path(t.errata).name, "sha256": loaded.sha256,
+                 "entries": len(loaded.entries)}  # fmt: skip
+    judge = judge_provenance(asking.judge) if asking is not None else None
+    return fingerprint.provenance(t.name, dataset_sha256(t.name, t.path), fixes, judge)
 
 
 def run(
@@ -320,7 +385,7 @@ def _run(
 
         factories = strategy_factories(v, out, memo, m.summarizer)
         if not dry_run:
-            _write_config(out, v, transcripts)
+            _write_config(out, v, transcripts, provenance(v, asking))
         probes, turns = run_experiment(
             transcripts,
             factories,
@@ -338,11 +403,15 @@ def _run(
     if asking is not None:
         stats.update(_answer_cache_stats(asking))
     summary, written = pd.DataFrame(), []
+    impact = None
     if not dry_run:
         if answers is not None:
             probes = answers.merge(probes)
             _mark_incomplete(out, answers, probes, len(transcripts))
         summary = summarize(probes, turns, n_boot=v.run.report.bootstrap, seed=v.run.seed)
+        if v.run.transcripts.errata:
+            impact = errata_impact(probes)
+            atomic_write(out / ERRATA_IMPACT_FILE, lambda f: impact.to_csv(f, index=False))
         write_tables(out, probes, turns, summary)
         if v.run.report.charts:
             from memlab.lab.charts import charts
@@ -360,7 +429,16 @@ def _run(
         charts=written,
         cache_stats=stats,
         answers=answers,
+        errata=impact,
     )
+
+
+def errata_impact(probes: pd.DataFrame) -> pd.DataFrame:
+    """``errata.impact`` over every per-probe metric with a direction."""
+    from memlab.lab.metrics import metrics
+
+    names = [m.name for m in metrics("probe") if m.direction != 0 and m.name in probes]
+    return errata.impact(probes, names)
 
 
 def _answer_cache_stats(asking: Answering) -> dict[str, str]:
@@ -397,12 +475,18 @@ def _with(cfg: Any, overrides: Mapping[str, Any] | None) -> Any:
     return plain
 
 
-def _write_config(out: Path, v: Validated, transcripts: list[Transcript]) -> None:
-    """config.yaml (the effective config) and an unsealed fingerprint.json."""
+def _write_config(
+    out: Path, v: Validated, transcripts: list[Transcript], origin: Mapping[str, Any]
+) -> None:
+    """config.yaml (the effective config), an unsealed fingerprint.json with the
+    run's provenance, and errata.csv when errata were applied."""
     from omegaconf import OmegaConf
 
     atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(v.config)))
-    fingerprint.write(out, fingerprint.fingerprint(transcripts, v.config))
+    fingerprint.write(out, fingerprint.fingerprint(transcripts, v.config, origin))
+    if v.run.transcripts.errata:
+        table = errata.applied(transcripts)
+        atomic_write(out / ERRATA_FILE, lambda f: table.to_csv(f, index=False))
 
 
 def effective_config(cfg: Any) -> dict[str, Any]:

@@ -21,11 +21,19 @@ A reader's and judge's model, endpoint, prompt and answer length are part of
 the experiment; how they were reached (timeouts, retries, the key's variable,
 concurrency, the cost limit, the endpoint check) is not.
 
-Format 2 (this one) records every key of the effective config: plug-ins by
-their registry ``name`` and each strategy with its own kind's keys. A format-1
-fingerprint (memlab 0.1 before the registries) is read as format 2: plug-ins
-named by ``_target_`` get their registry name, strategy keys that the kind does
-not have are dropped, and keys it did not record are not compared.
+Provenance (``provenance``): what the numbers rest on besides the config:
+the dataset's SHA-256 (its file, or its folder's files), the errata file's
+SHA-256 and how many errata it applied, and the judge's name, model and prompt
+hash. The gate refuses runs whose provenance differs (a deliberate comparison
+passes ``--allow-config provenance.<part>``).
+
+Format 3 (this one) records every key of the effective config (plug-ins by
+their registry ``name``, each strategy with its own kind's keys) and the
+provenance. A format-2 fingerprint recorded no provenance (read as not known,
+and not compared). A format-1 fingerprint (memlab 0.1 before the registries) is
+read as format 2: plug-ins named by ``_target_`` get their registry name,
+strategy keys that the kind does not have are dropped, and keys it did not
+record are not compared.
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ from memlab.errors import MemlabError
 from memlab.lab.files import atomic_write
 from memlab.lab.transcripts import Transcript
 
-FORMAT = "memlab.fingerprint/2"
+FORMAT = "memlab.fingerprint/3"
+FORMAT_2 = "memlab.fingerprint/2"
 FORMAT_1 = "memlab.fingerprint/1"
 SUMMARY = "summary.csv"
 FILENAME = "fingerprint.json"
@@ -98,9 +107,14 @@ def experiment_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sorted(flatten(config).items()) if not _matches(k, VOLATILE_KEYS)}
 
 
-def fingerprint(transcripts: Sequence[Transcript], config: Mapping[str, Any]) -> dict[str, Any]:
-    """The fingerprint of a run: transcript ids with content hashes, and the
-    experiment config (a resolved plain dict) with its hash."""
+def fingerprint(
+    transcripts: Sequence[Transcript],
+    config: Mapping[str, Any],
+    provenance: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The fingerprint of a run: transcript ids with content hashes, the experiment
+    config (a resolved plain dict) with its hash, and the provenance (see
+    ``provenance``; None records an unknown one)."""
     from memlab import __version__
 
     exp = experiment_config(config)
@@ -111,6 +125,29 @@ def fingerprint(transcripts: Sequence[Transcript], config: Mapping[str, Any]) ->
         "transcripts": {t.id: transcript_hash(t) for t in transcripts},
         "config_sha256": hashlib.sha256(blob).hexdigest(),
         "config": exp,
+        "provenance": dict(provenance) if provenance is not None else None,
+    }
+
+
+def provenance(
+    dataset: str,
+    dataset_sha256: str | None,
+    errata: Mapping[str, Any] | None = None,
+    judge: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A run's provenance.
+
+    Args:
+        dataset: the dataset's name (``transcripts.name``).
+        dataset_sha256: the SHA-256 of what it read (``datasets.dataset_sha256``).
+        errata: ``{"sha256", "entries", "applied"}`` of the errata file, or None.
+        judge: ``judges.provenance`` of the judge that graded the answers, or None
+            (no reader).
+    """
+    return {
+        "dataset": {"name": dataset, "sha256": dataset_sha256},
+        "errata": dict(errata) if errata is not None else None,
+        "judge": dict(judge) if judge is not None else None,
     }
 
 
@@ -194,7 +231,7 @@ def load(folder: Path, what: str = "run") -> dict[str, Any]:
         ) from None
     except (OSError, json.JSONDecodeError) as exc:
         raise MemlabError(f"{path} is unreadable ({exc}); re-run to regenerate it") from None
-    if not isinstance(data, dict) or data.get("format") not in (FORMAT, FORMAT_1):
+    if not isinstance(data, dict) or data.get("format") not in (FORMAT, FORMAT_2, FORMAT_1):
         raise MemlabError(f"{path} is not a {FORMAT} file; re-run to regenerate it")
     if data["format"] == FORMAT_1:
         data["config"] = upgrade_config(data.get("config", {}))
@@ -257,6 +294,7 @@ def differences(
         out.append(f"transcripts not in the baseline: {_few(extra)}")
     if changed:
         out.append(f"transcripts whose content changed: {_few(changed)}")
+    out += provenance_differences(baseline, run, allow)
     bc, rc = baseline.get("config", {}), run.get("config", {})
     for key in sorted(set(bc) | set(rc)):
         if _matches(key, allow):
@@ -270,6 +308,41 @@ def differences(
         elif bc[key] != rc[key]:
             out.append(f"config key {key}: {bc[key]!r} in the baseline, {rc[key]!r} in the run")
     return out
+
+
+PROVENANCE_KEYS = (
+    ("dataset", "sha256", "dataset file"),
+    ("errata", "sha256", "errata file"),
+    ("judge", "name", "judge"),
+    ("judge", "model", "judge model"),
+    ("judge", "prompt_sha256", "judge prompt"),
+)
+
+
+def provenance_differences(
+    baseline: Mapping[str, Any], run: Mapping[str, Any], allow: Sequence[str] = ()
+) -> list[str]:
+    """How two fingerprints' provenance differs, one line per difference. A
+    fingerprint that recorded none (format 1 or 2) is not compared; ``allow``
+    prefixes such as ``provenance.judge`` accept a part's differences."""
+    if not baseline.get("provenance") or not run.get("provenance"):
+        return []
+    bp, rp = baseline.get("provenance") or {}, run.get("provenance") or {}
+    out = []
+    for part, key, label in PROVENANCE_KEYS:
+        if _matches(f"provenance.{part}.{key}", allow):
+            continue
+        b, r = (bp.get(part) or {}).get(key), (rp.get(part) or {}).get(key)
+        if b != r:
+            out.append(f"{label} differs: {_short(b)} in the baseline, {_short(r)} in the run")
+    return out
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "none"
+    text = str(value)
+    return f"sha256 {text[:12]}…" if len(text) == 64 else repr(text)
 
 
 def _few(items: Sequence[str], n: int = 5) -> str:

@@ -17,11 +17,13 @@ A metric that does not apply to a probe (no needed facts, no evidence, no
 answer) is NaN for it and left out of that metric's mean; ``n`` in the summary
 counts the probes that were scored.
 
-For probes with evidence sessions (LongMemEval), the upstream retrieval measures
-``recall_any@k``, ``recall_all@k`` and ``ndcg_any@k`` (k in 1, 3, 5, 10, 30, 50)
-are computed at session and turn level on the strategy's ranked context; they
-are named ``session_recall_any@5``, ``turn_ndcg_any@10``... and only appear in
-the rows of such probes.
+Ranked retrieval (``memlab.lab.ranking``): LongMemEval's ``recall_any@k``,
+``recall_all@k`` and ``ndcg@k`` at session and turn level, in two families named
+apart: ``haystack_*`` on the strategy's full ranking of its memory before packing
+(comparable with published tables) and ``context_*`` on the ranking of the packed
+context (bound by the budget). They are computed for probes with evidence when
+``report.rankings`` asks for them (by default: transcripts from a benchmark
+adapter, LoCoMo and LongMemEval).
 """
 
 from __future__ import annotations
@@ -30,27 +32,29 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
 
+from memlab.lab import ranking
 from memlab.lab.strategies.base import Context, ContextItem, session_scope
 from memlab.lab.transcripts import Transcript, Turn
 from memlab.memory import estimate_tokens
+from memlab.memory.lexical import terms
 from memlab.registry import Registry
 
 UNTRUSTED = frozenset({"tool", "web"})
+ABSTAIN_BELOW = 0.65
+"""The default ``report.abstain_below``: a context whose best item covers less of
+the question's terms than this would make a reader abstain (``abstention_proxy``).
+Chosen on LoCoMo conv-26 alone (the value of 0.05 steps that best separates its
+adversarial questions from its answerable ones for memory_longterm and the
+reference retrievers at 800 tokens); figures are reported on conv-30
+(docs/trust.md)."""
 _NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
-RANK_KS = (1, 3, 5, 10, 30, 50)
-RANK_LEVELS = ("session", "turn")
-_RANK_KINDS = {
-    "recall_any": "1 if any {unit} of the evidence is among the top {k} ranked {unit}s",
-    "recall_all": "1 if every {unit} of the evidence is among the top {k} ranked {unit}s",
-    "ndcg_any": "nDCG of the top {k} ranked {unit}s with binary relevance (upstream LongMemEval)",
-}
 
 
 _ORDER = itertools.count()  # registration order
@@ -237,7 +241,32 @@ def answer_in_context(context_text: str, answer: str | None) -> float:
     return float(contains(context_text, answer))
 
 
-# -- ranked retrieval (LongMemEval's upstream measures) -----------------------------
+def question_coverage(question: str, item_texts: Sequence[str]) -> float:
+    """How much of the question one context item covers: the largest share, over the
+    items, of the question's distinct terms (stemmed content words, as BM25 reads
+    them) that the item holds.
+
+    Formula: max_i |terms(q) ∩ terms(item_i)| / |terms(q)|. A question without
+    content words: 1.0; no items: 0.0.
+    """
+    wanted = _term_set(question)
+    if not wanted:
+        return 1.0
+    best = 0
+    for text in item_texts:
+        best = max(best, len(wanted & _term_set(text)))
+        if best == len(wanted):
+            break
+    return best / len(wanted)
+
+
+@lru_cache(maxsize=1 << 16)
+def _term_set(text: str) -> frozenset[str]:
+    # Cached: every probe of a replay reads the same turns again.
+    return frozenset(terms(text))
+
+
+# -- the context's ranking -----------------------------------------------------------
 def ranked_items(context: Context) -> list[ContextItem]:
     """The context's items best first.
 
@@ -250,92 +279,6 @@ def ranked_items(context: Context) -> list[ContextItem]:
     if any(i.score is None for i in items):
         items.reverse()
     return items
-
-
-def ranked_turns(items: Sequence[ContextItem], known: Collection[str]) -> list[str]:
-    """Turn ids in rank order: each item's provenance in order (a summary ranks all
-    the turns it folded at its own rank), ids not in ``known`` dropped, each turn
-    kept at its first (best) rank."""
-    out: dict[str, None] = {}
-    for item in items:
-        for pid in item.provenance:
-            if pid in known:
-                out.setdefault(pid)
-    return list(out)
-
-
-def ranked_sessions(turns: Sequence[str], session_of: Callable[[str], str | None]) -> list[str]:
-    """Session ids in rank order: each ranked turn's session, kept at its first rank
-    (what upstream's turn-to-session evaluation does by widening k until the top
-    turns cover k distinct sessions). Turns without a session are skipped."""
-    out: dict[str, None] = {}
-    for t in turns:
-        s = session_of(t)
-        if s is not None:
-            out.setdefault(s)
-    return list(out)
-
-
-def recall_any_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """1.0 if any relevant id is in ``ranking[:k]``, else 0.0. No relevant ids: NaN.
-
-    Formula: 1[|top_k ∩ R| > 0] (upstream LongMemEval ``recall_any@k``)."""
-    if not relevant:
-        return math.nan
-    rel = set(relevant)
-    return float(any(x in rel for x in ranking[:k]))
-
-
-def recall_all_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """1.0 if every relevant id is in ``ranking[:k]``, else 0.0. No relevant ids: NaN.
-
-    Formula: 1[R ⊆ top_k] (upstream LongMemEval ``recall_all@k``)."""
-    if not relevant:
-        return math.nan
-    top = set(ranking[:k])
-    return float(all(x in top for x in set(relevant)))
-
-
-def _dcg(relevances: Sequence[float]) -> float:
-    # Upstream's discount: rank 1 and rank 2 both count fully, rank r >= 2 is
-    # divided by log2(r).
-    return sum(r if i == 0 else r / math.log2(i + 1) for i, r in enumerate(relevances))
-
-
-def ndcg_any_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """Normalized discounted cumulative gain of ``ranking[:k]`` with binary relevance,
-    as upstream LongMemEval computes it. No relevant ids: NaN.
-
-    Formula: DCG@k / IDCG@k with DCG = rel_1 + sum_{r=2..k} rel_r / log2(r)
-    (rel_r = 1 if the id at rank r is relevant) and IDCG the DCG of
-    min(|R|, k) relevant ids at the top. Empty ranking (with relevant ids): 0.0.
-    """
-    if not relevant:
-        return math.nan
-    rel = set(relevant)
-    dcg = _dcg([1.0 if x in rel else 0.0 for x in ranking[:k]])
-    ideal = _dcg([1.0] * min(len(rel), k))
-    return dcg / ideal
-
-
-def retrieval_metrics(
-    turns: Sequence[str],
-    sessions: Sequence[str],
-    evidence: Collection[str],
-    evidence_sessions: Collection[str],
-    ks: Sequence[int] = RANK_KS,
-) -> dict[str, float]:
-    """Every ``{session,turn}_{recall_any,recall_all,ndcg_any}@k`` for one probe."""
-    out: dict[str, float] = {}
-    for level, ranking, relevant in (
-        ("session", sessions, evidence_sessions),
-        ("turn", turns, evidence),
-    ):
-        for k in ks:
-            out[f"{level}_recall_any@{k}"] = recall_any_at_k(ranking, relevant, k)
-            out[f"{level}_recall_all@{k}"] = recall_all_at_k(ranking, relevant, k)
-            out[f"{level}_ndcg_any@{k}"] = ndcg_any_at_k(ranking, relevant, k)
-    return out
 
 
 def needed_facts(transcript: Transcript, index: int, probe: Turn) -> list[tuple[str, list[str]]]:
@@ -390,6 +333,9 @@ class Scoring:
         *,
         prompt_overhead_tokens: int = 0,
         price_per_1k_tokens: float = 0.0,
+        ranking: Sequence[Sequence[str]] | None = None,
+        benchmark: bool = False,
+        abstain_below: float = ABSTAIN_BELOW,
     ) -> None:
         assert probe.probe is not None, "scoring needs a probe turn"
         self.transcript = transcript
@@ -399,6 +345,9 @@ class Scoring:
         self.context = context
         self.prompt_overhead_tokens = prompt_overhead_tokens
         self.price_per_1k_tokens = price_per_1k_tokens
+        self.ranking = ranking
+        self.benchmark = benchmark
+        self.abstain_below = abstain_below
 
     @cached_property
     def needed(self) -> list[tuple[str, list[str]]]:
@@ -434,15 +383,47 @@ class Scoring:
     def prompt_tokens(self) -> int:
         return self.context.tokens + estimate_tokens(self.turn.text) + self.prompt_overhead_tokens
 
+    # -- ranked retrieval (memlab.lab.ranking) ------------------------------------------
     @cached_property
-    def retrieval(self) -> dict[str, float]:
-        """The session/turn rank measures; empty unless the probe has evidence sessions."""
-        if not self.probe.evidence_sessions:
+    def haystack(self) -> list[str]:
+        """The turns the probe is asked against: its scope's, observed before it."""
+        return self.transcript.observed(self.index, self.turn.scope)
+
+    def _ranked(self, family: str, provenances: Sequence[Sequence[str]] | None) -> dict[str, float]:
+        if not self.benchmark or provenances is None:
             return {}
-        sessions_of = self.transcript.sessions
-        turns = ranked_turns(self.ranked, sessions_of)
-        sessions = ranked_sessions(turns, sessions_of.get)
-        return retrieval_metrics(turns, sessions, self.probe.evidence, self.probe.evidence_sessions)
+        if not (self.probe.evidence or self.probe.evidence_sessions):
+            return {}
+        corpus = self.haystack
+        turns = ranking.ranked_turns(provenances, set(corpus))
+        return ranking.measures(
+            family,
+            turns,
+            self.transcript.sessions.get,
+            self.probe.evidence,
+            self.probe.evidence_sessions,
+            corpus,
+        )
+
+    @cached_property
+    def context_ranked(self) -> dict[str, float]:
+        """The ``context_*`` family: the packed context's ranking."""
+        return self._ranked("context", [i.provenance for i in self.ranked])
+
+    @cached_property
+    def haystack_ranked(self) -> dict[str, float]:
+        """The ``haystack_*`` family: the strategy's full ranking (when it exposes one)."""
+        return self._ranked("haystack", self.ranking)
+
+    # -- abstention (LoCoMo's adversarial questions, LongMemEval's _abs questions) -----
+    @cached_property
+    def abstention(self) -> bool:
+        return bool(self.probe.meta.get("abstention"))
+
+    @cached_property
+    def coverage(self) -> float:
+        """``question_coverage`` of the context."""
+        return question_coverage(self.turn.text, [i.text for i in self.context.items])
 
 
 def _probe_metric(
@@ -631,21 +612,23 @@ register_metric(
 )
 
 
-def _retrieval_value(name: str) -> Callable[[Scoring], float | None]:
+def _ranked_value(name: str, family: str) -> Callable[[Scoring], float | None]:
     def compute(s: Scoring) -> float | None:
-        return s.retrieval.get(name)
+        values = s.haystack_ranked if family == "haystack" else s.context_ranked
+        return values.get(name)
 
     return compute
 
 
-for _level in RANK_LEVELS:
-    for _k in RANK_KS:
-        for _kind, _text in _RANK_KINDS.items():
-            _name = f"{_level}_{_kind}@{_k}"
-            register_metric(
-                Metric(_name, +1, _text.format(unit=_level, k=_k), compute=_retrieval_value(_name))
-            )
-RANK_METRICS = [f"{lv}_{kd}@{k}" for lv in RANK_LEVELS for k in RANK_KS for kd in _RANK_KINDS]
+for _family in ranking.FAMILIES:
+    for _name in ranking.metric_names(_family):
+        register_metric(
+            Metric(_name, +1, ranking.describe(_name), compute=_ranked_value(_name, _family))
+        )
+HAYSTACK_METRICS = ranking.metric_names("haystack")
+"""The full-ranking family (comparable with published retrieval tables)."""
+CONTEXT_METRICS = ranking.metric_names("context")
+"""The budget-bound family (ranked retrieval within the packed context)."""
 
 
 @_probe_metric(
@@ -655,6 +638,37 @@ RANK_METRICS = [f"{lv}_{kd}@{k}" for lv in RANK_LEVELS for k in RANK_KS for kd i
 )
 def _evidence_recall_at_10(s: Scoring) -> float:
     return evidence_recall_at_k(s.ranked, s.probe.evidence, 10)
+
+
+@_probe_metric(
+    "question_coverage",
+    0,
+    "the largest share of the question's terms one context item holds (benchmark probes)",
+)
+def _question_coverage(s: Scoring) -> float | None:
+    return s.coverage if s.benchmark else None
+
+
+@_probe_metric(
+    "abstention_proxy",
+    +1,
+    "abstention questions whose context covers the question too little (it would abstain)",
+)
+def _abstention_proxy(s: Scoring) -> float | None:
+    if not s.benchmark or not s.abstention:
+        return None
+    return float(s.coverage < s.abstain_below)
+
+
+@_probe_metric(
+    "false_abstention_proxy",
+    -1,
+    "answerable questions whose context covers the question too little (it would abstain)",
+)
+def _false_abstention_proxy(s: Scoring) -> float | None:
+    if not s.benchmark or s.abstention or not s.probe.scored:
+        return None
+    return float(s.coverage < s.abstain_below)
 
 
 # Answer metrics: set by the reader and judge (memlab.lab.answering) on the probes
@@ -700,13 +714,15 @@ for _column, _text in (
 
 
 def score_probe(
-    transcript: Transcript, index: int, probe: Turn, context: Context, **prices: Any
+    transcript: Transcript, index: int, probe: Turn, context: Context, **settings: Any
 ) -> dict[str, float]:
     """Every registered per-probe metric for one context (in registration order).
 
-    ``prices``: ``prompt_overhead_tokens`` and ``price_per_1k_tokens`` (see ``Scoring``).
+    ``settings``: ``Scoring``'s keyword arguments (``prompt_overhead_tokens``,
+    ``price_per_1k_tokens``, the strategy's full ``ranking``, ``benchmark`` for the
+    ranked and abstention measures, ``abstain_below``).
     """
-    s = Scoring(transcript, index, probe, context, **prices)
+    s = Scoring(transcript, index, probe, context, **settings)
     row: dict[str, float] = {}
     for m in metrics("probe"):
         if m.compute is not None:
@@ -714,6 +730,15 @@ def score_probe(
             if value is not None:
                 row[m.name] = value
     return row
+
+
+@lru_cache(maxsize=16)
+def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
+    # The same (n, n_boot, seed) always draws the same indices: a summary draws them
+    # once for all its metrics of that n instead of once per metric.
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx.flags.writeable = False
+    return idx
 
 
 def bootstrap_ci(
@@ -733,9 +758,7 @@ def bootstrap_ci(
     mean = float(arr.mean())
     if n == 1 or n_boot <= 0 or np.all(arr == arr[0]):
         return mean, mean, mean, n
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    means = arr[idx].mean(axis=1)
+    means = arr[_resamples(n, n_boot, seed)].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return mean, float(lo), float(hi), n

@@ -16,10 +16,11 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.lab.metrics import evidence_distance, score_probe
+from memlab.lab import errata
+from memlab.lab.metrics import ABSTAIN_BELOW, evidence_distance, score_probe
 from memlab.lab.schema import default_of
-from memlab.lab.strategies.base import Context, Strategy, StrategyFactory
-from memlab.lab.transcripts import Transcript, Turn
+from memlab.lab.strategies.base import Context, RanksHaystack, Strategy, StrategyFactory
+from memlab.lab.transcripts import Transcript, Turn, question_id
 from memlab.memory import RecallQuery
 from memlab.progress import bar
 
@@ -40,12 +41,25 @@ class ReplaySettings:
         price_per_1k_tokens: input price, for ``cost_usd``.
         far_turns: a probe whose evidence lies beyond this many same-scope
             turns counts as ``far``.
+        benchmark_metrics: compute the ranked retrieval families (``haystack_*``,
+            ``context_*``) and the abstention proxies; None: for transcripts from
+            a benchmark adapter (``meta.dataset`` set: LoCoMo, LongMemEval).
+        abstain_below: the question coverage under which a context counts as
+            "would abstain" (``abstention_proxy``).
     """
 
     budget: int = DEFAULT_BUDGET
     prompt_overhead_tokens: int = 60
     price_per_1k_tokens: float = 0.0
     far_turns: int = 10
+    benchmark_metrics: bool | None = None
+    abstain_below: float = ABSTAIN_BELOW
+
+    def benchmark(self, transcript: Transcript) -> bool:
+        """Whether ``transcript``'s probes get the benchmark measures."""
+        if self.benchmark_metrics is not None:
+            return self.benchmark_metrics
+        return bool(transcript.meta.get("dataset"))
 
 
 def replay(
@@ -64,19 +78,26 @@ def replay(
     """
     probes: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
+    benchmark = settings.benchmark(transcript)
+    ranks = isinstance(strategy, RanksHaystack)
     for i, turn in enumerate(transcript.turns):
         if turn.probe is not None:
+            # The full ranking first: it touches nothing, so the context is what it
+            # would be without it (and recall_ms does not include it).
+            full = None
+            if benchmark and ranks and (turn.probe.evidence or turn.probe.evidence_sessions):
+                full = strategy.ranking(turn)  # type: ignore[attr-defined]
             t0 = time.perf_counter()
             context = strategy.context(turn, settings.budget)
             recall_ms = (time.perf_counter() - t0) * 1e3
-            metrics = score_probe(
-                transcript,
-                i,
-                turn,
-                context,
-                prompt_overhead_tokens=settings.prompt_overhead_tokens,
-                price_per_1k_tokens=settings.price_per_1k_tokens,
-            )
+            scoring = {
+                "prompt_overhead_tokens": settings.prompt_overhead_tokens,
+                "price_per_1k_tokens": settings.price_per_1k_tokens,
+                "ranking": full,
+                "benchmark": benchmark,
+                "abstain_below": settings.abstain_below,
+            }
+            metrics = score_probe(transcript, i, turn, context, **scoring)
             distance = evidence_distance(transcript, i, turn)
             row: dict[str, Any] = {
                 "transcript": transcript.id,
@@ -89,10 +110,20 @@ def replay(
                 "distance": distance,
                 "far": distance is not None and distance > settings.far_turns,
                 "corrected": _needs_corrected(transcript, i, turn),
+                "abstention": bool(turn.probe.meta.get("abstention")),
+                "question_id": question_id(transcript, turn),
+                **_haystack_size(transcript, i, turn, benchmark),
                 **metrics,
                 "recall_ms": recall_ms,
                 "context_ids": " ".join(pid for item in context.items for pid in item.provenance),
             }
+            before = errata.original(turn)
+            if before is not None:
+                # The same context scored against the ground truth before the erratum.
+                record = turn.probe.meta[errata.META_KEY]
+                row["errata"] = f"{record['error_type']}:{record['action']}"
+                old = score_probe(transcript, i, before, context, **scoring)
+                row["errata_before"] = errata.before_row(old, turn)
             probes.append(row)
             if on_probe is not None:
                 on_probe(transcript, i, turn, context, row)
@@ -122,6 +153,16 @@ def replay(
             }
         )
     return probes, turns
+
+
+def _haystack_size(transcript: Transcript, index: int, turn: Turn, on: bool) -> dict[str, int]:
+    """How many turns and sessions the probe's haystack holds (for the ranked
+    metrics' "k >= haystack" flag); nothing without the benchmark measures."""
+    if not on:
+        return {}
+    observed = transcript.observed(index, turn.scope)
+    sessions = {s for s in map(transcript.sessions.get, observed) if s is not None}
+    return {"haystack_turns": len(observed), "haystack_sessions": len(sessions)}
 
 
 def _needs_corrected(transcript: Transcript, index: int, turn: Any) -> bool:

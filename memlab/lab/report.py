@@ -228,19 +228,32 @@ def rebuild(
     heatmap: tuple[str, str] | None = None,
     metric: str | None = None,
     strategy: str | None = None,
+    reference: str | None = None,
+    differences: Sequence[str] | None = None,
 ) -> list[str]:
-    """Rebuild summary.csv and charts of a run folder, or of every job of a multirun
-    folder plus the sweep report (``sweep_report``); return lines to print."""
+    """Rebuild summary.csv and charts of a run folder, with the report of how far to
+    trust it (``memlab.lab.run_report``: differences against ``reference`` for the
+    metrics ``differences``, minimum detectable differences, the ranked retrieval
+    families, abstention, errata; report.md), or of every job of a multirun folder
+    plus the sweep report (``sweep_report``); return lines to print."""
+    from memlab.lab import run_report
+
     lines: list[str] = []
     if is_run_dir(path):
         probes, turns = load_rows(path)
         summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
         write_summary(path, summary)
         written = charts(probes, turns, summary, path / "charts") if draw else []
+        sections, drawn = run_report.build(
+            path, probes, summary, reference=reference, metrics=differences,
+            n_boot=n_boot, seed=seed, draw=draw,
+        )  # fmt: skip
+        written += drawn
         lines.append(format_table(summary_table(summary)))
+        lines += run_report.to_text(sections)
         lines += _incomplete_note(path)
         lines.append(
-            f"\nrebuilt {path / 'summary.csv'}"
+            f"\nrebuilt {path / 'summary.csv'}, {path / run_report.REPORT}"
             + (f" and {len(written)} charts in {path / 'charts'}" if written else "")
         )
         return lines

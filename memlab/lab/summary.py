@@ -30,9 +30,12 @@ def probe_groups(probes: pd.DataFrame) -> dict[str, pd.Series]:
     ``all`` is every scored probe; ``far`` the scored probes whose evidence lies
     beyond ``report.far_turns`` same-scope turns; ``corrected`` the scored probes
     that need a fact that was corrected; ``category:<name>`` the scored probes of
-    a category; ``unscored:<name>`` its unscored probes (LoCoMo's adversarial
-    questions, LongMemEval's abstention questions), kept visible but out of every
-    other group's averages.
+    a category; ``abstention:<name>`` its abstention questions (LoCoMo's
+    adversarial questions, LongMemEval's ``_abs`` questions: the right answer is
+    that the conversation does not say), scored by their own metrics
+    (``abstention_proxy``; a reader's ``answer_accuracy``) and out of every other
+    group's averages; ``unscored:<name>`` its other unscored probes (e.g. a
+    question an erratum excluded), kept visible.
     """
     if probes.empty:
         return {}
@@ -42,9 +45,18 @@ def probe_groups(probes: pd.DataFrame) -> dict[str, pd.Series]:
         "far": scored & probes["far"].astype(bool),
         "corrected": scored & probes["corrected"].astype(bool),
     }
+    abstention = (
+        probes["abstention"].fillna(False).astype(bool)
+        if "abstention" in probes
+        else pd.Series(False, index=probes.index)
+    )
     category = probes["category"].fillna("")
     cats = sorted(c for c in category.unique() if c)
-    for prefix, wanted in (("category", scored), ("unscored", ~scored)):
+    for prefix, wanted in (
+        ("category", scored),
+        ("abstention", ~scored & abstention),
+        ("unscored", ~scored & ~abstention),
+    ):
         for cat in cats:
             mask = wanted & (category == cat)
             if mask.any():

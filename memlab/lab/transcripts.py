@@ -13,6 +13,7 @@ the latest mention of that fact, in the probe's scope, before the probe.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -107,6 +108,7 @@ class Transcript:
         self.index = {t.id: i for i, t in enumerate(self.turns)}
         self._fact_states: dict[tuple[int, str], dict[str, FactState]] = {}
         self._sessions: dict[str, str | None] | None = None
+        self._observed: dict[str, tuple[list[int], list[str]]] = {}
 
     @property
     def sessions(self) -> dict[str, str | None]:
@@ -114,6 +116,21 @@ class Transcript:
         if self._sessions is None:
             self._sessions = {t.id: t.session for t in self.turns}
         return self._sessions
+
+    def observed(self, before: int, scope: str) -> list[str]:
+        """Ids of the turns of ``scope`` that a strategy has observed before turn index
+        ``before``, oldest first (detached probes are never observed): the haystack
+        a probe at ``before`` is asked against."""
+        found = self._observed.get(scope)
+        if found is None:
+            kept = [
+                (i, t.id)
+                for i, t in enumerate(self.turns)
+                if t.scope == scope and not (t.probe is not None and t.probe.detached)
+            ]
+            found = self._observed[scope] = ([i for i, _ in kept], [tid for _, tid in kept])
+        indices, ids = found
+        return ids[: bisect.bisect_left(indices, before)]
 
     @property
     def probes(self) -> list[Turn]:
@@ -538,3 +555,13 @@ def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript,
         for i, turn in enumerate(t.turns):
             if turn.probe is not None:
                 yield t, i, turn
+
+
+def question_id(transcript: Transcript, turn: Turn) -> str:
+    """A probe's question id, the key errata files use (``memlab.lab.errata``): the id
+    its dataset's adapter gave it (``probe.meta.question_id``: LoCoMo's
+    ``locomo_<c>_qa<i>``, LongMemEval's ``question_id``), else
+    ``<transcript id>/<turn id>``."""
+    meta = turn.probe.meta if turn.probe is not None else {}
+    given = meta.get("question_id")
+    return str(given) if given else f"{transcript.id}/{turn.id}"

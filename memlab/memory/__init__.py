@@ -12,6 +12,7 @@ from memlab.memory.layer import (
     MemoryInput,
     MemoryLayer,
     NeighborPolicy,
+    Ranking,
     RecallResult,
     SummarizePolicy,
 )
@@ -116,6 +117,7 @@ __all__ = [
     "ProcedureRecorder",
     "QueryRewriter",
     "RankWeights",
+    "Ranking",
     "RecallQuery",
     "RecallResult",
     "ReflectPolicy",

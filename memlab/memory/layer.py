@@ -30,7 +30,16 @@ from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
 from memlab.memory.procedural import ProcedurePolicy, ToolCall, remember_procedure
-from memlab.memory.rank import HOUR, HalfLives, HybridRanker, RankWeights, adjacent_rows, pack
+from memlab.memory.rank import (
+    HOUR,
+    HalfLives,
+    HybridRanker,
+    RankWeights,
+    Scored,
+    adjacent_rows,
+    pack,
+    ranked,
+)
 from memlab.memory.records import (
     SOURCE_CODES,
     UNTRUSTED_SOURCES,
@@ -160,6 +169,29 @@ class RecallResult:
 
     def __getitem__(self, i: int) -> Hit:
         return self.hits[i]
+
+
+@dataclass
+class Ranking:
+    """Every active record of a scope, best first, as the ranker scored them for a
+    query: no token budget, no neighbours, no score threshold (``MemoryLayer.rank``).
+
+    Attributes:
+        query: the query.
+        ids: record ids, best first.
+        scores: their scores (same order).
+        now: the time ranked against.
+        search_text: the query text after rewriting.
+    """
+
+    query: RecallQuery
+    ids: list[str]
+    scores: np.ndarray
+    now: float
+    search_text: str = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 @dataclass
@@ -538,32 +570,10 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("recall", query))
         check_bool(touch, "touch")
-        self._check_open()
-        now = float(query.now) if query.now is not None else self.clock()
-        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
-        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
-        qvec = self.embed_query(text)
-        scopes = query.scopes
-        parts = [
-            self.store.candidates(
-                scope,
-                qvec,
-                kinds=query.kinds,
-                include_archived=False,
-                pool=self.pool,
-                text=text if self.ranker.uses_lexical else None,
-                weights=self.ranker.weights.as_dict(),
-            )
-            for scope in scopes
-        ]
-        if not query.include_untrusted:
-            codes = [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES]
-            parts = [dataclasses.replace(c, mask=c.mask & ~np.isin(c.source, codes)) for c in parts]
-        cands = Layered.of(scopes, parts)
-        if len(cands) == 0:
+        now, text, window, cands, scored = self._score(query)
+        if scored is None:
             return RecallResult(query, [], now, 0, text, window)
         mask = cands.mask
-        scored = self.ranker.score_layers(parts, qvec, now, window=window)
         scores = scored.scores
         neighbor_rows: dict[int, int] = {}
         expand = None
@@ -572,7 +582,7 @@ class MemoryLayer:
             near = mask
             if policy.max_tokens is not None:
                 near = mask & (cands.tokens <= policy.max_tokens)
-            if len(parts) > 1:  # a neighbour is a record of the same scope
+            if len(cands.parts) > 1:  # a neighbour is a record of the same scope
                 layer_of = cands.layer
                 expand = lambda row: adjacent_rows(  # noqa: E731
                     row, cands.created_at, near & (layer_of == layer_of[row]),
@@ -590,7 +600,7 @@ class MemoryLayer:
             expand_top=policy.top if policy is not None else None,
             neighbor_of=neighbor_rows,
         )
-        if query.split is None or len(parts) == 1:
+        if query.split is None or len(cands.parts) == 1:
             rows = pack(
                 scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args
             )
@@ -645,6 +655,69 @@ class MemoryLayer:
             for scope, ids in touched.items():
                 self.store.touch(scope, ids, now)
         return RecallResult(query, hits, now, cands.n_active, text, window)
+
+    def rank(self, query: RecallQuery) -> Ranking:
+        """Every active record of ``query.scope`` ranked best first, as ``recall``
+        scores them, without packing: no token budget, no ``max_hits``, no
+        ``min_score``/``min_score_ratio`` cut and no neighbour expansion (those
+        choose what fits a prompt; this is the ranking they choose from). Ties are
+        broken as packing breaks them (newer first, then id). Nothing is touched.
+
+        ``query.kinds`` and ``query.include_untrusted`` filter as in ``recall``;
+        ``token_budget`` is ignored. An approximate store ranks its candidate pool
+        (``pool`` records per scope), as ``recall`` does.
+
+        Raises:
+            InputError: ``query`` is not a RecallQuery.
+        """
+        if not isinstance(query, RecallQuery):
+            raise InputError(_not_a_query("rank", query))
+        now, text, _, cands, scored = self._score(query)
+        if scored is None:
+            return Ranking(query, [], np.zeros(0), now, text)
+        rows = list(
+            ranked(
+                scored.scores,
+                cands.tokens,
+                int(cands.tokens.max()),
+                ids=cands.ids,
+                tiebreak=cands.created_at,
+            )
+        )
+        return Ranking(query, [cands.ids[r] for r in rows], scored.scores[rows], now, text)
+
+    def _score(
+        self, query: RecallQuery
+    ) -> tuple[float, str, TimeWindow | None, Layered, Scored | None]:
+        """The candidates of the query's scopes scored for ``query`` (``recall`` and
+        ``rank``): (now, rewritten text, time window, candidates side by side,
+        scores; None when the scopes have no candidates). Several scopes are scored
+        as one ranking (``HybridRanker.score_layers``)."""
+        self._check_open()
+        now = float(query.now) if query.now is not None else self.clock()
+        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
+        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
+        qvec = self.embed_query(text)
+        scopes = query.scopes
+        parts = [
+            self.store.candidates(
+                scope,
+                qvec,
+                kinds=query.kinds,
+                include_archived=False,
+                pool=self.pool,
+                text=text if self.ranker.uses_lexical else None,
+                weights=self.ranker.weights.as_dict(),
+            )
+            for scope in scopes
+        ]
+        if not query.include_untrusted:
+            codes = [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES]
+            parts = [dataclasses.replace(c, mask=c.mask & ~np.isin(c.source, codes)) for c in parts]
+        cands = Layered.of(scopes, parts)
+        if len(cands) == 0:
+            return now, text, window, cands, None
+        return now, text, window, cands, self.ranker.score_layers(parts, qvec, now, window=window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.

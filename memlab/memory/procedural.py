@@ -699,8 +699,8 @@ class ProcedureRecorder:
 __all__ = [
     "COMPLAINT",
     "CONFIRMATION",
-    "REQUEST",
     "META_KEY",
+    "REQUEST",
     "Procedure",
     "ProcedurePolicy",
     "ProcedureRecorder",

@@ -11,8 +11,10 @@ A new dataset is one module here (or a plug-in's, entry-point group
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -108,6 +110,44 @@ def load_source(
     return loaded
 
 
+def dataset_sha256(name: str, path: str | None = None) -> str | None:
+    """SHA-256 of the data a dataset reads: the file's bytes, or for a folder (and a
+    dataset with no path, whose shipped folder ``transcripts/<name>`` is read) the
+    hash of each ``*.json`` file's name and SHA-256, in name order. None when no
+    file or folder is known.
+
+    Raises:
+        TranscriptError: the file or folder cannot be read.
+    """
+    if path:
+        p = Path(path)
+    else:
+        from memlab.lab.datasets.synthetic import shipped_dir
+
+        try:
+            p = shipped_dir(name)
+        except TranscriptError:
+            return None
+    try:
+        stat = p.stat()
+        return _sha256(str(p.resolve()), stat.st_mtime_ns, stat.st_size, p.is_dir())
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {p} to hash it: {exc.strerror or exc}") from None
+
+
+@lru_cache(maxsize=32)
+def _sha256(path: str, mtime_ns: int, size: int, folder: bool) -> str:
+    # Cached by modification time and size: a sweep's jobs hash a large file once.
+    from memlab.lab.fingerprint import file_sha256
+
+    if not folder:
+        return file_sha256(Path(path))
+    h = hashlib.sha256()
+    for f in sorted(Path(path).glob("*.json")):
+        h.update(f"{f.name}\0{file_sha256(f)}\n".encode())
+    return h.hexdigest()
+
+
 __all__ = [
     "DATASETS",
     "Dataset",
@@ -116,6 +156,7 @@ __all__ = [
     "Quirks",
     "answer_text",
     "check_path",
+    "dataset_sha256",
     "dedupe_id",
     "iter_json_array",
     "load_source",

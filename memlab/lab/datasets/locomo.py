@@ -13,8 +13,12 @@ Each sample becomes one transcript whose scope and id are its ``sample_id``:
   ``qa``) asked after the whole conversation, one hour after its last turn and
   one second apart, *detached* (strategies answer it but never remember it):
   ``evidence`` = the dia_ids, ``answer`` = the answer as a string (category 5:
-  ``adversarial_answer``), ``category`` = its name. Category 5 (adversarial) is
-  kept with ``scored: false``.
+  ``adversarial_answer``), ``category`` = its name, ``meta.question_id`` =
+  ``locomo_<c>_qa<i>`` (c: the sample's 0-based position in the file, i: the
+  item's 0-based index in ``qa``; the ids of the public LoCoMo audit and of errata
+  files, when the file is the official ``locomo10.json``). Category 5
+  (adversarial) is kept with ``scored: false`` and ``meta.abstention: true``:
+  the right answer is that the conversation does not say.
 
 Upstream quirks are repaired or skipped and counted in one ``DatasetWarning``
 per file: evidence strings holding several ids ("D8:6; D9:17") are split, ids
@@ -55,6 +59,13 @@ QUESTION_DELAY = 3600.0  # probes come one hour after the last turn
 FALLBACK_GAP = 3600.0  # a session without a usable date starts an hour after the last
 
 
+def question_id(position: int, index: int) -> str:
+    """``locomo_<c>_qa<i>``: the id the public LoCoMo audit (and its errata) give the
+    ``index``-th QA item (0-based, every category counted) of the sample at
+    ``position`` (0-based) in ``locomo10.json``."""
+    return f"locomo_{position}_qa{index}"
+
+
 def parse_date(value: Any) -> float | None:
     """``"1:56 pm on 8 May, 2023"`` -> epoch seconds (UTC), None if unreadable."""
     if not isinstance(value, str):
@@ -92,8 +103,8 @@ def load(
     p = check_path(path, "locomo")
     quirks = Quirks(str(p))
     out = [
-        convert_sample(sample, quirks, source=str(p))
-        for _, sample in select(_samples(p, progress), ids, limit)
+        convert_sample(sample, quirks, source=str(p), position=position)
+        for _, (position, sample) in select(_samples(p, progress), ids, limit)
     ]
     quirks.warn()
     return out
@@ -108,11 +119,14 @@ def _samples(p: Any, progress: bool | None) -> Iterator[tuple[str, Any]]:
             raise TranscriptError(
                 f"{p}: sample #{i} has no 'sample_id'; is this a LoCoMo file (locomo10.json)?"
             )
-        yield str(sid), sample
+        yield str(sid), (i, sample)
 
 
-def convert_sample(sample: dict[str, Any], quirks: Quirks, source: str = "<locomo>") -> Transcript:
-    """One LoCoMo sample -> one validated transcript (see the module docstring)."""
+def convert_sample(
+    sample: dict[str, Any], quirks: Quirks, source: str = "<locomo>", position: int = 0
+) -> Transcript:
+    """One LoCoMo sample -> one validated transcript (see the module docstring);
+    ``position``: the sample's 0-based place in its file (its question ids')."""
     sid = str(sample["sample_id"])
     where = f"{source}: sample {sid!r}"
     conv = sample.get("conversation")
@@ -166,6 +180,8 @@ def convert_sample(sample: dict[str, Any], quirks: Quirks, source: str = "<locom
     t_q = last + QUESTION_DELAY
     for i, item in enumerate(qa):
         probe = _probe(item, i, sid, lookup, quirks, f"{where}, qa[{i}]")
+        if probe is not None:
+            probe["meta"]["question_id"] = question_id(position, i)
         if probe is None:
             continue
         turns.append(
@@ -302,6 +318,7 @@ def _probe(
         probe["answer"] = answer
     if cat in UNSCORED:
         probe["scored"] = False
+        meta["abstention"] = True  # the right answer: the conversation does not say
     return probe
 
 

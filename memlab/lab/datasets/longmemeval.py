@@ -13,8 +13,10 @@ Each question becomes one transcript whose id and scope are its
 - then the question as a detached probe (id ``question``) at ``question_date``:
   ``evidence`` = the turns marked ``has_answer``, ``evidence_sessions`` =
   ``answer_session_ids``, ``answer`` as a string, ``category`` =
-  ``question_type``. Abstention questions (id ending in ``_abs``) are kept with
-  ``scored: false``, as upstream leaves them out of its averages.
+  ``question_type``, ``meta.question_id`` = ``question_id`` (the key of errata
+  files). Abstention questions (id ending in ``_abs``) are kept with
+  ``scored: false`` and ``meta.abstention: true``, as upstream leaves them out of
+  its averages.
 
 Quirks of the real files are repaired and counted in one ``DatasetWarning`` per
 file: some haystack dates are earlier than the session before them (sessions
@@ -259,7 +261,7 @@ def _probe(
         else:
             quirks.add("answer session ids missing from the haystack (dropped)", f"{qid} {sid}")
     qtype = item.get("question_type")
-    meta: dict[str, Any] = {"question_date": raw_date}
+    meta: dict[str, Any] = {"question_date": raw_date, "question_id": qid}
     probe: dict[str, Any] = {
         "category": str(qtype) if qtype else "unknown",
         "detached": True,

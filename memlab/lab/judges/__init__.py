@@ -23,6 +23,7 @@ A new judge is one module here plus one YAML in conf/judge/.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -177,10 +178,19 @@ def abstention_verdict(q: Question) -> Verdict:
     return Verdict.of(0.0, "the answer does not say the information is not there")
 
 
+RULE_VERSION = 1  # bump when a rule judge's decision changes
+
+
 class RuleJudge:
     """What the judges without a model share: no prices, no endpoint, free."""
 
     prices: Prices | None = None
+    name: str = "rule"
+
+    @property
+    def prompt_sha256(self) -> str:
+        """A rule judge has no prompt: the hash of its name and rule version."""
+        return hashlib.sha256(f"rule:{self.name}:{RULE_VERSION}".encode()).hexdigest()
 
     def cost_bound(self, q: Question, answer_tokens: int) -> float:
         return 0.0
@@ -190,6 +200,18 @@ class RuleJudge:
 
     def close(self) -> None:
         pass
+
+
+def provenance(judge: Judge) -> dict[str, str | None]:
+    """What graded a run's answers, for its fingerprint: the judge's ``name``, its
+    ``model`` (None for a rule) and ``prompt_sha256`` (the hash of its prompt
+    templates; for a rule judge, of its rule's name and version)."""
+    prompt = getattr(judge, "prompt_sha256", None)
+    if not isinstance(prompt, str):
+        prompt = hashlib.sha256(f"judge:{judge.name}".encode()).hexdigest()
+    model = getattr(judge, "model", None)
+    return {"name": judge.name, "model": model if isinstance(model, str) else None,
+            "prompt_sha256": prompt}  # fmt: skip
 
 
 __all__ = [
@@ -203,6 +225,7 @@ __all__ = [
     "RuleJudge",
     "Verdict",
     "abstention_verdict",
+    "provenance",
     "question_of",
     "says_unknown",
 ]

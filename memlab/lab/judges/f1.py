@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 import string
+import threading
 from collections import Counter
 from collections.abc import Callable
 
@@ -37,7 +38,7 @@ from memlab.lab.judges import JUDGES, Question, RuleJudge, Verdict, abstention_v
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
-_stem: Callable[[str], str] | None = None
+_local = threading.local()  # snowballstemmer's stemmers keep state: one per thread
 
 
 def normalize_answer(text: str) -> str:
@@ -48,12 +49,13 @@ def normalize_answer(text: str) -> str:
 
 
 def stemmer() -> Callable[[str], str]:
-    """The Porter stemmer (imported on first use)."""
-    global _stem
-    if _stem is None:
+    """The Porter stemmer of the calling thread (imported on first use): a stemmer
+    object is not safe to share, and judges grade from several threads."""
+    stem: Callable[[str], str] | None = getattr(_local, "stem", None)
+    if stem is None:
         snowball = require("snowballstemmer", feature="judge=f1 (Porter stemming)", extra="judge")
-        _stem = snowball.stemmer("porter").stemWord
-    return _stem
+        stem = _local.stem = snowball.stemmer("porter").stemWord
+    return stem
 
 
 def tokens(text: str) -> list[str]:

@@ -23,9 +23,15 @@ carries that hash, so results name exactly what graded them):
   failing that, from the one of CORRECT / WRONG the reply contains. A reply with
   neither (or both, outside JSON) is left ungraded (NaN), its text kept.
 
-Prompt families are ``JudgePrompt`` entries of ``PROMPTS`` (``longmemeval`` and
-``locomo``); ``register_prompt`` adds one (a stricter prompt, for instance), and
-its name becomes a value of ``judge.prompt``. Which family grades a probe
+- **LoCoMo, strict** (``locomo_strict``, memlab's own): the same labels, but an
+  answer must state the gold answer's specific; a topical answer that commits to
+  nothing, or that hedges between alternatives, is WRONG. Asked as JSON only.
+  ``memlab judge calibrate`` measures how often each prompt accepts known-wrong
+  answers.
+
+Prompt families are ``JudgePrompt`` entries of ``PROMPTS`` (``longmemeval``,
+``locomo`` and ``locomo_strict``); ``register_prompt`` adds one, and its name
+becomes a value of ``judge.prompt``. Which family grades a probe
 (``prompt``): ``auto`` takes LoCoMo's for
 transcripts of the ``locomo`` dataset and LongMemEval's for every other (by
 question type; the synthetic transcripts' ``corrected`` probes use
@@ -266,11 +272,72 @@ register_prompt(
 )
 
 
+LOCOMO_STRICT_PROMPT = "\n".join(
+    [
+        "You grade an answer to a question about a conversation between two people, "
+        "against the gold answer.",
+        "",
+        "Question: {question}",
+        "Gold answer: {gold_answer}",
+        "Answer to grade: {generated_answer}",
+        "",
+        "Label the answer CORRECT only if it states the specific information of the gold "
+        "answer: the same person, thing, place, number or date. Other words for the same "
+        "thing, another date format, a more precise date within the gold period, and extra "
+        "detail that does not contradict the gold answer are all fine.",
+        "Label the answer WRONG if any of these holds:",
+        "- it states a different specific: another name, thing, place or number, or a date "
+        "outside the gold period;",
+        "- it stays on the topic but does not commit to the gold answer's specific, e.g. "
+        '"some time last year" for "19 March 2021", "a sport" for "fencing", '
+        '"mixed feelings" for "homesick";',
+        "- it offers several alternatives and leaves open which one holds;",
+        "- the gold answer lists several items and the answer gives fewer than half of them.",
+        "Judge only the answer's content against the gold answer, not its style or length.",
+        "",
+        'Reply with one JSON object and nothing else: {{"label": "CORRECT"}} or '
+        '{{"label": "WRONG"}}.',
+    ]
+)
+"""memlab's strict LoCoMo judge prompt: a topical but vague answer is wrong.
+
+mem0's prompt asks the judge to "be generous ... as long as it touches on the
+same topic as the gold answer"; the public LoCoMo audit found that it accepts
+most vague-but-topical answers. This prompt asks for the gold answer's specific
+instead, and lists the evasions that do not count; its examples are made up, not
+taken from LoCoMo or the audit's answers (the data it is calibrated on).
+``memlab judge calibrate`` measures both (docs/trust.md)."""
+
+
+def _locomo_strict(q: Question) -> str:
+    if q.abstention:
+        return abstention_prompt(q)
+    return LOCOMO_STRICT_PROMPT.format(
+        question=q.question, gold_answer=q.gold or "", generated_answer=q.answer
+    )
+
+
+register_prompt(
+    JudgePrompt(
+        "locomo_strict",
+        _locomo_strict,
+        lambda q, text: read_yes(text) if q.abstention else read_label(text),
+        32,  # the JSON label only
+        (LOCOMO_STRICT_PROMPT, LONGMEMEVAL_PROMPTS["abstention"]),
+        "memlab (memlab.lab.judges.llm.LOCOMO_STRICT_PROMPT): a strict LoCoMo judge",
+    )
+)
+
+
 def prompt_sha256(names: Iterable[str] | None = None) -> str:
     """SHA-256 over the hashes of the named families (default: every registered one)."""
     chosen = sorted(PROMPTS if names is None else names)
     blob = json.dumps({n: PROMPTS[n].sha256() for n in chosen}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+AUTO_FAMILIES = ("locomo", "longmemeval")
+"""The families ``prompt: auto`` chooses from (``family_of``)."""
 
 
 def family_of(q: Question, prompt: str) -> str:
@@ -295,7 +362,8 @@ class LLMJudge:
         base_url: the API root, e.g. ``https://api.openai.com/v1``.
         model: the judge model (LongMemEval's paper used gpt-4o-2024-08-06, mem0
             gpt-4o-mini).
-        prompt: ``auto`` (by dataset), ``longmemeval`` or ``locomo``.
+        prompt: ``auto`` (by dataset), ``longmemeval``, ``locomo`` or
+            ``locomo_strict``.
         price_per_1k_input: US dollars per 1,000 prompt tokens (gpt-4o-mini's by
             default).
         price_per_1k_output: US dollars per 1,000 completion tokens.
@@ -352,7 +420,7 @@ class LLMJudge:
             who="judge",
         )
         # One client per family: the reply budget is part of each request's cache key.
-        families = sorted(PROMPTS) if prompt == "auto" else [prompt]
+        families = list(AUTO_FAMILIES) if prompt == "auto" else [prompt]
         self._endpoints = {
             family: OpenAIChat(base_url, model, max_tokens=PROMPTS[family].max_tokens, **settings)
             for family in families
@@ -363,7 +431,9 @@ class LLMJudge:
         }
         first = self._endpoints[families[0]]
         self._check = first.check
-        self.name = f"llm:{first.name}:{prompt}:prompts-{prompt_sha256(families)[:12]}"
+        self.model = model
+        self.prompt_sha256 = prompt_sha256(families)
+        self.name = f"llm:{first.name}:{prompt}:prompts-{self.prompt_sha256[:12]}"
 
     def __repr__(self) -> str:
         return f"LLMJudge({self.name!r})"

@@ -78,6 +78,20 @@ class Strategy(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class RanksHaystack(Protocol):
+    """A strategy that can show its full ranking (optional; the ``haystack_*``
+    retrieval metrics need it, see ``memlab.lab.ranking``).
+
+    ``ranking(probe)`` lists everything the strategy could put in a context for
+    ``probe``, best first, before any budget, threshold or packing rule chooses:
+    each ranked item's provenance (the turn ids it came from). It must not change
+    the strategy's state (no access counts, no clock beyond the probe's time).
+    """
+
+    def ranking(self, probe: Turn) -> list[tuple[str, ...]]: ...
+
+
 StrategyFactory = Callable[[Transcript], Strategy]
 
 
@@ -201,6 +215,11 @@ class TurnLog:
 
     def maintain(self, turn: Turn) -> None:
         pass
+
+    def ranking(self, probe: Turn) -> list[tuple[str, ...]]:
+        """Every kept turn of the scope, newest first: the baselines rank by recency
+        only (a window is the head of this ranking)."""
+        return [item.provenance for item in reversed(self.turns[probe.scope])]
 
     def stats(self) -> StoreStats:
         items = [i for items in self.turns.values() for i in items]

@@ -132,6 +132,7 @@ class MemoryStrategy:
         self.salience = salience or salience_function("heuristic")
         self.remember_agent = remember_agent
         self.remember_tools = remember_tools
+        self._provenance: dict[str, tuple[str, ...]] = {}  # record id -> turn ids
 
     def observe(self, turn: Turn) -> None:
         self.now = max(self.now, turn.time)
@@ -142,7 +143,7 @@ class MemoryStrategy:
         meta = {"role": turn.role}
         if turn.session is not None:
             meta["session"] = turn.session
-        self.layer.remember(
+        record = self.layer.remember(
             self.scope_of(turn),
             turn.text,
             salience=min(1.0, max(0.0, float(self.salience(turn)))),
@@ -151,6 +152,7 @@ class MemoryStrategy:
             meta=meta,
             created_at=turn.time,
         )
+        self._provenance[record.id] = record.provenance
 
     def context(self, probe: Turn, budget: int) -> Context:
         self.now = max(self.now, probe.time)
@@ -176,8 +178,26 @@ class MemoryStrategy:
             created_at=r.created_at,
         )
 
+    def ranking(self, probe: Turn) -> list[tuple[str, ...]]:
+        """The layer's full ranking of the scope (``MemoryLayer.rank``): every active
+        record, as recall scores them, before packing; each record's provenance."""
+        self.now = max(self.now, probe.time)
+        scopes = self.scope_of(probe)
+        ranked = self.layer.rank(RecallQuery(scopes, probe.text, now=self.now))
+        missing = [i for i in ranked.ids if i not in self._provenance]
+        # records this strategy did not see made (reflections, procedures)
+        for scope in (scopes,) if isinstance(scopes, str) else scopes:
+            if not missing:
+                break
+            for record in self.layer.store.get_many(scope, missing):
+                self._provenance[record.id] = record.provenance
+            missing = [i for i in missing if i not in self._provenance]
+        return [self._provenance[i] for i in ranked.ids if i in self._provenance]
+
     def maintain(self, turn: Turn) -> None:
-        self.layer.maintain(self.scope_of(turn), now=self.now)
+        report = self.layer.maintain(self.scope_of(turn), now=self.now)
+        for note in report.summaries:
+            self._provenance[note.id] = note.provenance
 
     def scope_of(self, turn: Turn) -> str | tuple[str, ...]:
         """The scope (or layered scopes) a turn is remembered in and recalled from."""

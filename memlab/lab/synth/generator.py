@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -215,7 +215,7 @@ def write(
     seeds = range(seed, seed + n)
     conflicts: list[Path] = []
     name = transcript_id if mix is None else partial(mixed_id, mix=mix)
-    make = partial(generate, mix=mix)
+    make: Callable[[int], Transcript] = partial(generate, mix=mix)
     if scenario == "sessions":
         from memlab.lab.synth import sessions
 
