@@ -161,7 +161,12 @@ def chart(df: pd.DataFrame, path: Path) -> None:
         x = np.arange(len(STRATEGIES))
         for i, s in enumerate(sets):
             vals = df[df["set"] == s].set_index("strategy").reindex(STRATEGIES)[col]
-            ax.bar(x + i * width, vals.fillna(0), width, label=s)
+            bars = ax.bar(x + i * width, vals, width, label=s)  # NaN (no such probes): no bar
+            if col == "procedure_recall":
+                for b, v in zip(bars, vals, strict=True):
+                    if not np.isnan(v):
+                        ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v),
+                                    ha="center", va="bottom", fontsize=8)  # fmt: skip
         ax.set_xticks(x + width * (len(sets) - 1) / 2)
         ax.set_xticklabels([s.replace("memory_", "") for s in STRATEGIES], rotation=35,
                            ha="right")  # fmt: skip
@@ -169,7 +174,8 @@ def chart(df: pd.DataFrame, path: Path) -> None:
         if col != "context_tokens":
             ax.set_ylim(0, 1.05)
         ax.set_ylim(bottom=0)
-    axes[0].legend(title="transcripts")
+    axes[0].legend(title="transcripts", loc="lower left")
+    axes[1].set_title("procedure probes (sessions set only)", fontsize=9)
     fig.suptitle("Procedures, reflection and layered scopes (budget 400 tokens, hash embedder)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
