@@ -37,7 +37,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memlab.errors import ConfigError
+from memlab.errors import ConfigError, InputError
 from memlab.lab.schema import (
     as_dict,
     build,
@@ -241,7 +241,10 @@ def feature_parts(memory: MemoryParts, entry: Any, where: str) -> FeatureParts:
     name = entry.reflect.reflector
     options = dict(entry.reflect.options or {})
     if entry.reflect.enabled:
-        cls = REFLECTORS.get(name)
+        try:
+            cls = REFLECTORS.get(name)
+        except InputError as exc:
+            raise ConfigError(f"config key '{where}.reflect.reflector': {exc}") from None
         close = getattr(build(cls, options, f"{where}.reflect.options"), "close", None)
         if close is not None:
             close()
