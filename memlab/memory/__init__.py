@@ -39,11 +39,11 @@ from memlab.memory.models import (
 from memlab.memory.procedural import (
     Procedure,
     ProcedurePolicy,
-    ProcedureRecorder,
     ToolCall,
     record_outcome,
     remember_procedure,
 )
+from memlab.memory.procedure_recorder import ProcedureRecorder
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
 from memlab.memory.reflect import (

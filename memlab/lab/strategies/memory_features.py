@@ -61,7 +61,8 @@ from memlab.lab.strategies.memory import (
 )
 from memlab.lab.transcripts import Turn
 from memlab.memory import RecallQuery
-from memlab.memory.procedural import ProcedurePolicy, ProcedureRecorder
+from memlab.memory.procedural import ProcedurePolicy
+from memlab.memory.procedure_recorder import ProcedureRecorder
 from memlab.memory.records import MemoryKind as RecordKind
 from memlab.memory.reflect import REFLECTORS, ReflectPolicy
 from memlab.memory.scopes import LayerPolicy
