@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_embed
 	$(BIN)/python -m benchmarks.bench_reader
 	$(BIN)/python -m benchmarks.bench_layers
+	$(BIN)/python -m benchmarks.supersession --no-transcripts --cost 10000
 
 # The documentation site (mkdocs.yml, docs/) into site/, git-ignored. --strict turns
 # every warning (a broken link or anchor, a page missing from the nav, an API object

@@ -674,6 +674,14 @@ def synth(args: list[str]) -> int:
     parser.add_argument(
         "--force", action="store_true", help="replace existing files whose content differs"
     )
+    parser.add_argument(
+        "--phrasings",
+        choices=["all", "dev", "heldout"],
+        default="all",
+        help="which half of the update phrasings corrections and false corrections come "
+        "from: all (default, the shipped set), dev (for developing rules) or heldout "
+        "(for reporting figures on phrasings no rule was developed on)",
+    )
     _no_progress(parser)
     ns = parser.parse_args(args)
     mix = generator.Mix(
@@ -688,9 +696,15 @@ def synth(args: list[str]) -> int:
         probes=ns.probes,
     )
     result = generator.write(
-        ns.out, ns.n, ns.seed, force=ns.force, progress=False if ns.no_progress else None, mix=mix,
+        ns.out,
+        ns.n,
+        ns.seed,
+        force=ns.force,
+        progress=False if ns.no_progress else None,
+        mix=mix,
+        phrasings=ns.phrasings,
         scenario=ns.scenario,
-    )  # fmt: skip
+    )
     if ns.scenario == "sessions":
         from memlab.lab.synth import sessions
 

@@ -301,3 +301,32 @@ def assert_full_disk_leaves_no_phantom_records(
     assert errors > 0 and 0 < acked < 400
     assert visible == acked
     return int(acked)
+
+
+def check_file_from_before_supersession(open_store: Callable[[], MemoryStore]) -> None:
+    """A store file written by memlab before supersession existed (a committed
+    fixture: r0..r2 in scope alice, r3 in bob) opens with every record in force,
+    takes a supersession, and keeps it across a reopen."""
+    from memlab.memory import Superseded
+
+    s = open_store()
+    try:
+        got = {r.id: r for r in s.list("alice")}
+        assert sorted(got) == ["r0", "r1", "r2"]
+        assert all(r.superseded == () and r.invalid_at is None for r in got.values())
+        assert got["r1"].content == "standup is at 9:00" and got["r1"].meta == {"n": 1}
+        c = s.candidates("alice", got["r0"].embedding, valid_at=float("inf"))
+        assert sorted(i for i, m in zip(c.ids, c.mask, strict=True) if m) == ["r0", "r1", "r2"]
+        stale = got["r1"].copy(superseded=(Superseded(by="r2", at=1002.0, reason="test"),))
+        s.put(stale)
+    finally:
+        s.close()
+    s = open_store()
+    try:
+        r1 = s.get("alice", "r1")
+        assert r1 is not None and r1.same_as(stale) and r1.superseded_by == "r2"
+        assert [r.id for r in s.list("bob")] == ["r3"]
+        c = s.candidates("alice", r1.embedding, valid_at=float("inf"))
+        assert sorted(i for i, m in zip(c.ids, c.mask, strict=True) if m) == ["r0", "r2"]
+    finally:
+        s.close()

@@ -249,3 +249,31 @@ def test_config_yaml_states_no_library_default() -> None:
         "price_per_1k_tokens",
     }
     assert re.search(r"price_per_1k_tokens: 0\.00015", (ROOT / "conf" / "config.yaml").read_text())
+
+
+def test_the_consolidator_group_is_derived_from_rule_policy() -> None:
+    import dataclasses
+
+    from memlab.lab.experiment import instantiate
+    from memlab.memory import RuleConsolidator, RulePolicy
+
+    rules = OmegaConf.structured(plugin_schema("consolidator", "rules"))
+    fields = {f.name: f.default for f in dataclasses.fields(RulePolicy)}
+    assert set(rules) == {"name", *fields}
+    assert rules.min_similar == fields["min_similar"]
+    assert list(rules.supersede_from) == list(fields["supersede_from"])
+    v = validate(compose(["consolidator.min_similar=0.6"]))
+    built = instantiate(v.plugins["consolidator"])
+    assert isinstance(built, RuleConsolidator) and built.policy.min_similar == 0.6
+    assert validate(compose([])).plugins["consolidator"].cls is RuleConsolidator
+    with pytest.raises(ConfigError, match="consolidator"):
+        instantiate(
+            validate(compose(["consolidator.supersede_from=[robot]"])).plugins["consolidator"]
+        )
+
+
+def test_memory_no_supersede_is_in_the_default_experiment() -> None:
+    v = validate(compose([]))
+    assert v.config["strategies"]["memory_no_supersede"] == {
+        "kind": "memory", "memory": {"supersede": {"enabled": False}}
+    }  # fmt: skip

@@ -128,7 +128,7 @@ def test_columns_equal_the_records_after_any_operations(
             idx.remove(rid)
         elif op in ("archive", "unarchive"):
             records[rid].archived_at = clock if op == "archive" else None
-            idx.set_archived(rid, op == "archive")
+            idx.set_archived(rid, clock if op == "archive" else None)
         else:
             records[rid].access_count += 1
             records[rid].last_accessed_at = clock

@@ -462,3 +462,13 @@ def test_a_compaction_killed_before_its_rename_loses_nothing(tmp_path: Path) -> 
     with JsonlStore(p) as s:
         assert [r.id for r in s.list("alice")] == ids
     assert not list(tmp_path.glob("m.jsonl.compact-*"))
+
+
+def test_a_log_from_before_supersession_opens(tmp_path: Path) -> None:
+    """tests/fixtures/store-before-supersession.jsonl: format 2, written by memlab
+    before records carried ``superseded`` (an optional field since)."""
+    from tests.conftest import FIXTURES, check_file_from_before_supersession
+
+    path = tmp_path / "old.jsonl"
+    path.write_bytes((FIXTURES / "store-before-supersession.jsonl").read_bytes())
+    check_file_from_before_supersession(lambda: JsonlStore(path))

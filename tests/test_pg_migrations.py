@@ -154,8 +154,9 @@ def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(dsn: str, s
         for name in ("key_archived", "key_salient", "key_recent", "key_kind"):
             conn.execute(f'DROP INDEX "{schema}".mem_{name}')
         conn.execute(f'ALTER TABLE "{schema}".mem DROP COLUMN scope_key')
+        conn.execute(f'ALTER TABLE "{schema}".mem DROP COLUMN superseded, DROP COLUMN invalid_at')
         conn.execute(f'CREATE INDEX mem_scope_archived ON "{schema}".mem (scope, archived_at)')
-        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 5')
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version >= 5')
     long_scope = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(3000))
     with PgVectorStore(dsn, schema=schema, table="mem") as s:
         assert s.schema_version == SCHEMA_VERSION
@@ -166,3 +167,29 @@ def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(dsn: str, s
         assert [r.id for r in s.list(long_scope)] == [mine.id]
         assert s.list(long_scope[:-1] + "x") == [] and s.count(long_scope) == 1
         assert s.candidates(long_scope, vec(0)).ids == [mine.id]
+
+
+def test_a_version_5_table_gets_the_supersession_columns(dsn: str, schema: str) -> None:
+    """A table memlab wrote before migration 6 (no superseded, no invalid_at) opens
+    with its rows in force and then keeps supersessions."""
+    from memlab.memory import Superseded
+
+    s = PgVectorStore(dsn, schema=schema, table="mem", dims=DIMS)
+    old = make_record("alice", content="standup is at 9:00", created_at=1.0)
+    new = make_record("alice", content="standup moved to 9:30", created_at=2.0)
+    s.put_many([old, new])
+    s.close()
+    with admin(dsn) as conn:
+        conn.execute(f'ALTER TABLE "{schema}".mem DROP COLUMN superseded, DROP COLUMN invalid_at')
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 6')
+    with PgVectorStore(dsn, schema=schema, table="mem") as s:
+        assert s.schema_version == SCHEMA_VERSION == 6
+        got = s.get("alice", old.id)
+        assert got is not None and got.same_as(old) and got.invalid_at is None
+        assert len(s.candidates("alice", vec(0), valid_at=float("inf"))) == 2
+        s.put(old.copy(superseded=(Superseded(by=new.id, at=2.0),)))
+    with PgVectorStore(dsn, schema=schema, table="mem") as s:
+        got = s.get("alice", old.id)
+        assert got is not None and got.superseded_by == new.id
+        assert s.candidates("alice", vec(0), valid_at=float("inf")).ids == [new.id]
+        assert set(s.candidates("alice", vec(0), valid_at=1.5).ids) == {old.id}

@@ -298,3 +298,34 @@ def test_processes_creating_one_store_at_once_share_it(tmp_path: Path) -> None:
     with SqliteStore(p) as s:
         assert s.count() == 6
     assert sorted(f.name for f in tmp_path.iterdir() if "create" in f.name) == []
+
+
+def test_a_file_from_before_supersession_opens_and_migrates(tmp_path: Path) -> None:
+    """tests/fixtures/store-before-supersession.sqlite: schema 1, written by memlab
+    before migration 2 (the superseded column)."""
+    import shutil
+
+    from tests.conftest import FIXTURES, check_file_from_before_supersession
+
+    path = tmp_path / "old.sqlite"
+    shutil.copy(FIXTURES / "store-before-supersession.sqlite", path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    check_file_from_before_supersession(lambda: SqliteStore(path))
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+
+
+def test_a_damaged_superseded_column_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    s = SqliteStore(path)
+    s.put(make_record(id="r0", content="fact"))
+    s.close()
+    with sqlite3.connect(path) as db:
+        db.execute("""UPDATE records SET superseded = '[{"by": "r0", "at": 1e9}]'""")
+    s = SqliteStore(path)
+    try:
+        with pytest.raises(StoreCorrupted, match="supersede itself"):
+            s.list("alice")
+    finally:
+        s.close()

@@ -463,6 +463,84 @@ def test_lexical_index_follows_writes_archives_and_deletes(store: MemoryStore) -
     assert store.candidates("alice", vec(0)).lexical is None  # only computed when asked
 
 
+# -- supersession -------------------------------------------------------------------
+def _superseded_pair(store: MemoryStore) -> tuple[object, object, object]:
+    """r0 (made at 1) wholly superseded by r2 at 3; r1 (made at 2) with one stale
+    claim superseded by r2; r2 in force."""
+    from memlab.memory import Superseded
+
+    r0 = make_record(content="standup is at 9:00", created_at=1.0)
+    r1 = make_record(content="standup is at 9:00. Invoices go to ap@x.example", created_at=2.0)
+    r2 = make_record(content="standup moved to 9:30", created_at=3.0)
+    r0 = r0.copy(superseded=(Superseded(by=r2.id, at=3.0, reason="explicit-old-value",
+                                        confidence=0.9, detail="moved"),))  # fmt: skip
+    r1 = r1.copy(superseded=(Superseded(by=r2.id, at=3.0, span=(0, 19)),))
+    store.put_many([r0, r1, r2])
+    return r0, r1, r2
+
+
+def test_supersession_round_trips_and_filters_candidates(store: MemoryStore) -> None:
+    r0, r1, r2 = _superseded_pair(store)
+    for r in (r0, r1, r2):
+        got = store.get("alice", r.id)  # type: ignore[attr-defined]
+        assert got is not None and got.same_as(r)  # type: ignore[arg-type]
+    g0 = store.get("alice", r0.id)  # type: ignore[attr-defined]
+    assert g0 is not None and g0.invalid_at == 3.0 and g0.superseded_by == r2.id  # type: ignore[attr-defined]
+    g1 = store.get("alice", r1.id)  # type: ignore[attr-defined]
+    assert (
+        g1 is not None and g1.invalid_at is None and g1.text_at() == "Invoices go to ap@x.example"
+    )
+
+    def ids(**kw: object) -> set[str]:
+        c = store.candidates("alice", vec(0), **kw)  # type: ignore[arg-type]
+        return {i for i, m in zip(c.ids, c.mask, strict=True) if m}
+
+    # superseded records stay on disk: without valid_at they are candidates, marked
+    c = store.candidates("alice", vec(0))
+    assert set(c.ids) == {r0.id, r1.id, r2.id}  # type: ignore[attr-defined]
+    row = c.ids.index(r0.id)  # type: ignore[attr-defined]
+    assert c.superseded[row] and c.invalid_at[row] == 3.0
+    assert ids(valid_at=float("inf")) == {r1.id, r2.id}  # type: ignore[attr-defined]
+    assert ids(valid_at=2.5) == {r0.id, r1.id}  # type: ignore[attr-defined]  # before r2
+    assert ids(valid_at=0.5) == set()  # nothing made yet
+    store.mark_archived("alice", [r1.id], at=5.0)  # type: ignore[attr-defined]
+    assert ids(valid_at=4.0) == {r1.id, r2.id}  # type: ignore[attr-defined]  # archived later
+    assert ids(valid_at=float("inf")) == {r2.id}  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match="valid_at"):
+        store.candidates("alice", vec(0), valid_at="now")  # type: ignore[arg-type]
+
+
+def test_supersession_persists_across_reopen(backend: StoreBackend, tmp_path: Path) -> None:
+    if not backend.durable:
+        pytest.skip(f"{backend.name} is not durable by design")
+    s = backend.open(tmp_path)
+    r0, r1, r2 = _superseded_pair(s)
+    s.close()
+    s2 = backend.open(tmp_path)
+    try:
+        for r in (r0, r1, r2):
+            got = s2.get("alice", r.id)  # type: ignore[attr-defined]
+            assert got is not None and got.same_as(r)  # type: ignore[arg-type]
+        c = s2.candidates("alice", vec(0), valid_at=float("inf"))
+        assert {i for i, m in zip(c.ids, c.mask, strict=True) if m} == {r1.id, r2.id}  # type: ignore[attr-defined]
+    finally:
+        s2.close()
+
+
+def test_a_record_with_a_bad_superseded_entry_is_refused(store: MemoryStore) -> None:
+    from memlab.memory import Superseded
+
+    r = make_record(content="short", created_at=5.0)
+    for bad, match in [
+        (Superseded(by=r.id, at=6.0), "supersede itself"),
+        (Superseded(by="x", at=4.0), "not before"),
+        (Superseded(by="x", at=6.0, span=(0, 99)), "span"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            store.put(r.copy(superseded=(bad,)))
+    assert store.get("alice", r.id) is None
+
+
 # -- layered scopes: a list of scopes reads exactly those scopes ---------------------
 LAYER_NEIGHBOURS = ["alice:s1", "alice", "alice:s2", "alice:s1x", "alice:", "alice:s", "ali",
                     "alice:s1:deep", "%", "bob:s1", "bob"]  # fmt: skip

@@ -41,7 +41,7 @@ from memlab.lab.schema import (
 )
 from memlab.lab.strategies import STRATEGIES, Kind
 from memlab.lab.strategies.memory import MemoryParts, MemorySettings, memory_settings
-from memlab.memory import EMBEDDERS, STORES, SUMMARIZERS, RecallQuery
+from memlab.memory import CONSOLIDATORS, EMBEDDERS, STORES, SUMMARIZERS, RecallQuery
 from memlab.registry import Registry
 
 
@@ -82,11 +82,12 @@ class TranscriptsConfig:
 @dataclass
 class CacheConfig:
     """The persistent model cache (embeddings, LLM summaries, reader and judge
-    answers) shared by all runs."""
+    answers, LLM consolidation decisions) shared by all runs."""
 
     embeddings: bool = True
     summaries: bool = True
     answers: bool = True
+    decisions: bool = True  # an LLM consolidator's decisions (consolidator=openai)
     path: str | None = None  # null: $MEMLAB_CACHE_DIR, $XDG_CACHE_HOME/memlab or ~/.cache/memlab
 
 
@@ -195,6 +196,7 @@ class RunConfig:
     store: Any = None
     embedder: Any = None
     summarizer: Any = None
+    consolidator: Any = None
     reader: Any = None
     judge: Any = None
     tune: TuneConfig | None = None
@@ -217,13 +219,14 @@ PLUGINS: dict[str, Registry[type]] = {
     "store": STORES,
     "embedder": EMBEDDERS,
     "summarizer": SUMMARIZERS,
+    "consolidator": CONSOLIDATORS,
     "reader": READERS,
     "judge": JUDGES,
 }
 """Config groups whose options are plug-ins (the memory library's, and the lab's
 readers and judges), and their registries."""
 
-PLUGIN_DEFAULTS: dict[str, str] = {"reader": NO_READER, "judge": "exact"}
+PLUGIN_DEFAULTS: dict[str, str] = {"reader": NO_READER, "judge": "exact", "consolidator": "rules"}
 """The option of a plug-in group that a config without its node gets."""
 
 
@@ -247,6 +250,7 @@ LAB_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "store": ("create_dirs",),
     "reader": ("cache",),
     "judge": ("cache",),
+    "consolidator": ("cache",),
 }
 """Constructor arguments the lab passes itself (not config keys): a replay's file
 store lives in a fresh subfolder, so the lab lets the store create it; readers
@@ -255,10 +259,16 @@ and judges get the run's model cache (``cache.answers``)."""
 
 def plugin_schema(group: str, name: str) -> type:
     """The schema of ``<group>=<name>``: ``name``, the lab's keys, and the
-    parameters of the registered class's constructor."""
+    parameters of the registered class's constructor, or the fields of its
+    ``settings`` dataclass when it has one (``RuleConsolidator``: ``RulePolicy``)."""
     cls = PLUGINS[group].get(name)
     lab_keys = () if (group, name) == ("reader", NO_READER) else LAB_KEYS.get(group, ())
     extra = (("name", str, name), *lab_keys)
+    settings = getattr(cls, "settings", None)
+    if isinstance(settings, type) and dataclasses.is_dataclass(settings):
+        return fields_schema(
+            settings, name=f"{group}_{name}", extra=extra, doc=f"{settings.__doc__}"
+        )
     exclude = LAB_ARGUMENTS.get(group, ())
     return signature_schema(cls, name=f"{group}_{name}", extra=extra, exclude=exclude)
 

@@ -13,6 +13,7 @@ objects.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tempfile
 import time
@@ -26,7 +27,7 @@ import pandas as pd
 from memlab.errors import ConfigError, InputError
 from memlab.lab import errata, fingerprint
 from memlab.lab.answering import Answering, Answers
-from memlab.lab.config import Plugin, Validated, answer_settings, validate
+from memlab.lab.config import LAB_ARGUMENTS, Plugin, Validated, answer_settings, validate
 from memlab.lab.files import atomic_write, atomic_write_text
 from memlab.lab.judges import Judge
 from memlab.lab.readers import NO_READER
@@ -38,6 +39,7 @@ from memlab.lab.transcripts import Transcript
 from memlab.memory import (
     CachedEmbedder,
     CachedSummarizer,
+    Consolidator,
     Embedder,
     ExtractiveSummarizer,
     HashEmbedder,
@@ -54,24 +56,30 @@ ERRATA_IMPACT_FILE = "errata_impact.csv"
 
 # -- plug-ins -------------------------------------------------------------------------
 def instantiate(p: Plugin, **overrides: Any) -> Any:
-    """The plug-in's class built from its checked arguments (``overrides`` win).
+    """The plug-in's class built from its checked arguments (``overrides`` win);
+    a class with a ``settings`` dataclass gets one built from them.
 
     Raises:
         ConfigError: the class rejected a value (naming ``<group>.<key>``).
     """
+    settings = getattr(p.cls, "settings", None)
+    if dataclasses.is_dataclass(settings) and isinstance(settings, type):
+        return p.cls(build(settings, {**p.kwargs, **overrides}, p.group))
     return build(p.cls, {**p.kwargs, **overrides}, p.group)
 
 
 @dataclass
 class Models:
-    """The run's embedder and summarizer, and the cached ones (for hit rates)."""
+    """The run's embedder, summarizer and consolidator, and the cached ones (for
+    hit rates)."""
 
     embedder: Embedder
     summarizer: Summarizer
+    consolidator: Consolidator | None = None
     cached: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
-        for component in (self.embedder, self.summarizer):
+        for component in (self.embedder, self.summarizer, self.consolidator):
             close = getattr(component, "close", None)
             if close is not None:
                 close()
@@ -87,7 +95,11 @@ def models(v: Validated) -> Models:
     summarizer, which are faster than a lookup)."""
     embedder = instantiate(v.plugins["embedder"])
     summarizer = instantiate(v.plugins["summarizer"])
-    out = Models(embedder, summarizer)
+    node = v.plugins["consolidator"]
+    extra = {}
+    if "cache" in LAB_ARGUMENTS["consolidator"] and "cache" in parameters(node.cls):
+        extra["cache"] = ModelCache(v.run.cache.path) if v.run.cache.decisions else None
+    out = Models(embedder, summarizer, instantiate(node, **extra))
     cache_cfg = v.run.cache
     wrap_embedder = cache_cfg.embeddings and not isinstance(embedder, HashEmbedder)
     wrap_summarizer = cache_cfg.summaries and not isinstance(summarizer, ExtractiveSummarizer)
@@ -203,7 +215,11 @@ def make_store(
 
 
 def strategy_factories(
-    v: Validated, out: Path, embedder: Embedder, summarizer: Summarizer
+    v: Validated,
+    out: Path,
+    embedder: Embedder,
+    summarizer: Summarizer,
+    consolidator: Consolidator | None = None,
 ) -> dict[str, StrategyFactory]:
     """One factory per configured strategy; each builds a fresh strategy (and
     store) for one transcript."""
@@ -215,6 +231,7 @@ def strategy_factories(
     parts = Components(
         embedder=embedder,
         summarizer=summarizer,
+        consolidator=consolidator,
         open_store=open_store,
         drop_store=bool(store.lab.get("drop_after", False)),
     )
@@ -383,7 +400,7 @@ def _run(
             if on_transcript is not None:
                 on_transcript(transcript)
 
-        factories = strategy_factories(v, out, memo, m.summarizer)
+        factories = strategy_factories(v, out, memo, m.summarizer, m.consolidator)
         if not dry_run:
             _write_config(out, v, transcripts, provenance(v, asking))
         probes, turns = run_experiment(

@@ -5,6 +5,14 @@ never the other way round).
 """
 
 from memlab.memory.agent import AgentDeps, ChatModel, TurnResult, format_memory, run_turn
+from memlab.memory.consolidate import (
+    CONSOLIDATORS,
+    Consolidator,
+    ConsolidatorError,
+    NoConsolidator,
+    ScopeReader,
+    Supersession,
+)
 from memlab.memory.evict import EvictionPolicy, EvictionReport
 from memlab.memory.gating import ConfirmUntrustedMemory, ContextOrigin, GateDecision, ToolGate
 from memlab.memory.layer import (
@@ -45,7 +53,14 @@ from memlab.memory.procedural import (
 )
 from memlab.memory.procedure_recorder import ProcedureRecorder
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
-from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, Source
+from memlab.memory.records import (
+    Hit,
+    MemoryKind,
+    MemoryRecord,
+    RecallQuery,
+    Source,
+    Superseded,
+)
 from memlab.memory.reflect import (
     REFLECTORS,
     Reflection,
@@ -55,6 +70,7 @@ from memlab.memory.reflect import (
     RuleReflector,
 )
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
+from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.salience import estimate_salience
 from memlab.memory.scopes import LayerPolicy, layers_of
 from memlab.memory.stores import (
@@ -66,10 +82,12 @@ from memlab.memory.stores import (
     PgVectorStore,
     SqliteStore,
 )
+from memlab.memory.supersede import SupersedePolicy
 from memlab.memory.text import estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 
 __all__ = [
+    "CONSOLIDATORS",
     "EMBEDDERS",
     "REFLECTORS",
     "STORES",
@@ -83,6 +101,8 @@ __all__ = [
     "ChatModel",
     "Completion",
     "ConfirmUntrustedMemory",
+    "Consolidator",
+    "ConsolidatorError",
     "ContextOrigin",
     "Embedder",
     "EvictionPolicy",
@@ -107,6 +127,7 @@ __all__ = [
     "MiniLMEmbedder",
     "ModelCache",
     "NeighborPolicy",
+    "NoConsolidator",
     "NoRewrite",
     "OpenAIChat",
     "OpenAIEmbedder",
@@ -124,11 +145,17 @@ __all__ = [
     "Reflection",
     "Reflections",
     "Reflector",
+    "RuleConsolidator",
+    "RulePolicy",
     "RuleReflector",
+    "ScopeReader",
     "Source",
     "SqliteStore",
     "SummarizePolicy",
     "Summarizer",
+    "SupersedePolicy",
+    "Superseded",
+    "Supersession",
     "TimeWindow",
     "ToolCall",
     "ToolGate",

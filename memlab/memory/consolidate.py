@@ -34,6 +34,7 @@ chat model for mem0-style decisions; ``NoConsolidator`` (``none``) supersedes no
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -125,7 +126,8 @@ class ScopeReader:
         scope: the only scope this reader reads.
         pending: records not yet in the store that count as earlier than the one
             being decided (the earlier items of a ``remember_many`` batch); they
-            must belong to ``scope``.
+            must belong to ``scope``. A pending record with the id of a stored one
+            stands for it (a stored record superseded earlier in the batch).
         pool: candidate pool size passed to approximate stores.
         weights: ranking weights passed to approximate stores (their pool hint).
     """
@@ -149,13 +151,15 @@ class ScopeReader:
                 )
         self.pending = list(pending)
         self._pending_by_id = {r.id: r for r in self.pending}
+        self._stands_for: set[str] | None = None
         self.pool = pool
         self.weights = dict(weights) if weights is not None else None
         self.reads = 0  # records read in full (get_many), for cost accounting
 
     def candidates(self, query: np.ndarray | None = None, *, text: str | None = None) -> Candidates:
-        """Column arrays of the scope's active (not archived) records, pending ones
-        appended (their ``lexical`` is 0: they are not indexed yet)."""
+        """Column arrays of the scope's records in force (not archived, not wholly
+        superseded), pending ones appended (their ``lexical`` is 0: they are not
+        indexed yet)."""
         cands = self.store.candidates(
             self.scope,
             query,
@@ -163,12 +167,21 @@ class ScopeReader:
             pool=self.pool,
             text=text,
             weights=self.weights,
+            valid_at=math.inf,
         )
         if not self.pending:
             return cands
+        if self._stands_for is None:
+            self._stands_for = {r.id for r in self.pending}
+        stored = [i for i, rid in enumerate(cands.ids) if rid in self._stands_for]
+        if stored:  # pending versions replace these rows (nothing else may change)
+            mask = cands.mask.copy()
+            mask[stored] = False
+            cands = dataclasses.replace(cands, mask=mask)
         extra = Candidates.from_records(
             self.pending, cands.embeddings.shape[1] or len(self.pending[0].embedding)
         )
+        extra.mask = ~extra.superseded & np.isinf(extra.archived_at)
         lexical = None
         if text is not None:
             base = cands.lexical if cands.lexical is not None else np.zeros(len(cands))
@@ -188,6 +201,8 @@ class ScopeReader:
             source=np.concatenate([cands.source, extra.source]),
             mask=np.concatenate([cands.mask, extra.mask]),
             lexical=lexical,
+            invalid_at=np.concatenate([cands.invalid_at, extra.invalid_at]),
+            archived_at=np.concatenate([cands.archived_at, extra.archived_at]),
         )
 
     def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:

@@ -67,7 +67,14 @@ from memlab.memory.reflect import (
 )
 from memlab.memory.rewrite import QueryRewriter
 from memlab.memory.scopes import Layered, LayerPolicy, split_budgets
-from memlab.memory.stores.base import MemoryStore
+from memlab.memory.stores.base import MemoryStore, scoped_ids
+from memlab.memory.supersede import (
+    SupersedePolicy,
+    lift,
+    mode_of,
+    valid_at_for,
+)
+from memlab.memory.supersede import consolidate as supersede_batch
 from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 
@@ -156,6 +163,9 @@ class RecallResult:
     considered: int  # active candidate records that were scored
     search_text: str = ""  # the query text after rewriting
     window: TimeWindow | None = None  # the period the query names, if any
+    superseded: str = "exclude"  # how superseded records were treated
+    # (older id, newer id, why) for each record the recall guard left out
+    guarded: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:
@@ -236,6 +246,12 @@ class MemoryLayer:
         reflect: when reflection runs and what it archives (ReflectPolicy).
         reflect_consolidator: keeps the value in force among reflections (default:
             the rule consolidator).
+        consolidator: decides, for each new trusted record, which earlier records
+            of its scope it supersedes (``memlab.memory.consolidate``; e.g.
+            ``RuleConsolidator()``); None: nothing is superseded at write time.
+        supersede: how superseded records are recalled (SupersedePolicy; by
+            default they are left out, and a consolidator that can judge given
+            records, such as ``RuleConsolidator``, also checks the packed hits).
 
     A layer owns what it is given: ``close()`` (or leaving a ``with`` block)
     closes the store, and the embedder and summarizer when they have a
@@ -269,6 +285,8 @@ class MemoryLayer:
         reflector: Reflector | None = None,
         reflect: ReflectPolicy | None = None,
         reflect_consolidator: Consolidator | None = None,
+        consolidator: Consolidator | None = None,
+        supersede: SupersedePolicy | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise InputError(
@@ -321,6 +339,13 @@ class MemoryLayer:
             reflect_consolidator = RuleConsolidator()
         self.reflect_consolidator = reflect_consolidator
         self._reflected: dict[tuple[str, str], tuple[float, str]] = {}
+        self.consolidator = consolidator
+        self.supersede = supersede or SupersedePolicy()
+        self._guard = None
+        if self.supersede.guard and callable(getattr(consolidator, "judge", None)):
+            from memlab.memory.recall_guard import RecallGuard
+
+            self._guard = RecallGuard(consolidator)  # type: ignore[arg-type]
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._closed = False
         dims = store.dims
@@ -403,8 +428,20 @@ class MemoryLayer:
     def remember_many(self, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
         """Embed all contents in one batched call and store them in one write.
 
-        If embedding fails nothing is stored.
+        With a consolidator, each new trusted record is checked, in order, against
+        the records of its scope in force (and the batch's earlier items); the
+        records it supersedes are rewritten with a ``Superseded`` entry in the same
+        atomic write. If embedding or a decision fails nothing is stored.
+
+        Raises:
+            InputError: a bad item (nothing stored).
+            ConsolidatorError: the consolidator failed or made an unusable decision.
         """
+        return self._remember_many(items)
+
+    def _remember_many(
+        self, items: Sequence[MemoryInput], *, consolidate: bool = True
+    ) -> list[MemoryRecord]:
         self._check_open()
         if isinstance(items, MemoryInput) or not isinstance(items, Sequence | Iterable):
             raise InputError(
@@ -436,7 +473,17 @@ class MemoryLayer:
             )
             for i, (item, scope, text, kind, source, salience, created) in enumerate(prepared)
         ]
-        self.store.put_many(records)
+        updated: list[MemoryRecord] = []
+        if self.consolidator is not None and consolidate:
+            done = supersede_batch(
+                self.store,
+                self.consolidator,
+                records,
+                min_confidence=self.supersede.min_confidence,
+                pool=self.pool,
+            )
+            records, updated = done.records, done.updated
+        self.store.put_many(records + updated)
         return records
 
     def _prepare(
@@ -532,9 +579,43 @@ class MemoryLayer:
 
     def forget(self, scope: str, ids: str | Sequence[str]) -> int:
         """Delete the scope's records with these ids; return how many existed
-        (ids of other scopes are never touched)."""
+        (ids of other scopes are never touched). What the forgotten records
+        superseded is in force again (their entries are lifted)."""
         self._check_open()
-        return self.store.delete(scope, ids)
+        wanted = scoped_ids(scope, ids)  # checked before anything is deleted
+        n = self.store.delete(scope, wanted)
+        if n:
+            self._lift(scope, set(wanted))
+        return n
+
+    def reinstate(self, scope: str, record_id: str) -> MemoryRecord:
+        """Undo every supersession of a record (after a review found it wrong).
+
+        Raises:
+            InputError: no record with this id in ``scope``.
+        """
+        self._check_open()
+        record = self.store.get(scope, record_id)
+        if record is None:
+            raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to reinstate")
+        lifted = lift(record)
+        if lifted is None:
+            return record
+        self.store.put(lifted)
+        return lifted
+
+    def _lift(self, scope: str, by: set[str]) -> None:
+        changed = [
+            r
+            for r in (
+                lift(rec, by)
+                for rec in self.store.list(scope, include_archived=True)
+                if rec.superseded
+            )
+            if r is not None
+        ]
+        if changed:
+            self.store.put_many(changed)
 
     # -- recall -------------------------------------------------------------------
     def embed_query(self, text: str) -> np.ndarray:
@@ -560,8 +641,11 @@ class MemoryLayer:
         signal is computed when ``weights.lexical`` > 0. Only records of the
         query's scopes are ever considered (each matched exactly). With several
         scopes the records of all of them are ranked together, or each layer
-        fills its share of the budget (``query.split``). Returned records are
-        touched (access count and last access) unless ``touch=False``.
+        fills its share of the budget (``query.split``). Superseded records are
+        left out, down-weighted or included as ``query.superseded`` (or the layer's
+        SupersedePolicy) says; ``query.as_of`` recalls what the memory held at
+        that time. Returned records are touched (access count and last access)
+        unless ``touch=False`` or the query travels in time.
 
         Raises:
             InputError: ``query`` is not a RecallQuery (a bare string has no scope,
@@ -570,11 +654,21 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("recall", query))
         check_bool(touch, "touch")
-        now, text, window, cands, scored = self._score(query)
+        mode = mode_of(self.supersede, query.superseded)
+        as_of = query.as_of
+        valid_at = valid_at_for(mode, as_of)
+        now, text, window, cands, scored = self._score(query, valid_at)
         if scored is None:
-            return RecallResult(query, [], now, 0, text, window)
+            return RecallResult(query, [], now, 0, text, window, mode)
         mask = cands.mask
         scores = scored.scores
+        conflict = None
+        if valid_at is None:  # superseded records are candidates in this mode
+            stale = cands.superseded & mask
+            if stale.any():
+                if mode == "downweight":
+                    scores = np.where(stale, scores * self.supersede.factor, scores)
+                conflict = self._superseder_rows(cands, stale)
         neighbor_rows: dict[int, int] = {}
         expand = None
         policy = self.neighbors
@@ -592,47 +686,40 @@ class MemoryLayer:
                 expand = lambda row: adjacent_rows(  # noqa: E731
                     row, cands.created_at, near, before=policy.before, after=policy.after
                 )
-        pack_args: dict[str, Any] = dict(
-            ids=cands.ids,
-            tiebreak=cands.created_at,
-            min_score=_threshold(scores, query),
-            expand=expand,
-            expand_top=policy.top if policy is not None else None,
-            neighbor_of=neighbor_rows,
-        )
-        if query.split is None or len(cands.parts) == 1:
-            rows = pack(
-                scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args
-            )
-        else:
-            rows = []
-            carry = 0
-            budgets = split_budgets(query.token_budget, query.split)
-            for i, share in enumerate(budgets):
-                budget = share + carry
-                left = None if query.max_hits is None else query.max_hits - len(rows)
-                if budget <= 0 or left == 0:
-                    carry = max(budget, 0)
-                    continue
-                mine = np.where(cands.layer == i, scores, -np.inf)
-                got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
-                rows += got
-                carry = budget - int(cands.tokens[got].sum()) if got else budget
-        by_scope: dict[str, list[str]] = {}
-        for row in rows:
-            by_scope.setdefault(cands.scope_of(row), []).append(cands.ids[row])
-        records = {
-            r.id: r
-            for scope, ids in by_scope.items()
-            for r in self.store.get_many(scope, ids)
-            if r.scope == scope
-        }
+        guarded: list[tuple[str, str, str]] = []
+        records: dict[str, MemoryRecord] = {}
+        for _ in range(3):  # the guard may leave hits out: pack again without them
+            neighbor_rows.clear()
+            rows = self._pack(query, cands, scores, expand, neighbor_rows, conflict)
+            by_scope: dict[str, list[str]] = {}
+            for row in rows:
+                if cands.ids[row] not in records:
+                    by_scope.setdefault(cands.scope_of(row), []).append(cands.ids[row])
+            for scope, ids in by_scope.items():
+                records.update(
+                    (r.id, r) for r in self.store.get_many(scope, ids) if r.scope == scope
+                )
+            if self._guard is None or mode == "include":
+                break
+            top = [records[cands.ids[r]] for r in rows if cands.ids[r] in records]
+            found = self._guard.conflicts(top[: self.supersede.guard_top], as_of)
+            if not found:
+                break
+            scores = scores.copy()
+            row_of = {cands.ids[r]: r for r in rows}
+            for old_id, newer_id, why in found:
+                r = row_of[old_id]
+                scores[r] = -np.inf if mode == "exclude" else scores[r] * self.supersede.factor
+                guarded.append((old_id, newer_id, why))
         weights = scored.weights
         hits: list[Hit] = []
         for row in rows:
             record = records.get(cands.ids[row])
             if record is None:  # vanished meanwhile
                 continue
+            shown = record.content if mode == "include" else record.text_at(as_of)
+            if not shown:
+                continue  # every claim in it is superseded
             components = {name: float(arr[row]) for name, arr in scored.components.items()}
             contributions = {
                 name: weights.get(name, 0.0) * value for name, value in components.items()
@@ -646,15 +733,78 @@ class MemoryLayer:
                     components,
                     contributions,
                     neighbor_of=cands.ids[anchor] if anchor is not None else None,
+                    text=shown,
                 )
             )
-        if touch and hits:
+        if touch and hits and as_of is None:
             touched: dict[str, list[str]] = {}
             for h in hits:
                 touched.setdefault(h.record.scope, []).append(h.record.id)
             for scope, ids in touched.items():
                 self.store.touch(scope, ids, now)
-        return RecallResult(query, hits, now, cands.n_active, text, window)
+        return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
+
+    def _pack(
+        self,
+        query: RecallQuery,
+        cands: Layered,
+        scores: np.ndarray,
+        expand: Callable[[int], list[int]] | None,
+        neighbor_rows: dict[int, int],
+        conflict: Callable[[int], int | None] | None,
+    ) -> list[int]:
+        """The rows packed into the budget: one shared ranking, or each layer its
+        share of the budget (``query.split``; what a layer leaves flows on)."""
+        policy = self.neighbors
+        pack_args: dict[str, Any] = dict(
+            ids=cands.ids,
+            tiebreak=cands.created_at,
+            min_score=_threshold(scores, query),
+            expand=expand,
+            expand_top=policy.top if policy is not None else None,
+            neighbor_of=neighbor_rows,
+            conflict=conflict,
+        )
+        if query.split is None or len(cands.parts) == 1:
+            return pack(
+                scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args
+            )
+        rows: list[int] = []
+        carry = 0
+        for i, share in enumerate(split_budgets(query.token_budget, query.split)):
+            budget = share + carry
+            left = None if query.max_hits is None else query.max_hits - len(rows)
+            if budget <= 0 or left == 0:
+                carry = max(budget, 0)
+                continue
+            mine = np.where(cands.layer == i, scores, -np.inf)
+            got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
+            rows += got
+            carry = budget - int(cands.tokens[got].sum()) if got else budget
+        return rows
+
+    def _superseder_rows(self, cands: Layered, stale: np.ndarray) -> Callable[[int], int | None]:
+        """For packing: row -> the row of the record that superseded it (None if it
+        is in force, or its superseder is not a candidate; a record is only ever
+        superseded by one of its own scope). Read lazily: only the superseded rows
+        packing considers are looked up."""
+        row_of: dict[tuple[str, str], int] | None = None
+        cache: dict[int, int | None] = {}
+
+        def conflict(row: int) -> int | None:
+            nonlocal row_of
+            if not stale[row]:
+                return None
+            if row not in cache:
+                scope = cands.scope_of(row)
+                found = self.store.get_many(scope, [cands.ids[row]])
+                by = found[0].superseded_by if found else None
+                if row_of is None:
+                    row_of = {(cands.scope_of(i), rid): i for i, rid in enumerate(cands.ids)}
+                cache[row] = row_of.get((scope, by)) if by is not None else None
+            return cache[row]
+
+        return conflict
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every active record of ``query.scope`` ranked best first, as ``recall``
@@ -665,36 +815,49 @@ class MemoryLayer:
 
         ``query.kinds`` and ``query.include_untrusted`` filter as in ``recall``;
         ``token_budget`` is ignored. An approximate store ranks its candidate pool
-        (``pool`` records per scope), as ``recall`` does.
+        (``pool`` records per scope), as ``recall`` does. Superseded records are
+        left out, down-weighted or included, and ``as_of`` travels in time, as in
+        ``recall`` (the recall guard, which compares packed hits, does not run).
 
         Raises:
             InputError: ``query`` is not a RecallQuery.
         """
         if not isinstance(query, RecallQuery):
             raise InputError(_not_a_query("rank", query))
-        now, text, _, cands, scored = self._score(query)
+        mode = mode_of(self.supersede, query.superseded)
+        valid_at = valid_at_for(mode, query.as_of)
+        now, text, _, cands, scored = self._score(query, valid_at)
         if scored is None:
             return Ranking(query, [], np.zeros(0), now, text)
+        scores = scored.scores
+        if valid_at is None and mode == "downweight":
+            stale = cands.superseded & cands.mask
+            scores = np.where(stale, scores * self.supersede.factor, scores)
         rows = list(
             ranked(
-                scored.scores,
+                scores,
                 cands.tokens,
                 int(cands.tokens.max()),
                 ids=cands.ids,
                 tiebreak=cands.created_at,
             )
         )
-        return Ranking(query, [cands.ids[r] for r in rows], scored.scores[rows], now, text)
+        return Ranking(query, [cands.ids[r] for r in rows], scores[rows], now, text)
 
     def _score(
-        self, query: RecallQuery
+        self, query: RecallQuery, valid_at: float | None
     ) -> tuple[float, str, TimeWindow | None, Layered, Scored | None]:
         """The candidates of the query's scopes scored for ``query`` (``recall`` and
         ``rank``): (now, rewritten text, time window, candidates side by side,
         scores; None when the scopes have no candidates). Several scopes are scored
-        as one ranking (``HybridRanker.score_layers``)."""
+        as one ranking (``HybridRanker.score_layers``). ``valid_at`` is passed to
+        ``candidates`` (see ``supersede.valid_at_for``); the time to rank against is
+        ``query.now``, else ``query.as_of``, else the clock."""
         self._check_open()
-        now = float(query.now) if query.now is not None else self.clock()
+        if query.now is not None:
+            now = float(query.now)
+        else:
+            now = float(query.as_of) if query.as_of is not None else self.clock()
         text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
         window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
         qvec = self.embed_query(text)
@@ -708,6 +871,7 @@ class MemoryLayer:
                 pool=self.pool,
                 text=text if self.ranker.uses_lexical else None,
                 weights=self.ranker.weights.as_dict(),
+                valid_at=valid_at,
             )
             for scope in scopes
         ]
@@ -724,7 +888,10 @@ class MemoryLayer:
 
         Columns show the signals this recall used (sim, lex, rec or time, sal, use);
         'why' names the largest weighted term, or the hit a neighbour was packed
-        next to. Given a query, recalls without touching anything.
+        next to. Supersession is shown under the hits it concerns (who superseded
+        a record or one of its claims, when and why), then the records the recall
+        guard left out; the header names the recall mode and ``as_of``. Given a
+        query, recalls without touching anything.
         """
         check_number(width, "width", lo=10, integer=True)
         if isinstance(result, RecallQuery):
@@ -751,6 +918,9 @@ class MemoryLayer:
         ]
         if result.search_text and result.search_text != q.text:
             lines.append(f"rewritten to: {result.search_text!r}")
+        if q.as_of is not None or result.superseded != "exclude":
+            at = f", as of {iso(q.as_of)}" if q.as_of is not None else ""
+            lines.append(f"superseded records: {result.superseded}{at}")
         if result.window is not None:
             lines.append(
                 f"time: {result.window.expression!r} -> {iso(result.window.start)} .. "
@@ -771,6 +941,11 @@ class MemoryLayer:
                 f"{h.rank:>2} {h.score:6.3f} {values} {h.record.tokens:>4} "
                 f"{h.record.kind.value:<10} {h.record.source.value:<6} {why:<10} {text}"
             )
+            for entry in h.record.superseded:
+                if q.as_of is None or entry.at <= q.as_of:
+                    lines.append(f"   {entry.explain()}")
+        for old_id, newer_id, why in result.guarded:
+            lines.append(f"left out {old_id}: the newer {newer_id} states it otherwise ({why})")
         w = self.ranker.weights.as_dict()
         lines.append(
             "weights: "
@@ -835,14 +1010,18 @@ class MemoryLayer:
         self, scope: str, cluster: list[MemoryRecord], now: float, into: str
     ) -> MemoryRecord | None:
         assert self.summarizer is not None
-        text = self.summarizer.summarize([r.content for r in cluster]).strip()
+        # fold only what is in force: a superseded episode states nothing any more,
+        # and a superseded claim is cut from the episode that made it
+        in_force = [(r, r.text_at()) for r in cluster if r.invalid_at is None]
+        in_force = [(r, t) for r, t in in_force if t]
+        text = self.summarizer.summarize([t for _, t in in_force]).strip() if in_force else ""
         ids = [r.id for r in cluster]
         note = None
         if text:
             provenance: dict[str, None] = {}
-            for r in cluster:
+            for r, _ in in_force:
                 provenance.update(dict.fromkeys(r.provenance))
-            sources = {r.source for r in cluster}
+            sources = {r.source for r, _ in in_force}
             meta: dict[str, Any] = {
                 "summary_of": ids,
                 "summarizer": self.summarizer.name,
@@ -850,7 +1029,7 @@ class MemoryLayer:
             }
             if into != scope:
                 meta["from_scope"] = scope
-            note = self.remember_many(
+            note = self._remember_many(
                 [
                     MemoryInput(
                         into,
@@ -862,7 +1041,8 @@ class MemoryLayer:
                         meta=meta,
                         created_at=max(r.created_at for r in cluster),
                     )
-                ]
+                ],
+                consolidate=False,  # a note restates what is in force; it replaces nothing
             )[0]
         # Archive even when nothing was worth keeping: the episodes stay on disk.
         self.store.mark_archived(scope, ids, now)

@@ -125,6 +125,8 @@ def format_memory(items: Sequence[Hit | MemoryRecord]) -> str:
             raise InputError(
                 f"format_memory: item {i} is a {type(item).__name__}, not a Hit or MemoryRecord"
             )
-        rendered.append(render_item(i, r.kind, r.source, r.created_at, r.content))
+        # a hit's text leaves out the claims a later record superseded
+        text = item.text if isinstance(item, Hit) else r.content
+        rendered.append(render_item(i, r.kind, r.source, r.created_at, text))
     body = rendered or ["(none)"]
     return "\n".join([MEMORY_HEADER, OPEN_TAG, *body, CLOSE_TAG])

@@ -258,6 +258,7 @@ def pack(
     expand: Callable[[int], Sequence[int]] | None = None,
     expand_top: int | None = None,
     neighbor_of: dict[int, int] | None = None,
+    conflict: Callable[[int], int | None] | None = None,
 ) -> list[int]:
     """Choose rows by descending score until the token budget is full.
 
@@ -268,6 +269,11 @@ def pack(
     With ``expand``, right after each of the first ``expand_top`` chosen rows its
     ``expand(row)`` rows (e.g. the turns next to it) are tried too, under the same
     budget and skip rule; ``neighbor_of`` (if given) receives neighbour -> anchor.
+
+    With ``conflict`` (row -> the row of the record that superseded it, or None),
+    a row and the row that superseded it never both end up chosen: a superseded
+    row is skipped once its superseder is chosen, and taken out again (its tokens
+    given back) when its superseder is chosen after it.
 
     Returns:
         The chosen row indices in context order; their tokens sum to at most
@@ -282,23 +288,38 @@ def pack(
     taken: set[int] = set()
     remaining = budget
     anchors = 0
-    for row in ranked(scores, tokens, budget, ids=ids, tiebreak=tiebreak, min_score=min_score):
+    waiting: dict[int, list[int]] = {}  # superseder row -> chosen rows it superseded
+
+    def take(row: int) -> bool:
+        nonlocal remaining
         if row in taken or int(tokens[row]) > remaining:
-            continue
+            return False
+        if conflict is not None:
+            newer = conflict(row)
+            if newer is not None:
+                if newer in taken:
+                    return False
+                waiting.setdefault(newer, []).append(row)
         chosen.append(row)
         taken.add(row)
         remaining -= int(tokens[row])
+        for older in waiting.pop(row, ()):
+            if older in taken:
+                chosen.remove(older)
+                taken.discard(older)
+                remaining += int(tokens[older])
+        return True
+
+    for row in ranked(scores, tokens, budget, ids=ids, tiebreak=tiebreak, min_score=min_score):
+        if not take(row):
+            continue
         if expand is not None and (expand_top is None or anchors < expand_top):
             anchors += 1
             for nb in expand(row):
                 if len(chosen) >= limit or remaining < smallest:
                     break
-                if nb not in taken and int(tokens[nb]) <= remaining:
-                    chosen.append(nb)
-                    taken.add(nb)
-                    remaining -= int(tokens[nb])
-                    if neighbor_of is not None:
-                        neighbor_of[nb] = row
+                if take(nb) and neighbor_of is not None:
+                    neighbor_of[nb] = row
         if len(chosen) >= limit or remaining < smallest:
             break
     return chosen

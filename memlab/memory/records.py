@@ -137,6 +137,88 @@ def as_source(value: Source | str) -> Source:
         ) from None
 
 
+@dataclass(frozen=True)
+class Superseded:
+    """A newer record superseded this record, or one claim in it.
+
+    Kept on the old record (which is never deleted by supersession) so recall can
+    leave it out, ``RecallQuery(as_of=t)`` can travel back to when it was valid,
+    and ``explain()`` can say why.
+
+    Attributes:
+        by: the id of the newer record (same scope).
+        at: epoch seconds from which the old claim is no longer in force (the newer
+            record's ``created_at``): the record is valid over ``[created_at, at)``.
+        span: ``(start, end)`` character offsets of the superseded claim in the
+            record's content when only that claim is stale (a multi-fact message, a
+            summary note); None: the whole record.
+        reason: why (a consolidator's reason code, e.g. ``explicit-old-value``).
+        confidence: in [0, 1].
+        detail: a human-readable explanation (which words fired).
+    """
+
+    by: str
+    at: float
+    span: tuple[int, int] | None = None
+    reason: str = ""
+    confidence: float = 1.0
+    detail: str = ""
+
+    @property
+    def whole(self) -> bool:
+        return self.span is None
+
+    def check(self, record: MemoryRecord) -> None:
+        """Raises InputError naming the record and what is wrong with this entry."""
+        where = f"record {record.id}: superseded entry"
+        if not isinstance(self.by, str) or not self.by:
+            raise InputError(f"{where}: 'by' must be the id of the newer record, got {self.by!r}")
+        if self.by == record.id:
+            raise InputError(f"{where}: a record cannot supersede itself")
+        if isinstance(self.at, bool) or not isinstance(self.at, int | float):
+            raise InputError(f"{where}: 'at' must be epoch seconds, got {self.at!r}")
+        if not math.isfinite(self.at) or self.at < record.created_at:
+            raise InputError(
+                f"{where}: 'at' {self.at!r} must be finite and not before the record's "
+                f"created_at {record.created_at!r}"
+            )
+        if self.span is not None:
+            ok = (
+                isinstance(self.span, tuple)
+                and len(self.span) == 2
+                and all(isinstance(i, int) and not isinstance(i, bool) for i in self.span)
+                and 0 <= self.span[0] < self.span[1] <= len(record.content)
+            )
+            if not ok:
+                raise InputError(
+                    f"{where}: span {self.span!r} must be (start, end) offsets inside the "
+                    f"content (0 <= start < end <= {len(record.content)})"
+                )
+        c = self.confidence
+        if isinstance(c, bool) or not isinstance(c, int | float) or not 0.0 <= c <= 1.0:
+            raise InputError(f"{where}: confidence {c!r} is outside 0..1")
+        if not isinstance(self.reason, str) or not isinstance(self.detail, str):
+            raise InputError(f"{where}: reason and detail must be strings")
+
+    def explain(self) -> str:
+        """One line: ``superseded by r2 at 2026-...Z (explicit-old-value, 0.90): ...``."""
+        what = (
+            "superseded"
+            if self.span is None
+            else f"claim {self.span[0]}..{self.span[1]} superseded"
+        )
+        how = f" ({self.reason}, {self.confidence:.2f})" if self.reason else ""
+        return f"{what} by {self.by} at {_iso(self.at)}{how}" + (
+            f": {self.detail}" if self.detail else ""
+        )
+
+
+def _iso(ts: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass(eq=False)
 class MemoryRecord:
     """One memory.
@@ -156,6 +238,10 @@ class MemoryRecord:
         source: user | agent | tool | web (tool and web are untrusted).
         provenance: ids of the transcript turns or records it came from.
         meta: free-form JSON-serializable metadata.
+        superseded: what newer records superseded in it (see ``Superseded``), in
+            the order it happened. A record is valid from ``created_at`` until the
+            first entry without a span (``invalid_at``); entries with a span mark a
+            stale claim inside a record that stays valid (``stale_spans``).
     """
 
     id: str
@@ -172,12 +258,25 @@ class MemoryRecord:
     source: Source = Source.USER
     provenance: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    superseded: tuple[Superseded, ...] = ()
 
     def __post_init__(self) -> None:
         self.kind = as_kind(self.kind)
         self.source = as_source(self.source)
         if type(self.provenance) is not tuple:
             self.provenance = tuple(check_strings(self.provenance, f"record {self.id}: provenance"))
+        if type(self.superseded) is not tuple:
+            if isinstance(self.superseded, str | bytes | Superseded):
+                raise InputError(
+                    f"record {self.id}: superseded must be a list of Superseded entries"
+                )
+            try:
+                self.superseded = tuple(self.superseded)
+            except TypeError:
+                raise InputError(
+                    f"record {self.id}: superseded must be a list of Superseded entries, "
+                    f"got {type(self.superseded).__name__}"
+                ) from None
         try:
             emb = np.asarray(self.embedding, dtype=np.float32)
         except (TypeError, ValueError) as exc:
@@ -193,6 +292,45 @@ class MemoryRecord:
     @property
     def archived(self) -> bool:
         return self.archived_at is not None
+
+    @property
+    def invalid_at(self) -> float | None:
+        """When the whole record stopped being in force (None: it still is)."""
+        whole = [s.at for s in self.superseded if s.span is None]
+        return min(whole) if whole else None
+
+    @property
+    def superseded_by(self) -> str | None:
+        """The id of the record that superseded this whole record (the earliest)."""
+        whole = [s for s in self.superseded if s.span is None]
+        return min(whole, key=lambda s: s.at).by if whole else None
+
+    @property
+    def stale_spans(self) -> tuple[Superseded, ...]:
+        """The entries that mark a stale claim inside the record."""
+        return tuple(s for s in self.superseded if s.span is not None)
+
+    def valid_at(self, t: float) -> bool:
+        """Whether the record was in force at ``t``: made at or before ``t`` and not
+        wholly superseded by then (archiving is a separate matter)."""
+        invalid = self.invalid_at
+        return self.created_at <= t and (invalid is None or t < invalid)
+
+    def text_at(self, t: float | None = None) -> str:
+        """The content without the claims superseded at or before ``t`` (None: any
+        time), with whitespace tidied where a claim was cut out."""
+        cuts = sorted(
+            s.span for s in self.superseded if s.span is not None and (t is None or s.at <= t)
+        )
+        if not cuts:
+            return self.content
+        parts, pos = [], 0
+        for start, end in cuts:
+            if start > pos:
+                parts.append(self.content[pos:start])
+            pos = max(pos, end)
+        parts.append(self.content[pos:])
+        return " ".join(" ".join(p.split()) for p in parts if p.strip())
 
     def validate(self) -> MemoryRecord:
         """Check every field a store relies on; return self.
@@ -219,6 +357,12 @@ class MemoryRecord:
         # non-finite: one pass, exact.
         if not math.isfinite(float(self.embedding.sum(dtype=np.float64))):
             raise InputError(f"record {self.id}: embedding holds NaN or infinite values")
+        for s in self.superseded:
+            if not isinstance(s, Superseded):
+                raise InputError(
+                    f"record {self.id}: superseded holds a {type(s).__name__}, not Superseded"
+                )
+            s.check(self)
         return self
 
     def copy(self, **changes: Any) -> MemoryRecord:
@@ -243,6 +387,7 @@ class MemoryRecord:
             type(self.kind) is MemoryKind
             and type(self.source) is Source
             and type(self.provenance) is tuple
+            and type(self.superseded) is tuple
             and type(emb) is np.ndarray
             and emb.dtype == np.float32
             and emb.ndim == 1
@@ -265,6 +410,7 @@ class MemoryRecord:
             and self.source == other.source
             and self.provenance == other.provenance
             and self.meta == other.meta
+            and self.superseded == other.superseded
             and self.embedding.shape == other.embedding.shape
             and bool(np.array_equal(self.embedding, other.embedding))
         )
@@ -287,7 +433,15 @@ class RecallQuery:
             candidate's score (0 keeps everything; 0.6 keeps only close seconds),
             so a budget is not filled with memories that merely exist.
         include_untrusted: include tool/web memories (always delimited as data).
-        now: epoch seconds to rank against; None uses the layer's clock.
+        now: epoch seconds to rank against; None uses the layer's clock (or
+            ``as_of``).
+        as_of: answer from what the memory held at this time (epoch seconds):
+            records made by then, not superseded or archived by then, with the
+            claims superseded by then cut out. Such a recall touches nothing.
+            None: now.
+        superseded: how superseded records are treated: ``exclude`` them,
+            ``downweight`` them (scores times the layer's factor) or ``include``
+            them as they are; None: the layer's setting (``SupersedePolicy.recall``).
         split: with several scopes: None ranks all their records together (a
             shared ranking); a list of shares, one per scope, gives each layer
             that share of ``token_budget`` (unused tokens flow on to the next).
@@ -302,6 +456,8 @@ class RecallQuery:
     min_score_ratio: float = 0.0
     include_untrusted: bool = True
     now: float | None = None
+    as_of: float | None = None
+    superseded: str | None = None
     split: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -325,11 +481,21 @@ class RecallQuery:
         if self.kinds is not None:
             kinds = check_kinds(self.kinds, "kinds")
             object.__setattr__(self, "kinds", kinds)
+        check_number(self.as_of, "as_of", none=True)
+        if self.superseded is not None and self.superseded not in SUPERSEDED_MODES:
+            raise InputError(
+                f"superseded must be one of {list(SUPERSEDED_MODES)} or None, "
+                f"got {self.superseded!r}"
+            )
 
     @property
     def scopes(self) -> tuple[str, ...]:
         """The scopes to search, narrowest first (one for a single scope)."""
         return (self.scope,) if isinstance(self.scope, str) else self.scope
+
+
+#: how recall treats superseded records (RecallQuery.superseded, SupersedePolicy.recall)
+SUPERSEDED_MODES = ("exclude", "downweight", "include")
 
 
 def check_kinds(kinds: object, name: str) -> tuple[MemoryKind, ...]:
@@ -353,7 +519,9 @@ class Hit:
     ``lexical``, ``recency``, ``time``, ``salience``, ``usage``: whichever the
     ranker computed); ``contributions`` holds weight x value, which sum to
     ``score``. ``neighbor_of`` is the id of the hit this one was packed next to
-    (neighbour packing), else None.
+    (neighbour packing), else None. ``text`` is what goes into a prompt: the
+    record's content without its superseded claims (``MemoryRecord.text_at``);
+    it defaults to the whole content.
     """
 
     record: MemoryRecord
@@ -362,6 +530,11 @@ class Hit:
     components: Mapping[str, float]
     contributions: Mapping[str, float]
     neighbor_of: str | None = None
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            object.__setattr__(self, "text", self.record.content)
 
     @property
     def lexical(self) -> float:

@@ -69,8 +69,8 @@ class RulePolicy:
         min_similar: ... if their cosine is at least this (embedder-dependent:
             MiniLM puts paraphrases around 0.5, the hash embedder rarely does).
         min_confidence: decisions below this are dropped.
-        supersede_from: sources whose records may supersede others. The default,
-            the user only: an agent's statements repeat the user's or the model's
+        supersede_from: sources whose records may supersede others (a list of
+            source names; tool and web never do). The default, the user only: an agent's statements repeat the user's or the model's
             own, and a model's slip must not retire what the user said.
         supersede_untrusted: whether trusted records may supersede tool/web ones.
         scan_rows: similarity is computed over at most this many of the scope's
@@ -95,7 +95,7 @@ class RulePolicy:
     similar_rank: int = 1
     min_similar: float = 0.45
     min_confidence: float = 0.5
-    supersede_from: frozenset[Source] = frozenset({Source.USER})
+    supersede_from: tuple[str, ...] = (Source.USER.value,)
     supersede_untrusted: bool = False
     scan_rows: int | None = None
     read_all: bool = False
@@ -126,9 +126,19 @@ class RulePolicy:
             not isinstance(self.scan_rows, int) or self.scan_rows < 1
         ):
             raise InputError(f"consolidate.scan_rows must be >= 1 or None, got {self.scan_rows!r}")
-        object.__setattr__(
-            self, "supersede_from", frozenset(Source(s) for s in self.supersede_from)
-        )
+        if isinstance(self.supersede_from, str):
+            raise InputError(
+                f"consolidate.supersede_from must be a list of sources, e.g. "
+                f"[{self.supersede_from!r}], not a string"
+            )
+        try:
+            sources = tuple(dict.fromkeys(Source(s) for s in self.supersede_from))
+        except (TypeError, ValueError):
+            raise InputError(
+                f"consolidate.supersede_from must be a list of sources "
+                f"({[s.value for s in Source]}), got {self.supersede_from!r}"
+            ) from None
+        object.__setattr__(self, "supersede_from", sources)
 
 
 @dataclass
@@ -194,6 +204,9 @@ class RuleConsolidator:
         policy: the knobs (RulePolicy).
     """
 
+    #: the dataclass of its knobs (a config's ``consolidator`` node has its fields)
+    settings = RulePolicy
+
     def __init__(self, policy: RulePolicy | None = None) -> None:
         self.policy = policy or RulePolicy()
 
@@ -241,14 +254,49 @@ class RuleConsolidator:
                 common.add(value)
         first_pending = len(cands) - len(reader.pending)  # pending rows come last
         for j, r in enumerate(reader.pending):  # a batch's earlier items: always compare
-            if r.id != new.id:
+            if r.id != new.id and cands.mask[first_pending + j]:
                 rows.setdefault(first_pending + j, float(r.embedding @ new.embedding))
         sims = {cands.ids[row]: sim for row, sim in rows.items()}
         row_of = {cands.ids[row]: row for row in rows}
-        found: list[_Candidate] = []
-        for rec in reader.get_many(list(sims)):
-            if rec.id != new.id and self._may_supersede(new, rec):
-                found.append(_Candidate(rec, parse(rec.content), sims.get(rec.id, 0.0)))
+        found = [
+            _Candidate(rec, parse(rec.content), sims.get(rec.id, 0.0))
+            for rec in reader.get_many(list(sims))
+            if rec.id != new.id and self._may_supersede(new, rec)
+        ]
+        decided = self._judge_all(new, clauses, found, common)
+        decisions = [c.best for c in decided.values() if c.best is not None]
+        decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
+        out = [d for d in decisions if d.confidence >= policy.min_confidence]
+        out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
+        """The rules on given records only (no store, no echoes): which of ``olds``
+        (older records of ``new``'s scope) ``new`` supersedes. The recall guard uses
+        this on the records a recall packed."""
+        policy = self.policy
+        if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
+            return []
+        clauses = [c for c in parse(new.content).clauses if c.states or c.olds]
+        if not clauses:
+            return []
+        found = [
+            _Candidate(o, parse(o.content), float(o.embedding @ new.embedding))
+            for o in olds
+            if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
+        ]
+        decided = self._judge_all(new, clauses, found, set())
+        out = [
+            c.best
+            for c in decided.values()
+            if c.best is not None and c.best.confidence >= policy.min_confidence
+        ]
+        out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def _judge_all(
+        self, new: MemoryRecord, clauses: list[Clause], found: list[_Candidate], common: set[str]
+    ) -> dict[str, _Candidate]:
         statements = [
             c for c in found
             if c.record.source not in _ECHO_ONLY and any(cl.states for cl in c.parsed.clauses)
@@ -263,11 +311,7 @@ class RuleConsolidator:
             self._judge(new, clauses, cand, common)
             if cand.best is not None:
                 decided[cand.record.id] = cand
-        decisions = [c.best for c in decided.values() if c.best is not None]
-        decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
-        out = [d for d in decisions if d.confidence >= policy.min_confidence]
-        out.sort(key=lambda d: (-d.confidence, d.old_id))
-        return out
+        return decided
 
     def _may_supersede(self, new: MemoryRecord, old: MemoryRecord) -> bool:
         if old.source in UNTRUSTED_SOURCES and not self.policy.supersede_untrusted:

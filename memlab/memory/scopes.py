@@ -119,13 +119,15 @@ class Layered:
     mask: np.ndarray
     layer: np.ndarray
     offsets: np.ndarray
+    invalid_at: np.ndarray
 
     @classmethod
     def of(cls, scopes: tuple[str, ...], parts: list[Candidates]) -> Layered:
         if len(parts) == 1:
             c = parts[0]
             return cls(scopes, parts, c.ids, c.created_at, c.tokens, c.source, c.mask,
-                       np.zeros(len(c), dtype=np.int16), np.zeros(1, dtype=np.int64))  # fmt: skip
+                       np.zeros(len(c), dtype=np.int16), np.zeros(1, dtype=np.int64),
+                       c.invalid_at)  # fmt: skip
         sizes = [len(c) for c in parts]
         ids: list[str] = []
         for c in parts:
@@ -140,10 +142,16 @@ class Layered:
             np.concatenate([c.mask for c in parts]),
             np.repeat(np.arange(len(parts), dtype=np.int16), sizes),
             np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
+            np.concatenate([c.invalid_at for c in parts]),
         )
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def superseded(self) -> np.ndarray:
+        """Rows of wholly superseded records (bool)."""
+        return np.isfinite(self.invalid_at)
 
     @property
     def n_active(self) -> int:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memlab.lab.schema import structured
 from memlab.lab.transcripts import Transcript, Turn
-from memlab.memory import Embedder, MemoryStore, Summarizer, estimate_tokens
+from memlab.memory import Consolidator, Embedder, MemoryStore, Summarizer, estimate_tokens
 from memlab.registry import Registry
 
 
@@ -102,6 +102,8 @@ class Components:
     Attributes:
         embedder: the run's embedder (shared by every strategy and transcript).
         summarizer: the run's summarizer.
+        consolidator: the run's consolidator (which earlier records a new one
+            supersedes); strategies whose ``supersede.enabled`` is false ignore it.
         open_store: ``(strategy name, transcript id) -> a fresh store`` (the
             configured ``store``).
         drop_store: delete a replay's store data when the replay ends (the
@@ -112,6 +114,7 @@ class Components:
     summarizer: Summarizer
     open_store: Callable[[str, str], MemoryStore]
     drop_store: bool = False
+    consolidator: Consolidator | None = None
 
 
 class Kind(Protocol):

@@ -57,6 +57,7 @@ from memlab.memory import (
     RankWeights,
     RecallQuery,
     SummarizePolicy,
+    SupersedePolicy,
     estimate_salience,
 )
 
@@ -163,13 +164,13 @@ class MemoryStrategy:
         )
         return Context([self.item(h) for h in result.hits])
 
-    @staticmethod
-    def item(hit: Hit) -> ContextItem:
-        """A recalled record as a context item."""
+    def item(self, hit: Hit) -> ContextItem:
+        """A recalled record as a context item: the text recall shows (stale claims
+        of a partly superseded record cut out), its tokens."""
         r = hit.record
         return ContextItem(
-            text=r.content,
-            tokens=r.tokens,
+            text=hit.text,
+            tokens=r.tokens if hit.text == r.content else self.layer.count_tokens(hit.text),
             kind=r.kind.value,
             scope=r.scope,
             source=r.source.value,
@@ -242,6 +243,13 @@ EvictionSettings = fields_schema(
     doc="EvictionPolicy's fields, and enabled (false: never forget).",
 )
 NeighborsSettings = fields_schema(NeighborPolicy, name="NeighborsSettings")
+SupersedeSettings = fields_schema(
+    SupersedePolicy,
+    name="SupersedeSettings",
+    extra=[ENABLED],
+    doc="SupersedePolicy's fields, and enabled (false: the run's consolidator is not used, "
+    "nothing is superseded and the recall guard is off: the memory_no_supersede ablation).",
+)
 
 
 @dataclass
@@ -257,6 +265,7 @@ class MemorySettings:
     summarize: Any = field(default_factory=SummarizeSettings)
     eviction: Any = field(default_factory=EvictionSettings)
     neighbors: Any = field(default_factory=NeighborsSettings)
+    supersede: Any = field(default_factory=SupersedeSettings)
     fusion: str = default_of(HybridRanker, "fusion")
     rrf_k: float = default_of(HybridRanker, "rrf_k")
     untrusted_salience_cap: float = default_of(MemoryLayer, "untrusted_salience_cap")
@@ -284,6 +293,7 @@ LIBRARY_SETTINGS: dict[str, Any] = {
     "summarize": SummarizePolicy,
     "eviction": EvictionPolicy,
     "neighbors": NeighborPolicy,
+    "supersede": SupersedePolicy,
     "fusion": HybridRanker,
     "rrf_k": HybridRanker,
     "untrusted_salience_cap": MemoryLayer,
@@ -305,6 +315,7 @@ class MemoryParts:
     summarize: SummarizePolicy | None
     eviction: EvictionPolicy | None
     neighbors: NeighborPolicy | None
+    supersede: SupersedePolicy | None
     layer: dict[str, Any]
     query: dict[str, Any]
     rewriter: type[QueryRewriter] | None
@@ -334,6 +345,7 @@ class MemoryParts:
         summarize = policy("summarize", SummarizePolicy)
         eviction = policy("eviction", EvictionPolicy)
         neighbors = policy("neighbors", NeighborPolicy)
+        supersede = policy("supersede", SupersedePolicy)
         query = {"max_hits": s.max_hits, "min_score_ratio": s.min_score_ratio}
         build(RecallQuery, {"scope": "check", "text": "", **query}, where)
         layer = {"untrusted_salience_cap": s.untrusted_salience_cap, "pool": s.pool}
@@ -348,6 +360,7 @@ class MemoryParts:
             summarize=summarize if s.summarize.enabled else None,
             eviction=eviction if s.eviction.enabled else None,
             neighbors=neighbors if (neighbors.before or neighbors.after) else None,
+            supersede=supersede if s.supersede.enabled else None,
             layer=layer,
             query=query,
             rewriter=REWRITERS[s.rewrite],
@@ -378,6 +391,8 @@ class MemoryParts:
             eviction=self.eviction,
             rewriter=self.rewriter() if self.rewriter is not None else None,
             neighbors=self.neighbors,
+            consolidator=parts.consolidator if self.supersede is not None else None,
+            supersede=self.supersede or SupersedePolicy(guard=False),
             salience=self.salience,
             remember_agent=self.remember_agent,
             remember_tools=self.remember_tools,

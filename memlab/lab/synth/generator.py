@@ -15,11 +15,12 @@ from memlab.lab.synth.mix import Mix, generate_mixed
 from memlab.lab.synth.mix import transcript_id as mixed_id
 from memlab.lab.synth.plan import _interleave, _Planner, _Retry, _segment_blocks
 from memlab.lab.synth.render import N_TURNS, _Renderer, _sessions, _stamp
+from memlab.lab.synth.updates import PHRASINGS
 from memlab.lab.synth.words import PARAPHRASE_MAX_OVERLAP, contains_value, normalize, word_overlap
 from memlab.lab.transcripts import Transcript, dumps, save
 
 GENERATOR = "memlab.synth"
-VERSION = 1
+VERSION = 2
 SCENARIO = "support"
 SCENARIO_TWO_USERS = "support-two-users"
 #: probes go in the last third: turn index >= LATE_START
@@ -36,24 +37,38 @@ def transcript_id(seed: int) -> str:
     return f"support-{seed:04d}"
 
 
-def generate(seed: int, mix: Mix | None = None) -> Transcript:
+def generate(seed: int, mix: Mix | None = None, *, phrasings: str = "all") -> Transcript:
     """Generate one transcript from ``seed`` (same seed, same bytes, on any machine).
 
     ``mix`` (length, sessions, days, fact density, noise, tool output,
     injections, corrections): anything but the default comes from
     ``memlab.lab.synth.mix``; the default is the 60-turn support transcript.
 
+    ``phrasings`` picks the half of the update phrasings (``memlab.lab.synth.updates``)
+    that corrections and false corrections of the 60-turn transcript are drawn
+    from: ``all`` (the shipped transcripts), ``dev`` (for developing rules; also
+    the catalog's own correction templates) or ``heldout`` (for reporting figures:
+    only phrasings no rule was developed on). A non-default ``mix`` takes ``all``.
+
     Raises:
-        InputError: ``seed`` is not a non-negative integer.
+        InputError: ``seed`` is not a non-negative integer, or unknown ``phrasings``.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"synth seed must be a non-negative integer, got {seed!r}")
+    if phrasings not in PHRASINGS:
+        raise InputError(f"synth phrasings must be one of {list(PHRASINGS)}, got {phrasings!r}")
     if mix is not None and not mix.is_default():
+        if phrasings != "all":
+            raise InputError(
+                "synth --phrasings dev|heldout applies to the 60-turn transcripts only; "
+                "drop the length and mix options, or --phrasings"
+            )
         return generate_mixed(seed, mix)
     for attempt in range(MAX_ATTEMPTS):
-        rng = Random(f"{GENERATOR}/{VERSION}:{seed}:{attempt}")
+        salt = "" if phrasings == "all" else f"/{phrasings}"
+        rng = Random(f"{GENERATOR}/{VERSION}{salt}:{seed}:{attempt}")
         try:
-            data = _attempt(rng, seed, attempt)
+            data = _attempt(rng, seed, attempt, phrasings)
             _check(data)
         except _Retry:
             continue
@@ -64,15 +79,17 @@ def generate(seed: int, mix: Mix | None = None) -> Transcript:
     )
 
 
-def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
-    planner = _Planner(rng)
+def _attempt(rng: Random, seed: int, attempt: int, phrasings: str = "all") -> dict[str, Any]:
+    planner = _Planner(rng, phrasings)
     two = seed % TWO_USER_EVERY == 0
     early_len = LATE_START + rng.randint(0, 3)
     late_len = N_TURNS - early_len
     if not two:
         n = rng.randint(8, 11)
         kinds = planner.pick_kinds(n, (), rng.randint(2, 3), rng.randint(1, 2))
-        user = planner.user([], [], kinds, rng.randint(2, 3), rng.randint(4, 6))
+        user = planner.user(
+            [], [], kinds, rng.randint(2, 3), rng.randint(4, 6), n_false=1 + (rng.random() < 0.3)
+        )
         users = [user]
         early, late = _segment_blocks(rng, 0, user, early_len, late_len, rng.choice((0, 1, 1, 2)))
         blocks = early + late
@@ -117,7 +134,7 @@ def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
                 break
 
     breaks = _sessions(rng, blocks)
-    renderer = _Renderer(rng, users)
+    renderer = _Renderer(rng, users, phrasings)
     pos = 0
     for blk in blocks:
         greeting = None
@@ -139,6 +156,8 @@ def _attempt(rng: Random, seed: int, attempt: int) -> dict[str, Any]:
         "topics": [u.topics[0].id for u in users],
         "scopes": [u.scope for u in users],
     }
+    if phrasings != "all":
+        meta["phrasings"] = phrasings
     if attempt:
         meta["attempt"] = attempt
     return {
@@ -189,9 +208,11 @@ def write(
     force: bool = False,
     progress: bool | None = False,
     mix: Mix | None = None,
+    phrasings: str = "all",
     scenario: str = SCENARIO,
 ) -> WriteResult:
-    """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``.
+    """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``
+    (``phrasings``: see ``generate``).
 
     Files are named ``support-<seed>.json`` (``long-<seed>.json`` under a
     non-default ``mix``; ``sessions-<seed>.json`` for ``scenario="sessions"``,
@@ -208,6 +229,8 @@ def write(
         raise InputError(f"synth --n must be a positive integer, got {n!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"synth --seed must be a non-negative integer, got {seed!r}")
+    if phrasings not in PHRASINGS:
+        raise InputError(f"synth --phrasings must be one of {list(PHRASINGS)}, got {phrasings!r}")
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"synth --out {folder} exists and is not a folder; choose a folder")
@@ -215,12 +238,14 @@ def write(
     seeds = range(seed, seed + n)
     conflicts: list[Path] = []
     name = transcript_id if mix is None else partial(mixed_id, mix=mix)
-    make: Callable[[int], Transcript] = partial(generate, mix=mix)
+    make: Callable[[int], Transcript] = partial(generate, mix=mix, phrasings=phrasings)
     if scenario == "sessions":
         from memlab.lab.synth import sessions
 
-        if mix is not None and not mix.is_default():
-            raise InputError("synth --scenario sessions takes no length or mix options")
+        if (mix is not None and not mix.is_default()) or phrasings != "all":
+            raise InputError(
+                "synth --scenario sessions takes no length, mix or --phrasings options"
+            )
         name, make = sessions.transcript_id, sessions.generate
     elif scenario != SCENARIO:
         raise InputError(f"synth --scenario must be support or sessions, got {scenario!r}")

@@ -8,6 +8,7 @@ from random import Random
 from typing import Any
 
 from memlab.lab.synth import catalog as cat
+from memlab.lab.synth import updates as upd
 from memlab.lab.synth.words import _clash
 
 
@@ -26,10 +27,15 @@ class _User:
     topics: tuple[cat.Topic, cat.Topic]  # the problem that brought them in, then another
     style: _Style
     kinds: list[str]
-    values: dict[str, list[str]]  # kind -> [initial, then each correction's value]
+    values: dict[str, list[str]]  # kind -> [initial, then each update's value]
     corrected: list[str]
     probed: list[str]
     late_stated: list[str]
+    # kind -> the style of each update (upd.STYLES but "chain"; a revert's value
+    # is the initial one again)
+    steps: dict[str, list[str]] = field(default_factory=dict)
+    # kind -> (false-correction kind, the other value it names)
+    false: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,9 +62,21 @@ def _weighted(rng: Random, items: Sequence[tuple[Any, float]]) -> Any:
     return items[-1][0]
 
 
+#: how the first update of a corrected fact is phrased: (style, weight).
+#: ``named``: the old value is named; ``cued``: a catalog ``fix_new`` template (a
+#: cue word, only the new value); ``implicit``/``unlike``: see ``updates``.
+FIRST_STYLES = (("named", 0.3), ("cued", 0.15), ("implicit", 0.25), ("unlike", 0.3))
+#: share of corrected facts updated twice: a chain A -> B -> C, or a revert A -> B -> A
+P_CHAIN = 0.2
+P_REVERT = 0.15
+
+
 class _Planner:
-    def __init__(self, rng: Random) -> None:
+    def __init__(self, rng: Random, phrasings: str = "all") -> None:
+        if phrasings not in upd.PHRASINGS:
+            raise ValueError(f"phrasings must be one of {upd.PHRASINGS}, got {phrasings!r}")
         self.rng = rng
+        self.phrasings = phrasings
         self.used: dict[str, list[str]] = {}  # kind -> values used by anyone
         self.all_values: list[str] = []
 
@@ -94,6 +112,7 @@ class _Planner:
         n_corr: int,
         n_probes: int,
         must_probe: Sequence[str] = (),
+        n_false: int = 1,
     ) -> _User:
         rng = self.rng
         name_kind = cat.KINDS_BY_ID["user_name"]
@@ -123,8 +142,18 @@ class _Planner:
         while len(corrected) < min(n_corr, len(correctable)):
             k = _weighted(rng, [(k, w) for k, w in weighted if k not in corrected])
             corrected.append(k)
+        steps: dict[str, list[str]] = {}
         for k in corrected:
-            values[k].append(self.draw_value(cat.KINDS_BY_ID[k], company))
+            kind = cat.KINDS_BY_ID[k]
+            values[k].append(self.draw_value(kind, company))
+            steps[k] = [self._style(kind)]
+            r = rng.random()
+            if r < P_CHAIN:
+                values[k].append(self.draw_value(kind, company))
+                steps[k].append(self._style(kind))
+            elif r < P_CHAIN + P_REVERT:
+                values[k].append(values[k][0])
+                steps[k].append("revert")
         # probes: at least one corrected fact, the required ones, then a mix of classes
         probed: list[str] = []
         if corrected:
@@ -146,6 +175,13 @@ class _Planner:
         first_topic, second_topic = rng.sample(cat.TOPICS, 2)
         unprobed = [k for k in kinds if k not in probed and k not in corrected]
         late_stated = unprobed[:1] if unprobed and rng.random() < 0.4 else []
+        # false corrections: sentences that name another value of a probed fact
+        # without changing it (the probe then needs the value first stated)
+        false: dict[str, tuple[str, str]] = {}
+        open_ = [k for k in probed if k not in corrected and k not in late_stated]
+        for k in rng.sample(open_, min(len(open_), n_false)):
+            kinds_ok = upd.NOUNS[k].false
+            false[k] = (rng.choice(kinds_ok), self.draw_value(cat.KINDS_BY_ID[k], company))
         return _User(
             scope=f"{handle}:support",
             name=name,
@@ -157,7 +193,20 @@ class _Planner:
             corrected=corrected,
             probed=probed,
             late_stated=late_stated,
+            steps=steps,
+            false=false,
         )
+
+    def _style(self, kind: cat.FactKind) -> str:
+        """The style of one update of ``kind`` (see FIRST_STYLES); ``cued`` needs the
+        catalog's templates, which the held-out phrasings leave out."""
+        options = [
+            (s, w)
+            for s, w in FIRST_STYLES
+            if s != "cued" or (kind.fix_new and self.phrasings != "heldout")
+        ]
+        style: str = _weighted(self.rng, options)
+        return style
 
 
 def _segment_blocks(
@@ -188,12 +237,15 @@ def _segment_blocks(
         early.append(_Block(u, "statement", rng.choice(("UA", "UA", "UA", "U")), kinds, key))
     for k in user.corrected:
         lo = max(stmt_key[k] + 0.2, 0.5)
-        mode = "both" if cat.KINDS_BY_ID[k].fix_both and rng.random() < 0.55 else "new"
-        if not cat.KINDS_BY_ID[k].fix_new:
-            mode = "both"
-        early.append(
-            _Block(u, "correction", "UA", (k,), rng.uniform(lo, max(lo, 1.0)), {"mode": mode})
-        )
+        steps = user.steps[k]
+        key = rng.uniform(lo, 0.85 if len(steps) > 1 else 1.0)
+        for step, style in enumerate(steps, start=1):
+            early.append(_Block(u, "correction", "UA", (k,), key, {"step": step, "style": style}))
+            key = rng.uniform(key + 0.02, 1.0)
+    for k, (how, _) in user.false.items():
+        lo = max(stmt_key[k] + 0.1, 0.3)
+        shape = "UTA" if how == "tool" else rng.choice(("UA", "UA", "U"))
+        early.append(_Block(u, "false", shape, (k,), rng.uniform(lo, 1.0), {"how": how}))
     for _ in range(rng.randint(1, 2)):
         early.append(
             _Block(u, "request", rng.choice(("UA", "UTA", "UTA")), key=rng.uniform(0.05, 1.0))

@@ -10,6 +10,7 @@ from random import Random
 from typing import Any
 
 from memlab.lab.synth import catalog as cat
+from memlab.lab.synth import updates as upd
 from memlab.lab.synth.plan import _Block, _User, _weighted
 from memlab.lab.synth.words import PARAPHRASE_MAX_OVERLAP, word_overlap
 from memlab.lab.transcripts import format_ts
@@ -91,9 +92,10 @@ def _lead(lead: str, template: str) -> str:
 
 
 class _Renderer:
-    def __init__(self, rng: Random, users: list[_User]) -> None:
+    def __init__(self, rng: Random, users: list[_User], phrasings: str = "all") -> None:
         self.rng = rng
         self.users = users
+        self.phrasings = phrasings
         self.turns: list[dict[str, Any]] = []
         # per scope: kind -> (value in force, ids of turns stating it since it came in force)
         self.state: dict[str, dict[str, tuple[str, list[str]]]] = {u.scope: {} for u in users}
@@ -259,22 +261,71 @@ class _Renderer:
         rng = self.rng
         k = b.kinds[0]
         kind = cat.KINDS_BY_ID[k]
-        old, new = user.values[k][0], user.values[k][1]
-        pool = kind.fix_both if b.extra["mode"] == "both" else kind.fix_new
-        tpl = self.pick(pool, f"fix:{k}")
-        lead = rng.choice(cat.FIX_LEADS) if user.style.leads else ""
-        text = _lead(lead, tpl).format(old=old, new=new)
+        noun = upd.NOUNS[k]
+        step, style = b.extra["step"], b.extra["style"]
+        old, new = user.values[k][step - 1], user.values[k][step]
+        slots = {
+            "old": noun.ref(old), "new": noun.ref(new), "v": noun.ref(new),
+            "prev": noun.ref(old), "noun": noun.noun, "our": noun.our, "Our": _cap(noun.our),
+        }  # fmt: skip
+        catalog = self.phrasings != "heldout"
+        lead = ""
+        if style == "named":
+            pool = tuple(kind.fix_both) if catalog else ()
+            pool += upd.EXPLICIT.get(self.phrasings)
+        elif style == "cued":
+            pool = kind.fix_new
+        elif style == "implicit":
+            pool = (tuple(kind.state) if catalog else ()) + upd.IMPLICIT.get(self.phrasings)
+        elif style == "unlike":
+            pool = upd.UNLIKE.get(self.phrasings)
+        else:
+            pool = upd.REVERT.get(self.phrasings)
+        tpl = self.pick(pool, f"fix:{k}:{style}")
+        if tpl in kind.state:  # a catalog statement template: {v} is the new value
+            text = tpl.format(v=new)
+        elif tpl in kind.fix_both or tpl in kind.fix_new:
+            # the catalog's correction templates (and only they) take a cue lead
+            if user.style.leads:
+                lead = rng.choice(cat.FIX_LEADS)
+            text = _lead(lead, tpl).format(old=old, new=new)
+        else:
+            text = _cap(tpl.format(**slots))
+        act = "correction"
         self.user_line(
-            user, b, text, "correction", greeting,
-            mentions=[(k, new)], salience=self.salience([k]),
+            user, b, text, act, greeting, mentions=[(k, new)], salience=self.salience([k]),
         )  # fmt: skip
         if "A" in b.shape:
-            if rng.random() < 0.3:
+            if style == "implicit":  # nothing told the agent it was a change
+                self.emit(user, "agent", self.pick(cat.AGENT_ACK, "ack").format(topic=kind.topic),
+                          "ack")  # fmt: skip
+            elif rng.random() < 0.3:
                 text = self.pick(cat.AGENT_FIX_ECHO, "fix_echo").format(new=new)
                 self.emit(user, "agent", text, "ack", mentions=[(k, new)])
             else:
                 text = self.pick(cat.AGENT_FIX, "fix_ack").format(topic=kind.topic)
                 self.emit(user, "agent", text, "ack")
+
+    def _b_false(self, user: _User, b: _Block, greeting: str | None) -> None:
+        """A sentence that names another value of a fact without changing it."""
+        k = b.kinds[0]
+        noun = upd.NOUNS[k]
+        how, other = user.false[k]
+        slots = {
+            "x": noun.ref(other), "noun": noun.noun, "our": noun.our, "Our": _cap(noun.our),
+            "field": noun.field,
+        }  # fmt: skip
+        text = _cap(self.pick(upd.FALSE[how].get(self.phrasings), f"false:{how}").format(**slots))
+        if how == "tool":
+            ask = self.pick(upd.TOOL_ASKS.get(self.phrasings), "tool_ask")
+            self.user_line(user, b, ask, "request", greeting, salience=self.rng.uniform(0.3, 0.5))
+            self.emit(user, "tool", text, "false_tool")
+            if "A" in b.shape:
+                self.emit(user, "agent", self.pick(upd.AGENT_TOOL_REPLY, "tool_reply"), "reply")
+            return
+        self.user_line(user, b, text, "false", greeting, salience=self.rng.uniform(0.3, 0.5))
+        if "A" in b.shape:
+            self.emit(user, "agent", self.pick(upd.AGENT_FALSE_REPLY, "false_reply"), "reply")
 
     def _b_probe(self, user: _User, b: _Block, greeting: str | None) -> None:
         rng = self.rng
@@ -298,16 +349,28 @@ class _Renderer:
         pos = self.scope_pos[user.scope]
         last_ev = max(int(t[1:]) for t in evidence)
         distance = len(pos) - pos.index(last_ev)  # scope turns from the evidence to the probe
+        if k in user.corrected:
+            category = "corrected"
+        elif k in user.false:
+            category = "false_correction"
+        else:
+            category = kind.cls
+        meta: dict[str, Any] = {
+            "overlap": round(overlap, 3),
+            "paraphrased": overlap <= PARAPHRASE_MAX_OVERLAP,
+            "distance": distance,
+        }
+        if k in user.corrected:
+            meta["update"] = user.steps[k][-1]  # the style of the update in force
+            meta["updates"] = len(user.steps[k])
+        if k in user.false:
+            meta["false"] = user.false[k][0]
         probe = {
             "needs": [k],
             "evidence": evidence,
             "answer": value,
-            "category": "corrected" if k in user.corrected else kind.cls,
-            "meta": {
-                "overlap": round(overlap, 3),
-                "paraphrased": overlap <= PARAPHRASE_MAX_OVERLAP,
-                "distance": distance,
-            },
+            "category": category,
+            "meta": meta,
         }
         self.emit(user, "user", text, "probe", salience=rng.uniform(0.1, 0.25), probe=probe)
         if "A" in b.shape:

@@ -40,6 +40,10 @@ _DECISION = re.compile(
 )
 
 
+def _ended(sentence: str) -> str:
+    return sentence if sentence[-1] in ".!?;:…" else sentence + "."
+
+
 @SUMMARIZERS.register("extractive")
 class ExtractiveSummarizer:
     """Offline, deterministic: keeps the sentences that state facts, preferences
@@ -49,8 +53,8 @@ class ExtractiveSummarizer:
     corrections 2, specifics such as numbers and names 1, decision verbs 1).
     Sentences scoring 0, pleasantries and questions are dropped; duplicates are
     kept once; if the rest exceed ``max_words``, the lowest-scored go first.
-    Kept sentences stay verbatim and in their original order, so the values
-    they state survive exactly.
+    Kept sentences stay verbatim (a full stop is added to one without an end
+    mark) and in their original order, so the values they state survive exactly.
 
     Args:
         max_words: upper bound on the summary's words.
@@ -65,7 +69,7 @@ class ExtractiveSummarizer:
 
     @property
     def name(self) -> str:
-        return f"extractive-v1-{self.max_words}"
+        return f"extractive-v2-{self.max_words}"
 
     @staticmethod
     def score(sentence: str) -> int:
@@ -102,4 +106,7 @@ class ExtractiveSummarizer:
                 keep.append(cand)
                 budget -= cand[3]
         keep.sort(key=lambda c: c[0])
-        return self.separator.join(c[2] for c in keep)
+        # A kept sentence ends with a full stop if it had no end mark (chat lines
+        # often have none): the note keeps its sources' sentence boundaries, so a
+        # later correction supersedes one sentence of it, not a run of several.
+        return self.separator.join(_ended(c[2]) for c in keep)

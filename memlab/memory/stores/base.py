@@ -33,8 +33,10 @@ STORES: Registry[type] = Registry("store", "memlab.memory.stores", error=InputEr
 class Candidates:
     """Column arrays of the records a ranker may choose from, for one scope.
 
-    Rows where ``mask`` is False must be ignored (they are deleted, archived or of
-    another kind). Arrays may be views into a store's cache: never modify them.
+    Rows where ``mask`` is False must be ignored (they are deleted, archived,
+    superseded or of another kind, as the call asked). Arrays may be views into a
+    store's cache: never modify them. ``invalid_at`` and ``archived_at`` hold
+    ``inf`` for a record that is not superseded (as a whole) or not archived.
     """
 
     ids: list[str]
@@ -48,6 +50,20 @@ class Candidates:
     source: np.ndarray  # int8 codes, see SOURCE_CODES
     mask: np.ndarray  # bool
     lexical: np.ndarray | None = None  # raw BM25 of each row for the query text, if asked
+    invalid_at: np.ndarray = None  # type: ignore[assignment]  # float64; inf: in force
+    archived_at: np.ndarray = None  # type: ignore[assignment]  # float64; inf: active
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        if self.invalid_at is None:
+            self.invalid_at = np.full(n, np.inf)
+        if self.archived_at is None:
+            self.archived_at = np.full(n, np.inf)
+
+    @property
+    def superseded(self) -> np.ndarray:
+        """Rows of wholly superseded records (bool)."""
+        return np.isfinite(self.invalid_at)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -87,7 +103,23 @@ class Candidates:
             kind=np.array([KIND_CODES[r.kind] for r in records], dtype=np.int8),
             source=np.array([SOURCE_CODES[r.source] for r in records], dtype=np.int8),
             mask=np.ones(len(records), dtype=bool),
+            invalid_at=np.array([_inf(r.invalid_at) for r in records], dtype=np.float64),
+            archived_at=np.array([_inf(r.archived_at) for r in records], dtype=np.float64),
         )
+
+
+def _inf(value: float | None) -> float:
+    return np.inf if value is None else float(value)
+
+
+def valid_mask(
+    created_at: np.ndarray, invalid_at: np.ndarray, archived_at: np.ndarray, t: float
+) -> np.ndarray:
+    """Rows held at time ``t``: made by then, and neither superseded nor archived by
+    then (``candidates(valid_at=t)``; ``t = inf``: in force now)."""
+    if np.isinf(t):
+        return np.isinf(invalid_at) & np.isinf(archived_at)
+    return (created_at <= t) & (invalid_at > t) & (archived_at > t)
 
 
 @runtime_checkable
@@ -164,6 +196,7 @@ class MemoryStore(Protocol):
         pool: int | None = None,
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
+        valid_at: float | None = None,
     ) -> Candidates:
         """Columns of the scope's records a ranker should score.
 
@@ -253,6 +286,19 @@ def check_candidates_args(
             )
         for key, w in weights.items():
             check_number(w, f"weights[{key!r}]", lo=0.0)
+
+
+def check_valid_at(valid_at: object) -> float | None:
+    """``candidates``' ``valid_at``: None, or epoch seconds (``inf``: now).
+
+    Raises:
+        InputError: anything else (NaN, a string, a bool).
+    """
+    if valid_at is None:
+        return None
+    if isinstance(valid_at, bool) or not isinstance(valid_at, int | float) or valid_at != valid_at:
+        raise InputError(f"valid_at must be epoch seconds, inf or None, got {valid_at!r}")
+    return float(valid_at)
 
 
 def scoped_ids(scope: str, ids: str | Iterable[str]) -> list[str]:

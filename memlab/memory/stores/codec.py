@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.memory.records import MemoryRecord
+from memlab.memory.records import MemoryRecord, Superseded
 
 
 def encode_embedding(vec: np.ndarray) -> str:
@@ -22,8 +22,51 @@ def decode_embedding(text: str) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
 
+def superseded_to_list(entries: tuple[Superseded, ...]) -> list[dict[str, Any]]:
+    """``MemoryRecord.superseded`` as JSON data (the fields that are set)."""
+    out = []
+    for s in entries:
+        d: dict[str, Any] = {"by": s.by, "at": float(s.at)}
+        if s.span is not None:
+            d["span"] = [int(s.span[0]), int(s.span[1])]
+        if s.reason:
+            d["reason"] = s.reason
+        if s.confidence != 1.0:
+            d["confidence"] = float(s.confidence)
+        if s.detail:
+            d["detail"] = s.detail
+        out.append(d)
+    return out
+
+
+def superseded_from_list(data: Any) -> tuple[Superseded, ...]:
+    """Decode ``superseded_to_list``'s output; raises KeyError/ValueError/TypeError."""
+    if not isinstance(data, list):
+        raise TypeError(f"superseded must be a list, got {type(data).__name__}")
+    out = []
+    for d in data:
+        if not isinstance(d, dict):
+            raise TypeError(f"a superseded entry must be an object, got {type(d).__name__}")
+        span = d.get("span")
+        if span is not None and (not isinstance(span, list) or len(span) != 2):
+            raise ValueError(f"a superseded span must be [start, end], got {span!r}")
+        out.append(
+            Superseded(
+                by=str(d["by"]),
+                at=float(d["at"]),
+                span=None if span is None else (int(span[0]), int(span[1])),
+                reason=str(d.get("reason", "")),
+                confidence=float(d.get("confidence", 1.0)),
+                detail=str(d.get("detail", "")),
+            )
+        )
+    return tuple(out)
+
+
 def record_to_dict(r: MemoryRecord) -> dict[str, Any]:
-    return {
+    """A record as JSON data. ``superseded`` is written only when set, so records
+    without supersession encode exactly as before it existed."""
+    d: dict[str, Any] = {
         "id": r.id,
         "content": r.content,
         "e": encode_embedding(r.embedding),
@@ -39,6 +82,9 @@ def record_to_dict(r: MemoryRecord) -> dict[str, Any]:
         "provenance": list(r.provenance),
         "meta": r.meta,
     }
+    if r.superseded:
+        d["superseded"] = superseded_to_list(r.superseded)
+    return d
 
 
 def record_from_dict(d: dict[str, Any]) -> MemoryRecord:
@@ -58,4 +104,5 @@ def record_from_dict(d: dict[str, Any]) -> MemoryRecord:
         source=d["source"],
         provenance=tuple(str(p) for p in d["provenance"]),
         meta=dict(d["meta"]),
+        superseded=superseded_from_list(d.get("superseded", [])),
     )

@@ -20,8 +20,10 @@ from memlab.memory.records import KIND_CODES, SOURCE_CODES, MemoryKind, MemoryRe
 from memlab.memory.stores.base import (
     Candidates,
     check_candidates_args,
+    check_valid_at,
     kind_filter,
     scoped_ids,
+    valid_mask,
 )
 
 
@@ -60,7 +62,8 @@ class ScopeIndex:
         self.tokens = grow(get("tokens"), (cap,), np.int64)
         self.kind = grow(get("kind"), (cap,), np.int8)
         self.source = grow(get("source"), (cap,), np.int8)
-        self.archived = grow(get("archived"), (cap,), np.bool_)
+        self.archived_at = grow(get("archived_at"), (cap,), np.float64)  # inf: active
+        self.invalid_at = grow(get("invalid_at"), (cap,), np.float64)  # inf: in force
         self.alive = grow(get("alive"), (cap,), np.bool_)
 
     def __len__(self) -> int:
@@ -84,7 +87,9 @@ class ScopeIndex:
         self.tokens[i] = r.tokens
         self.kind[i] = KIND_CODES[r.kind]
         self.source[i] = SOURCE_CODES[r.source]
-        self.archived[i] = r.archived_at is not None
+        self.archived_at[i] = np.inf if r.archived_at is None else r.archived_at
+        invalid = r.invalid_at
+        self.invalid_at[i] = np.inf if invalid is None else invalid
         self.alive[i] = True
         active = r.archived_at is None
         if self.contents[i] != r.content:  # upserts that keep the text skip re-indexing
@@ -103,11 +108,11 @@ class ScopeIndex:
         if self.dead > 64 and self.dead * 4 > self.n:
             self._compact()
 
-    def set_archived(self, record_id: str, archived: bool) -> None:
+    def set_archived(self, record_id: str, at: float | None) -> None:
         i = self.row.get(record_id)
         if i is not None:
-            self.archived[i] = archived
-            self.lexical.set_active(i, not archived)
+            self.archived_at[i] = np.inf if at is None else at
+            self.lexical.set_active(i, at is None)
 
     def touch(self, record_id: str, at: float) -> None:
         i = self.row.get(record_id)
@@ -119,7 +124,7 @@ class ScopeIndex:
         keep = np.flatnonzero(self.alive[: self.n])
         for name in (
             "emb", "created", "accessed", "salience", "access", "tokens",
-            "kind", "source", "archived", "alive",
+            "kind", "source", "archived_at", "invalid_at", "alive",
         ):  # fmt: skip
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
@@ -132,12 +137,20 @@ class ScopeIndex:
         self.dead = 0
 
     def view(
-        self, kinds: frozenset[MemoryKind] | None, include_archived: bool, text: str | None = None
+        self,
+        kinds: frozenset[MemoryKind] | None,
+        include_archived: bool,
+        text: str | None = None,
+        valid_at: float | None = None,
     ) -> Candidates:
         n = self.n
         mask = self.alive[:n].copy()
-        if not include_archived:
-            mask &= ~self.archived[:n]
+        if valid_at is not None:
+            mask &= valid_mask(
+                self.created[:n], self.invalid_at[:n], self.archived_at[:n], valid_at
+            )
+        elif not include_archived:
+            mask &= np.isinf(self.archived_at[:n])
         if kinds is not None and len(kinds) < len(KIND_CODES):
             codes = np.array([KIND_CODES[k] for k in kinds], dtype=np.int8)
             mask &= np.isin(self.kind[:n], codes)
@@ -153,6 +166,8 @@ class ScopeIndex:
             source=self.source[:n],
             mask=mask,
             lexical=self.lexical.scores(text, n) if text is not None else None,
+            invalid_at=self.invalid_at[:n],
+            archived_at=self.archived_at[:n],
         )
 
 
@@ -220,7 +235,7 @@ class IndexedStore:
             r = self._owned(scope, rid)
             if r is not None:
                 r.archived_at = at
-                self._index[r.scope].set_archived(rid, at is not None)
+                self._index[r.scope].set_archived(rid, at)
                 n += 1
         return n
 
@@ -298,11 +313,13 @@ class IndexedStore:
         pool: int | None = None,
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
+        valid_at: float | None = None,
     ) -> Candidates:
         check_scope(scope)
         check_candidates_args(query, self._dims, include_archived, pool, text, weights)
+        valid_at = check_valid_at(valid_at)
         self._sync()
         idx = self._index.get(scope)
         if idx is None:
             return Candidates.empty(self._dims or 0)
-        return idx.view(kind_filter(kinds), include_archived, text)
+        return idx.view(kind_filter(kinds), include_archived, text, valid_at)

@@ -41,10 +41,12 @@ from memlab.memory.stores.base import (
     check_records,
     check_store_path,
     check_time,
+    check_valid_at,
     foreign_ids,
     kind_filter,
     scoped_ids,
 )
+from memlab.memory.stores.codec import superseded_from_list, superseded_to_list
 from memlab.memory.stores.indexed import ScopeIndex
 
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
@@ -69,11 +71,16 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX IF NOT EXISTS records_scope_archived ON records (scope, archived_at);
     """,
+    # 2: supersession (MemoryRecord.superseded as JSON; '[]' for the records of a
+    # file written before it, which are all in force).
+    """
+    ALTER TABLE records ADD COLUMN superseded TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 _COLUMNS = (
     "id, scope, kind, content, embedding, salience, tokens, created_at, "
-    "last_accessed_at, access_count, archived_at, source, provenance, meta"
+    "last_accessed_at, access_count, archived_at, source, provenance, meta, superseded"
 )
 _CHUNK = 900  # stay far below SQLite's bound-parameter limit
 
@@ -128,7 +135,10 @@ def _row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecor
         source=row[11],
         provenance=tuple(provenance),
         meta=meta,
+        superseded=superseded_from_list(json.loads(row[14])),
     )
+    for entry in record.superseded:
+        entry.check(record)
     # What validate() checks, minus what SQLite and json.loads already guarantee
     # (valid unicode, JSON-encodable meta), since every row of a scope passes here.
     if not row[0] or not row[1] or not row[3] or not row[3].strip():
@@ -163,6 +173,7 @@ def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
         r.source.value,
         json.dumps(list(r.provenance), ensure_ascii=False),
         json.dumps(r.meta, ensure_ascii=False),
+        json.dumps(superseded_to_list(r.superseded), ensure_ascii=False),
     )
 
 
@@ -504,7 +515,7 @@ class SqliteStore:
                 existing.update(db.execute(q, chunk).fetchall())
             foreign_ids(records, existing)  # raises inside the transaction: rolled back
             db.executemany(
-                f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES ({','.join('?' * 14)})",
+                f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES ({','.join('?' * 15)})",
                 [_record_to_row(r) for r in records],
             )
         self._dims = dims
@@ -541,7 +552,7 @@ class SqliteStore:
         idx = self._cache.get(scope)
         if idx is not None:
             for rid in ids:
-                idx.set_archived(rid, True)
+                idx.set_archived(rid, at)
         return n
 
     def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
@@ -628,8 +639,10 @@ class SqliteStore:
         pool: int | None = None,
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
+        valid_at: float | None = None,
     ) -> Candidates:
         check_scope(scope)
+        valid_at = check_valid_at(valid_at)
         with self._mutex:
             self._check()
             check_candidates_args(query, self._dims, include_archived, pool, text, weights)
@@ -638,7 +651,7 @@ class SqliteStore:
                 idx = self._load_scope(scope)
             if idx is None:
                 return Candidates.empty(self._dims or 0)
-            return idx.view(kind_filter(kinds), include_archived, text)
+            return idx.view(kind_filter(kinds), include_archived, text, valid_at)
 
     def _load_scope(self, scope: str) -> ScopeIndex | None:
         if self._dims is None:

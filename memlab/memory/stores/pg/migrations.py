@@ -11,7 +11,9 @@ the pool. Migration 5 adds ``scope_key bigint``, generated as
 ``hashtextextended(scope, 0)``, and moves those four b-trees onto it: a b-tree
 entry holds at most ~2.7 kB, so a long scope could not be indexed by its text.
 Every statement matches ``scope_key`` (to use the index) and the full ``scope``
-text (so two scopes with the same hash never mix). PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
+text (so two scopes with the same hash never mix). Migration 6 adds
+``superseded json`` (the record's ``Superseded`` entries) and ``invalid_at`` (when
+the whole record was superseded; NULL while it is in force), which recall filters on. PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
 ``content`` are stored with a reversible escape (NUL -> U+2400 "0", U+2400 ->
 U+2400 U+2400) that leaves every other string unchanged and keeps equality exact.
 ``provenance`` and ``meta`` are ``json`` (which, unlike ``jsonb``, keeps ``\\u0000``
@@ -121,6 +123,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "DROP INDEX IF EXISTS {salient_idx_q}",
             "DROP INDEX IF EXISTS {recent_idx_q}",
             "DROP INDEX IF EXISTS {kind_idx_q}",
+        ],
+    ),
+    (
+        "supersession: superseded (json, the record's Superseded entries) and invalid_at "
+        "(when a newer record superseded the whole record; NULL: in force)",
+        [
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS superseded json NOT NULL "
+            "DEFAULT '[]'::json",
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS invalid_at double precision",
         ],
     ),
 ]

@@ -30,6 +30,7 @@ from memlab.memory.records import (
     Source,
 )
 from memlab.memory.stores.base import Candidates, kind_filter
+from memlab.memory.stores.codec import superseded_from_list, superseded_to_list
 
 # Names are always quoted (psycopg.sql.Identifier); this only keeps them readable
 # and short enough for the derived index names (PostgreSQL's limit is 63 bytes).
@@ -109,11 +110,11 @@ def aug_query(query: np.ndarray, w_sim: float, w_sal: float) -> np.ndarray:
 
 RECORD_COLS = (
     "id, scope, kind, content, embedding, salience, tokens, created_at, "
-    "last_accessed_at, access_count, archived_at, source, provenance, meta"
+    "last_accessed_at, access_count, archived_at, source, provenance, meta, superseded"
 )
 CAND_COLS = (
     "id, embedding, created_at, last_accessed_at, salience, access_count, tokens, kind, "
-    "source, archived_at"
+    "source, archived_at, invalid_at"
 )
 ARCHIVED_AT_COL = 9
 BM25 = LexicalIndex()  # its k1 and b, so both BM25 implementations agree
@@ -122,20 +123,22 @@ SOURCE_CODE = {s.value: c for s, c in SOURCE_CODES.items()}
 
 
 UPSERT = (
-    f"INSERT INTO {{table}} AS t ({RECORD_COLS}, terms, n_terms) "
-    f"SELECT {RECORD_COLS}, string_to_array(u.terms, ' '), u.n_terms FROM unnest("
+    f"INSERT INTO {{table}} AS t ({RECORD_COLS}, invalid_at, terms, n_terms) "
+    f"SELECT {RECORD_COLS}, invalid_at, string_to_array(u.terms, ' '), u.n_terms FROM unnest("
     "%(id)b::text[], %(scope)b::text[], %(kind)b::text[], %(content)b::text[], "
     "%(embedding)b::vector[], %(salience)b::float8[], %(tokens)b::int4[], "
     "%(created_at)b::float8[], %(last_accessed_at)b::float8[], %(access_count)b::int8[], "
     "%(archived_at)b::float8[], %(source)b::text[], %(provenance)b::text[]::json[], "
-    "%(meta)b::text[]::json[], %(terms)b::text[], %(n_terms)b::int4[]) "
-    f"AS u({RECORD_COLS}, terms, n_terms) "
+    "%(meta)b::text[]::json[], %(superseded)b::text[]::json[], %(invalid_at)b::float8[], "
+    "%(terms)b::text[], %(n_terms)b::int4[]) "
+    f"AS u({RECORD_COLS}, invalid_at, terms, n_terms) "
     "ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, kind = EXCLUDED.kind, "
     "content = EXCLUDED.content, embedding = EXCLUDED.embedding, "
     "salience = EXCLUDED.salience, tokens = EXCLUDED.tokens, "
     "created_at = EXCLUDED.created_at, last_accessed_at = EXCLUDED.last_accessed_at, "
     "access_count = EXCLUDED.access_count, archived_at = EXCLUDED.archived_at, "
     "source = EXCLUDED.source, provenance = EXCLUDED.provenance, meta = EXCLUDED.meta, "
+    "superseded = EXCLUDED.superseded, invalid_at = EXCLUDED.invalid_at, "
     "terms = EXCLUDED.terms, n_terms = EXCLUDED.n_terms "
     # An id never moves between scopes: such a row is skipped (put_many raises).
     "WHERE t.scope = EXCLUDED.scope RETURNING id"
@@ -153,9 +156,11 @@ def where_clause(
     include_archived: bool,
     *,
     exact: bool = True,
+    valid_at: float | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE condition selecting a scope's rows (active only unless
-    ``include_archived``; of ``kinds`` when given) and its parameters.
+    ``include_archived``; of ``kinds`` when given; held at ``valid_at`` when given,
+    see ``Candidates``: ``inf`` is now) and its parameters.
 
     The condition matches the indexed ``scope_key`` and the full scope text. With
     ``exact=False`` it matches only the key (for counting, an index-only scan:
@@ -165,7 +170,17 @@ def where_clause(
     if exact:
         parts.append("scope = %(scope)s")
     params: dict[str, Any] = {"scope": escape_text(scope)}
-    if not include_archived:
+    if valid_at is not None and math.isinf(valid_at):
+        parts.append("archived_at IS NULL AND invalid_at IS NULL")
+    elif valid_at is not None:
+        # Time travel: archived rows are not in the partial HNSW indexes, so such a
+        # search is exact (a scan of the scope), as befits a rare audit query.
+        parts.append(
+            "created_at <= %(valid_at)s AND (invalid_at IS NULL OR invalid_at > %(valid_at)s) "
+            "AND (archived_at IS NULL OR archived_at > %(valid_at)s)"
+        )
+        params["valid_at"] = float(valid_at)
+    elif not include_archived:
         parts.append("archived_at IS NULL")
     wanted = kind_filter(kinds)
     if wanted is not None and len(wanted) < len(MemoryKind):
@@ -285,6 +300,10 @@ def record_columns(records: Sequence[MemoryRecord]) -> dict[str, Any]:
         # json.dumps escapes NUL as \u0000, which the json type keeps verbatim.
         "provenance": [json.dumps(list(r.provenance), ensure_ascii=False) for r in records],
         "meta": [json.dumps(r.meta, ensure_ascii=False) for r in records],
+        "superseded": [
+            json.dumps(superseded_to_list(r.superseded), ensure_ascii=False) for r in records
+        ],
+        "invalid_at": [r.invalid_at for r in records],
         # BM25 index terms, space-joined (terms are \\w+ words: no spaces, no NUL).
         "terms": [" ".join(t) for t in terms],
         "n_terms": [len(t) for t in terms],
@@ -307,6 +326,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         source=Source(row[11]),
         provenance=tuple(row[12]),
         meta=dict(row[13]),
+        superseded=superseded_from_list(row[14]),
     )
 
 
@@ -326,6 +346,7 @@ def to_candidates(rows: Sequence[Sequence[Any]], dims: int) -> Candidates:
         return Candidates.empty(dims)
     cols = list(zip(*rows, strict=True))
     ids, emb, created, accessed, sal, access, tokens, kind, source = cols[:9]
+    archived, invalid = cols[9], cols[10]
     n = len(rows)
     return Candidates(
         ids=[unescape_text(i) for i in ids],
@@ -338,6 +359,8 @@ def to_candidates(rows: Sequence[Sequence[Any]], dims: int) -> Candidates:
         kind=np.fromiter((KIND_CODE[k] for k in kind), dtype=np.int8, count=n),
         source=np.fromiter((SOURCE_CODE[s] for s in source), dtype=np.int8, count=n),
         mask=np.ones(n, dtype=bool),
+        invalid_at=np.array([np.inf if t is None else t for t in invalid], dtype=np.float64),
+        archived_at=np.array([np.inf if t is None else t for t in archived], dtype=np.float64),
     )
 
 

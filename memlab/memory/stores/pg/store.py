@@ -59,6 +59,7 @@ from memlab.memory.stores.base import (
     check_dims,
     check_records,
     check_time,
+    check_valid_at,
     foreign_ids,
     kind_filter,
     scoped_ids,
@@ -505,6 +506,7 @@ class PgVectorStore:
         pool: int | None = None,
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
+        valid_at: float | None = None,
     ) -> Candidates:
         """The scope's pool: the best ``pool`` records by ``w_sim * cos + w_sal * s``
         (approximate, HNSW), plus the most recent (and most salient) records.
@@ -524,12 +526,16 @@ class PgVectorStore:
         (N, document frequencies, average length) take one pass over the scope,
         so a lexical weight costs O(scope size) per recall here; the pool itself
         is still chosen by similarity, salience and recency.
+
+        ``valid_at`` (see ``MemoryStore.candidates``) selects the rows held at that
+        time (``inf``: in force now) in SQL; a finite time searches exactly.
         """
         check_scope(scope)
         check_candidates_args(query, None, include_archived, pool, text, weights)
+        valid_at = check_valid_at(valid_at)
         pool = self.pool if pool is None else int(pool)
         w_sim, w_sal = ann_weights(weights)
-        where, params = where_clause(scope, kinds, include_archived)
+        where, params = where_clause(scope, kinds, include_archived, valid_at=valid_at)
         with self._guard("candidates"):
             conn = self._db()
             if not self._ready():
@@ -551,7 +557,9 @@ class PgVectorStore:
             searched = [k for k in MemoryKind if wanted is None or k in wanted]
             with conn.cursor(binary=True) as cur:
                 # How many of each kind, counting to pool + 1 at most (index-only).
-                key_where, _ = where_clause(scope, kinds, include_archived, exact=False)
+                key_where, _ = where_clause(
+                    scope, kinds, include_archived, exact=False, valid_at=valid_at
+                )
                 counts = cur.execute(
                     self._q(count_kinds_sql(key_where, searched)), {**params, "limit": pool + 1}
                 ).fetchone()

@@ -1,0 +1,306 @@
+"""The word lists of the generator's harder update cases, split into a development
+half and a held-out half.
+
+A fact can change in ways the catalog's correction templates (``fix_both``,
+``fix_new``: a cue word, often both values) do not cover, and a sentence can look
+like a change without being one. This module holds the phrasings of both:
+
+- true updates: ``IMPLICIT`` (the new value stated plainly, no cue word),
+  ``UNLIKE`` (a change phrased unlike the original statement, naming only the new
+  value), ``EXPLICIT`` (new phrasings naming the old and the new value) and
+  ``REVERT`` (back to a former value). Chains A -> B -> C are two updates of one
+  fact, each drawn from these pools.
+- false corrections, which must supersede nothing: ``FALSE[kind]`` for
+  ``hypothetical`` ("if our region were ..."), ``other`` (someone else's value),
+  ``addition`` (a second value next to the first), ``history`` (what it was long
+  ago), ``question`` ("would X work better?") and ``tool`` (an untrusted tool
+  output claiming another value).
+
+Honesty. Every pool has a ``dev`` half and a ``heldout`` half, written at the same
+time, before any detector was run on either. Rules may be developed on transcripts
+generated with ``phrasings="dev"`` only; quality figures are reported on
+``phrasings="heldout"`` (with seeds never used for development), where every
+correction and false correction comes from the held-out half (the catalog's own
+correction templates, seen by the stage-1 rules, are left out there). The shipped
+transcripts use ``phrasings="all"``.
+
+Slots: ``{new}``, ``{old}``, ``{v}`` (the value returned to), ``{prev}`` (the value
+dropped by a revert), ``{x}`` (a false correction's other value), each with its
+article when the kind needs one ("the Growth plan", "a flat white"); ``{our}`` /
+``{Our}`` (our or my, per kind); ``{noun}`` (what the fact is called, per kind:
+"CI system"); ``{field}`` (the noun as a field name, for tool output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PHRASINGS = ("all", "dev", "heldout")
+
+#: update styles of a true correction (``probe.meta["update"]``)
+STYLES = ("explicit", "implicit", "unlike", "chain", "revert")
+#: kinds of false correction (``probe.meta["false"]``)
+FALSE_KINDS = ("hypothetical", "other", "addition", "history", "question", "tool")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Phrasings of one case, in a development and a held-out half."""
+
+    dev: tuple[str, ...]
+    heldout: tuple[str, ...]
+
+    def get(self, phrasings: str) -> tuple[str, ...]:
+        """The phrasings of one half (``dev`` / ``heldout``) or both (``all``)."""
+        if phrasings == "dev":
+            return self.dev
+        if phrasings == "heldout":
+            return self.heldout
+        return self.dev + self.heldout
+
+
+@dataclass(frozen=True)
+class Noun:
+    """How the update templates talk about one kind of fact.
+
+    Attributes:
+        noun: what the fact is called ("CI system"), singular, after "our"/"my".
+        our: "our" or "my".
+        article: put before a value in running text ("the " for "the Growth plan";
+            "a " picks "an" before a vowel).
+        multi: a second value can exist next to the first (a second CI system, a
+            second office), so an addition makes sense.
+        false: the false-correction kinds that read naturally for this fact.
+    """
+
+    noun: str
+    our: str = "our"
+    article: str = ""
+    multi: bool = False
+    false: tuple[str, ...] = FALSE_KINDS
+
+    @property
+    def field(self) -> str:
+        return self.noun.casefold().replace("'s", "").replace(" ", "_").replace("-", "_")
+
+    def ref(self, value: str) -> str:
+        """The value with its article, as it reads in a sentence."""
+        if self.article == "a ":
+            return ("an " if value[:1].casefold() in "aeiou" else "a ") + value
+        return self.article + value
+
+
+_NO_ADD = ("hypothetical", "other", "history", "question", "tool")
+_PERSONAL = ("other", "history", "question")
+
+# fmt: off
+NOUNS: dict[str, Noun] = {
+    "deploy_platform": Noun("hosting platform", multi=True),
+    "region": Noun("primary region", false=_NO_ADD),
+    "plan_tier": Noun("subscription", article="the ", false=_NO_ADD),
+    "user_name": Noun("name", our="my", false=("other",)),
+    "timezone": Noun("time zone", our="my", false=_NO_ADD),
+    "oncall_contact": Noun("on-call engineer", false=_NO_ADD),
+    "reply_language": Noun("report language", false=_NO_ADD),
+    "billing_email": Noun("invoice email", multi=True),
+    "coffee_order": Noun("usual coffee", our="my", article="a ", false=_PERSONAL),
+    "ci_system": Noun("CI system", multi=True),
+    "database": Noun("main database", multi=True),
+    "paging_tool": Noun("paging tool", false=_NO_ADD),
+    "escalation_policy": Noun("escalation rule", article="the ", false=_NO_ADD),
+    "sla": Noun("SLA", article="a ", false=_NO_ADD),
+    "team_size": Noun("team size", false=_NO_ADD),
+    "ticket_id": Noun("ticket", multi=True),
+    "monitoring": Noun("monitoring vendor", multi=True),
+    "code_host": Noun("code host", multi=True),
+    "sdk": Noun("client library", article="the ", multi=True),
+    "sso_provider": Noun("identity provider", false=_NO_ADD),
+    "compliance": Noun("compliance framework", multi=True),
+    "spend_cap": Noun("spend cap", false=_NO_ADD),
+    "currency": Noun("billing currency", false=_NO_ADD),
+    "renewal_date": Noun("renewal date", false=_NO_ADD),
+    "log_retention": Noun("log retention", false=_NO_ADD),
+    "cdn": Noun("CDN", multi=True),
+    "message_queue": Noun("message broker", multi=True),
+    "office_city": Noun("office city", our="my", multi=True),
+    "contact_channel": Noun("preferred chat app", our="my", false=_NO_ADD),
+    "maintenance_window": Noun("maintenance window", false=_NO_ADD),
+    "contact_hours": Noun("call window", our="my", false=_NO_ADD),
+    "incident_channel": Noun("incident channel", multi=True),
+    "editor": Noun("editor", our="my", false=_PERSONAL),
+    "pet": Noun("dog's name", our="my", false=("other", "question")),
+    "hobby": Noun("favourite pastime", our="my", false=_PERSONAL),
+    "laptop_os": Noun("laptop OS", our="my", false=_PERSONAL),
+}
+
+# -- true updates -------------------------------------------------------------------
+#: the new value stated plainly: no cue word, no old value
+IMPLICIT = Pool(
+    dev=(
+        "{Our} {noun} is {new}.",
+        "For the record, {our} {noun} is {new}.",
+        "{new} is {our} {noun}.",
+        "Just so you have it: {our} {noun} is {new}.",
+        "Write down {new} for {our} {noun}.",
+    ),
+    heldout=(
+        "{Our} {noun} is set to {new}.",
+        "Put down {new} as {our} {noun}.",
+        "We go with {new} for {our} {noun}.",
+        "{Our} {noun}: {new}.",
+        "You can take {new} as {our} {noun}.",
+    ),
+)
+#: a change phrased unlike the original statement, naming only the new value
+UNLIKE = Pool(
+    dev=(
+        "Things changed on our end: {our} {noun} is {new} these days.",
+        "Small update on {our} {noun} — it's {new} going forward.",
+        "Please update your notes, {new} is {our} {noun} now.",
+        "We've since changed {our} {noun}; it's {new}.",
+        "That's outdated, by the way: {our} {noun} is {new}.",
+    ),
+    heldout=(
+        "Change on our side: {new} has taken over as {our} {noun}.",
+        "Heads-up, {our} {noun} is different now — {new}.",
+        "Going forward, treat {new} as {our} {noun}.",
+        "Your records are out of date: {our} {noun} became {new}.",
+        "As of this week {our} {noun} is {new}.",
+    ),
+)
+#: new phrasings naming the old and the new value
+EXPLICIT = Pool(
+    dev=(
+        "{Our} {noun} changed from {old} to {new}.",
+        "We replaced {old} with {new} as {our} {noun}.",
+        "Not {old} anymore — {our} {noun} is {new}.",
+        "{old} was retired; {our} {noun} is {new} now.",
+    ),
+    heldout=(
+        "{old} is out as {our} {noun}; {new} took its place.",
+        "Forget {old}, {our} {noun} is {new} now.",
+        "We traded {old} for {new}, so that's {our} {noun}.",
+        "{Our} {noun} is no longer {old} but {new}.",
+    ),
+)
+#: back to a former value ({v}); {prev} is the value being dropped
+REVERT = Pool(
+    dev=(
+        "We went back to {v} for {our} {noun}; {prev} didn't work out.",
+        "Scratch the {noun} change, we're back on {v}.",
+        "{Our} {noun} is {v} again.",
+        "Undo that last update: {our} {noun} reverted to {v}.",
+    ),
+    heldout=(
+        "We rolled {our} {noun} back to {v}.",
+        "Reverting: {our} {noun} returns to {v}, {prev} was a mistake.",
+        "{v} is once more {our} {noun}; the switch to {prev} is undone.",
+        "Old setup restored, {our} {noun} is back to {v}.",
+    ),
+)
+
+# -- false corrections (must supersede nothing) ----------------------------------------
+FALSE: dict[str, Pool] = {
+    "hypothetical": Pool(
+        dev=(
+            "Hypothetically, if {our} {noun} were {x}, would anything break on your side?",
+            "If we ever switched {our} {noun} to {x}, would the pricing change?",
+            "Just thinking out loud: what would it take to make {x} {our} {noun}?",
+            "We're toying with the idea of {x} as {our} {noun}, but nothing is decided.",
+        ),
+        heldout=(
+            "Suppose {our} {noun} changed to {x} next year — is that supported?",
+            "We might consider {x} for {our} {noun} at some point; no decision yet.",
+            "If the board approves it, {our} {noun} would become {x}, maybe in Q3.",
+            "In case {our} {noun} ends up being {x} one day, is there a guide for that?",
+        ),
+    ),
+    "other": Pool(
+        dev=(
+            "Funny, my colleague's {noun} is {x}.",
+            "A friend at another company told me their {noun} is {x}.",
+            "My manager's previous team had {x} as their {noun}.",
+            "Our partner agency uses {x} as its {noun}, not that it matters here.",
+        ),
+        heldout=(
+            "Our sister company went with {x} for their {noun}.",
+            "The vendor we buy from lists {x} as their {noun}.",
+            "A client of ours mentioned {x} is their {noun}, small world.",
+            "My cofounder's old startup had {x} as the {noun} there.",
+        ),
+    ),
+    "addition": Pool(
+        dev=(
+            "We also have {x} as a second {noun}, for one team.",
+            "On top of that, a side project uses {x} as another {noun}.",
+            "One more: {x} is an extra {noun} for the staging setup.",
+        ),
+        heldout=(
+            "Besides the main one, there's {x} as an additional {noun} for a legacy service.",
+            "A second {noun}, {x}, covers our internal tools too.",
+            "In addition, the data team keeps {x} as its own {noun}.",
+        ),
+    ),
+    "history": Pool(
+        dev=(
+            "Years ago, before my time, {our} {noun} was {x}.",
+            "Way back at the start, {x} was {our} {noun}.",
+            "When the company was founded {our} {noun} was {x}, fun fact.",
+        ),
+        heldout=(
+            "Back in 2019 {our} {noun} was {x}, for what it's worth.",
+            "Historically {x} was {our} {noun}, ages ago.",
+            "In the early days {our} {noun} was {x}, long before this setup.",
+        ),
+    ),
+    "question": Pool(
+        dev=(
+            "Would {x} work better as {our} {noun}?",
+            "Do you support {x} as a {noun} too?",
+            "Is {x} a sensible {noun} for a team like ours?",
+        ),
+        heldout=(
+            "Is {x} a common choice for a {noun}, in your experience?",
+            "Should we be looking at {x} for {our} {noun}?",
+            "How would {x} compare as {our} {noun}?",
+        ),
+    ),
+    "tool": Pool(
+        dev=(
+            'crm.lookup(account) -> {{"{field}": "{x}", "source": "import"}}',
+            "billing.profile() -> {field}={x} (last synced by the migration job)",
+        ),
+        heldout=(
+            'directory.sync() -> {{"{field}": "{x}", "stale": false}}',
+            "account.settings.get() -> {field}: {x}",
+        ),
+    ),
+}
+# fmt: on
+
+#: the user's request before a tool false correction (no value)
+TOOL_ASKS = Pool(
+    dev=(
+        "Can you check what your system has on file for our account?",
+        "Could you pull up our account settings?",
+    ),
+    heldout=(
+        "What does your side show for our account profile?",
+        "Can you look up our account record real quick?",
+    ),
+)
+#: the agent's reply to a false correction: no value, no echo
+AGENT_FALSE_REPLY = (
+    "Good to know, thanks for the context.",
+    "Understood — nothing changes on our side for that.",
+    "Thanks, that's helpful background.",
+    "Ok, I'll keep that in mind.",
+    "Interesting. Happy to look into it if it becomes relevant.",
+    "That would depend on a few details; I can check with engineering if you decide to.",
+)
+#: the agent's reply after a tool false correction (no value)
+AGENT_TOOL_REPLY = (
+    "That record looks out of date; I'll go with what you told me.",
+    "The account profile shows something different from what you said; I'll flag it for cleanup.",
+    "Our CRM entry seems stale, I've asked for it to be corrected.",
+)
