@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory
 	$(BIN)/python -m benchmarks.bench_embed
 	$(BIN)/python -m benchmarks.bench_reader
+	$(BIN)/python -m benchmarks.bench_layers
 	$(BIN)/python -m benchmarks.supersession --no-transcripts --cost 10000
 	$(BIN)/memlab bench store --sizes $(BENCH_STORE_SIZES) --backends $(BENCH_STORE_BACKENDS)
 

@@ -48,7 +48,8 @@ commands:
                     compare a run with a baseline; exit 1 when a metric regressed
   demo              a short tour of the memory layer (two users, recall under a budget)
   synth             generate support transcripts: memlab synth --n 50 --seed 1 --out DIR
-                    (--turns 300-600 --days 40 ...: long multi-week ones)
+                    (--turns 300-600 --days 40 ...: long multi-week ones;
+                    --scenario sessions: multi-session, repeated tool-use tasks)
   bench store       compare the store backends on one seeded workload
                     -> results/bench/store.csv, store.png
 
@@ -637,6 +638,13 @@ def synth(args: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--out", required=True, help="output folder (created if missing)")
     parser.add_argument(
+        "--scenario",
+        choices=("support", "sessions"),
+        default="support",
+        help="support (default) or sessions: multi-session conversations with repeated "
+        "tool-use tasks, files sessions-<seed>.json (no length or mix options)",
+    )
+    parser.add_argument(
         "--turns",
         default=None,
         help="turns per transcript: N, or LO-HI for a seeded length per transcript (default 60)",
@@ -698,9 +706,16 @@ def synth(args: list[str]) -> int:
         progress=False if ns.no_progress else None,
         mix=mix,
         phrasings=ns.phrasings,
+        scenario=ns.scenario,
     )
-    first = generator.mix.transcript_id(ns.seed, mix)
-    last = generator.mix.transcript_id(ns.seed + ns.n - 1, mix)
+    if ns.scenario == "sessions":
+        from memlab.lab.synth import sessions
+
+        first = sessions.transcript_id(ns.seed)
+        last = sessions.transcript_id(ns.seed + ns.n - 1)
+    else:
+        first = generator.mix.transcript_id(ns.seed, mix)
+        last = generator.mix.transcript_id(ns.seed + ns.n - 1, mix)
     echo(
         f"{ns.n} transcripts ({first} .. {last}) in {result.folder}: "
         f"{len(result.written)} written, {len(result.replaced)} replaced, "

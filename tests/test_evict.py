@@ -74,7 +74,7 @@ def test_no_floor_means_anything_can_go(store: MemoryStore) -> None:
     assert len(report.dropped) == 2
 
 
-def test_cold_salience_decays_and_then_becomes_evictable(store: MemoryStore) -> None:
+def test_cold_salience_decays_but_the_floor_still_protects(store: MemoryStore) -> None:
     vip = make_record(content="once vital", salience=0.9, created_at=0.0)
     used = make_record(content="recalled often", salience=0.9, created_at=0.0)
     store.put_many([vip, used])
@@ -82,15 +82,63 @@ def test_cold_salience_decays_and_then_becomes_evictable(store: MemoryStore) -> 
     decay_only = EvictionPolicy(salience_floor=0.8, cold_decay=0.5, cold_after=48)
     report = decay_only.apply(store, "alice", 100 * H)
     assert report.decayed == [vip.id]  # two cold periods: 0.9 * 0.5**2
-    assert store.get("alice", vip.id).salience == pytest.approx(0.225)  # type: ignore[union-attr]
+    decayed = store.get("alice", vip.id)
+    assert decayed is not None and decayed.salience == pytest.approx(0.225)
+    assert decayed.meta["salience_written"] == pytest.approx(0.9)
     assert store.get("alice", used.id).salience == 0.9  # type: ignore[union-attr]
     # Decay is not applied twice for the same period.
     assert decay_only.apply(store, "alice", 100 * H).decayed == []
-    # Without decay the floor would protect it forever; now TTL can take it.
-    with_ttl = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
-    report = with_ttl.apply(store, "alice", 100 * H)
-    assert report.expired == [vip.id]
-    assert store.get("alice", used.id) is not None
+    # Decay lowered the ranking weight, not the protection: neither TTL nor
+    # capacity takes a record written above the floor.
+    strict = EvictionPolicy(
+        episodic_ttl=24, max_records=1, salience_floor=0.8, cold_decay=0.5, cold_after=48
+    )
+    report = strict.apply(store, "alice", 100 * H)
+    assert report.expired == [] and report.dropped == [] and report.over_capacity == 1
+    assert store.get("alice", vip.id) is not None
+
+
+def test_the_issue_case_a_095_record_unrecalled_for_100_hours_survives(
+    store: MemoryStore,
+) -> None:
+    vip = make_record(content="never deploy on Fridays", salience=0.95, created_at=0.0)
+    store.put(vip)
+    policy = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=24)
+    report = policy.apply(store, "alice", 100 * H)
+    assert report.decayed == [vip.id] and report.expired == []
+    kept = store.get("alice", vip.id)
+    assert kept is not None and kept.salience < 0.8  # ranks lower, still kept
+
+
+def test_decay_unprotects_is_the_documented_alternative(store: MemoryStore) -> None:
+    vip = make_record(content="once vital", salience=0.9, created_at=0.0)
+    store.put(vip)
+    policy = EvictionPolicy(
+        episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48, decay_unprotects=True
+    )
+    report = policy.apply(store, "alice", 100 * H)
+    assert report.decayed == [vip.id] and report.expired == [vip.id]
+    assert store.get("alice", vip.id) is None
+
+
+def test_records_written_below_the_floor_are_not_protected_by_the_written_key(
+    store: MemoryStore,
+) -> None:
+    low = make_record(content="minor", salience=0.5, created_at=0.0)
+    store.put(low)
+    policy = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
+    assert policy.apply(store, "alice", 100 * H).expired == [low.id]
+
+
+def test_procedural_records_never_expire_on_a_clock(store: MemoryStore) -> None:
+    howto = make_record(
+        content="restart then verify", kind="procedural", salience=0.1, created_at=0.0,
+        source="tool",
+    )  # fmt: skip
+    store.put(howto)
+    policy = EvictionPolicy(episodic_ttl=1, untrusted_ttl=1, salience_floor=0.8, cold_decay=0.5)
+    assert policy.apply(store, "alice", 10_000 * H).expired == []
+    assert store.get("alice", howto.id) is not None
 
 
 def test_decay_and_ttl_in_one_pass(store: MemoryStore) -> None:
@@ -98,5 +146,22 @@ def test_decay_and_ttl_in_one_pass(store: MemoryStore) -> None:
     store.put(vip)
     policy = EvictionPolicy(episodic_ttl=24, salience_floor=0.8, cold_decay=0.5, cold_after=48)
     report = policy.apply(store, "alice", 100 * H)
-    assert report.decayed == [vip.id] and report.expired == [vip.id]
-    assert store.get("alice", vip.id) is None
+    assert report.decayed == [vip.id] and report.expired == []
+    assert store.get("alice", vip.id) is not None
+
+
+def test_approval_sets_the_protection_anew(store: MemoryStore) -> None:
+    from memlab.memory import HashEmbedder, MemoryLayer
+
+    layer = MemoryLayer(store, HashEmbedder(16), clock=lambda: 0.0)
+    tool = layer.remember("alice", "the status page says: EU region degraded", source="tool")
+    assert tool.salience <= 0.3  # capped as untrusted
+    layer.approve("alice", tool.id, salience=0.9, reviewer="ops")
+    policy = EvictionPolicy(untrusted_ttl=1, salience_floor=0.8, cold_decay=0.5, cold_after=24)
+    assert policy.apply(store, "alice", 100 * H).expired == []  # approved above the floor
+    decayed = store.get("alice", tool.id)
+    assert decayed is not None and decayed.salience < 0.8
+    # A later approval below the floor replaces the written salience: no more protection.
+    layer.approve("alice", tool.id, salience=0.2, reviewer="ops")
+    assert "salience_written" not in store.get("alice", tool.id).meta  # type: ignore[union-attr]
+    assert policy.apply(store, "alice", 200 * H).expired == [tool.id]

@@ -265,3 +265,36 @@ def test_scan_policy_rejects_bad_values() -> None:
         JsonlStore("/nonexistent/x.jsonl", scan="bits", scan_rerank=0)
     with pytest.raises(InputError, match="scan must be one of"):
         SqliteStore(":memory:", scan="half")
+
+
+def test_bits_scan_ranks_layered_scopes_like_the_float32_scan() -> None:
+    from memlab.memory import HashEmbedder, InMemoryStore, MemoryLayer, RecallQuery
+    from memlab.memory.rank import RankWeights
+
+    vecs = clustered(2030, 96, seed=11)
+    rng = np.random.default_rng(5)
+    recs = [
+        make_record(
+            id=f"r{i:05d}",
+            scope="alice:s1" if i % 3 == 0 else "alice",
+            embedding=vecs[i],
+            created_at=float(rng.uniform(0, 1e7)),
+            salience=float(rng.uniform(0, 1)),
+            dims=96,
+        )
+        for i in range(2000)
+    ]
+    exact = InMemoryStore()
+    bits = InMemoryStore(scan="bits", scan_rerank=64, scan_min_rows=0)
+    exact.put_many(recs)
+    bits.put_many(recs)
+
+    def top(store: object, q: np.ndarray) -> list[str]:
+        layer = MemoryLayer(store, HashEmbedder(96), clock=lambda: 1e7)  # type: ignore[arg-type]
+        layer.embed_query = lambda text: q  # type: ignore[method-assign]
+        query = RecallQuery(["alice:s1", "alice"], "q", token_budget=10**6, max_hits=10)
+        return [h.record.id for h in layer.recall(query, touch=False)]
+
+    assert RankWeights().similarity > 0
+    for q in vecs[2000:]:
+        assert top(bits, q) == top(exact, q)

@@ -302,3 +302,37 @@ def test_abstention_proxies_on_abstention_and_answerable_questions() -> None:
     assert strict["false_abstention_proxy"] == 1.0
     off = score_probe(t, 1, t.turns[1], ctx)  # not a benchmark run: no proxies
     assert not {"abstention_proxy", "question_coverage"} & set(off)
+
+
+# -- procedure probes and session layers ---------------------------------------------
+def _item(text: str, created_at: float | None, scope: str = "s") -> ContextItem:
+    return ContextItem(text, 5, "procedural", scope, "agent", (), 0.5, created_at)
+
+
+def test_procedure_recall_counts_steps_in_context_in_order() -> None:
+    from memlab.lab.metrics import procedure_recall
+
+    steps = ["cdn.find_zone", "cdn.purge", "cdn.verify"]
+    whole = _item("1. cdn.find_zone(asset=x)\n2. cdn.purge(zone=main)\n3. cdn.verify(asset=x)", 1)
+    assert procedure_recall([whole], steps) == 1.0
+    # two items read in time order, whatever their rank order
+    late = _item("cdn.verify(asset=x)", 20.0)
+    early = _item("cdn.find_zone(asset=x) then cdn.purge(zone=main)", 10.0)
+    assert procedure_recall([late, early], steps) == 1.0
+    # out of order: the longest run in order counts
+    swapped = _item("cdn.verify(asset=x); cdn.find_zone(asset=x)", 1.0)
+    assert procedure_recall([swapped], steps) == pytest.approx(1 / 3)
+    assert procedure_recall([_item("cdn.purger()", 1.0)], steps) == 0.0  # whole words only
+    assert procedure_recall([], steps) == 0.0
+    assert math.isnan(procedure_recall([whole], []))
+
+
+def test_leaks_count_another_session_but_not_the_probes_own() -> None:
+    from memlab.lab.metrics import own_scopes
+    from memlab.lab.transcripts import Turn
+
+    probe = Turn("t9", "2026-01-01T00:00:00Z", 0.0, "alice", "user", "user", "q", session="s2")
+    assert own_scopes(probe) == frozenset({"alice", "alice:s2"})
+    assert "alice:s1" not in own_scopes(probe)
+    bare = Turn("t9", "2026-01-01T00:00:00Z", 0.0, "alice", "user", "user", "q")
+    assert own_scopes(bare) == frozenset({"alice"})

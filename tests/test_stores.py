@@ -10,7 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
-from memlab.memory import MemoryKind
+from memlab.memory import (
+    HashEmbedder,
+    LayerPolicy,
+    MemoryInput,
+    MemoryKind,
+    MemoryLayer,
+    RecallQuery,
+)
 from memlab.memory.stores.base import MemoryStore
 from tests.conftest import DIMS, StoreBackend, make_record, vec
 
@@ -532,3 +539,115 @@ def test_a_record_with_a_bad_superseded_entry_is_refused(store: MemoryStore) -> 
         with pytest.raises(InputError, match=match):
             store.put(r.copy(superseded=(bad,)))
     assert store.get("alice", r.id) is None
+
+
+# -- layered scopes: a list of scopes reads exactly those scopes ---------------------
+LAYER_NEIGHBOURS = ["alice:s1", "alice", "alice:s2", "alice:s1x", "alice:", "alice:s", "ali",
+                    "alice:s1:deep", "%", "bob:s1", "bob"]  # fmt: skip
+
+
+def _layer(store: MemoryStore) -> MemoryLayer:
+    return MemoryLayer(store, HashEmbedder(DIMS), clock=lambda: 1000.0)
+
+
+def test_layered_recall_reads_exactly_the_listed_scopes(store: MemoryStore) -> None:
+    layer = _layer(store)
+    owned: dict[str, set[str]] = {}
+    for scope in LAYER_NEIGHBOURS:
+        recs = layer.remember_many(
+            [MemoryInput(scope, f"we deploy the {scope} service on GKE {i}") for i in range(3)]
+        )
+        owned[scope] = {r.id for r in recs}
+    for listed in (["alice:s1", "alice"], ["alice", "alice:s1"], ["alice:s2", "alice", "bob"]):
+        result = layer.recall(RecallQuery(listed, "where do we deploy?", token_budget=10_000))
+        got = {h.record.id for h in result.hits}
+        assert got == set().union(*(owned[s] for s in listed))
+        assert {h.record.scope for h in result.hits} == set(listed)
+    one = layer.recall(RecallQuery(["alice"], "deploy", token_budget=10_000)).hits
+    assert {h.record.id for h in one} == owned["alice"]
+
+
+def test_layered_recall_with_a_budget_split(store: MemoryStore) -> None:
+    layer = _layer(store)
+    for scope in ("alice:s1", "alice"):
+        layer.remember_many(
+            [MemoryInput(scope, f"{scope} note {i} about the deploy") for i in range(6)]
+        )
+    tokens = store.list("alice")[0].tokens
+    # session layer only: the user scope's share is zero and nothing flows back
+    hits = layer.recall(
+        RecallQuery(["alice:s1", "alice"], "deploy", token_budget=tokens * 3, split=[1, 0])
+    ).hits
+    assert len(hits) == 3 and {h.record.scope for h in hits} == {"alice:s1"}
+    # half each
+    hits = layer.recall(
+        RecallQuery(["alice:s1", "alice"], "deploy", token_budget=tokens * 4, split=[1, 1])
+    ).hits
+    assert sorted(h.record.scope for h in hits) == ["alice", "alice", "alice:s1", "alice:s1"]
+    # what an empty layer leaves flows on to the next
+    hits = layer.recall(
+        RecallQuery(["alice:s9", "alice"], "deploy", token_budget=tokens * 4, split=[1, 1])
+    ).hits
+    assert [h.record.scope for h in hits] == ["alice"] * 4
+
+
+def test_writes_go_to_the_layer_of_their_kind(store: MemoryStore) -> None:
+    layer = _layer(store)
+    ep = layer.remember(["alice:s1", "alice"], "I said this in session one.")
+    fact = layer.remember(["alice:s1", "alice"], "Alice deploys on GKE.", kind="semantic")
+    assert ep.scope == "alice:s1" and fact.scope == "alice"
+    assert [r.id for r in store.list("alice:s1")] == [ep.id]
+    assert [r.id for r in store.list("alice")] == [fact.id]
+    routed = MemoryLayer(store, HashEmbedder(DIMS), layers=LayerPolicy(episodic=-1, semantic=0))
+    assert routed.remember(["alice:s2", "alice"], "to the user scope").scope == "alice"
+    assert routed.remember(["alice:s2", "alice"], "x", kind="semantic").scope == "alice:s2"
+    with pytest.raises(InputError, match="listed twice"):
+        layer.remember(["alice", "alice"], "x")
+    with pytest.raises(InputError, match="empty"):
+        layer.remember([], "x")
+    with pytest.raises(InputError, match="split"):
+        RecallQuery(["alice:s1", "alice"], "x", split=[1])
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    base=st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=6),
+    tails=st.lists(
+        st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=4),
+        min_size=2,
+        max_size=4,
+        unique=True,
+    ),
+    data=st.data(),
+)
+def test_listing_scopes_never_reveals_another_property(
+    backend: StoreBackend,
+    tmp_path_factory: pytest.TempPathFactory,
+    base: str,
+    tails: list[str],
+    data: st.DataObject,
+) -> None:
+    """Scopes built as prefixes and extensions of each other (``a``, ``a:x``,
+    ``a:x:y``, ``a:``...): a recall over any two of them returns records of those
+    two only: a prefix is never a wildcard, and listing two never reveals a third."""
+    scopes = list(dict.fromkeys([base, f"{base}:", *(f"{base}:{t}" for t in tails),
+                                 f"{base}:{tails[0]}:{tails[1]}", base[:-1] or "z"]))  # fmt: skip
+    store = backend.open(tmp_path_factory.mktemp("layers"))
+    try:
+        layer = _layer(store)
+        owned = {}
+        for s in scopes:
+            recs = layer.remember_many([MemoryInput(s, f"note {j} on deploys") for j in range(2)])
+            owned[s] = {r.id for r in recs}
+        listed = data.draw(st.lists(st.sampled_from(scopes), min_size=2, max_size=2, unique=True))
+        split = data.draw(st.sampled_from([None, [1, 1], [1, 0]]))
+        hits = layer.recall(RecallQuery(listed, "deploys", token_budget=100_000, split=split)).hits
+        got = {h.record.id for h in hits}
+        allowed = owned[listed[0]] | owned[listed[1]]
+        assert got <= allowed
+        if split is None:
+            assert got == allowed
+    finally:
+        store.close()

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from memlab.lab import ranking
-from memlab.lab.strategies.base import Context, ContextItem
+from memlab.lab.strategies.base import Context, ContextItem, session_scope
 from memlab.lab.transcripts import Transcript, Turn
 from memlab.memory import estimate_tokens
 from memlab.memory.lexical import terms
@@ -497,14 +497,104 @@ def _cost_usd(s: Scoring) -> float:
     return s.prompt_tokens / 1000.0 * s.price_per_1k_tokens
 
 
+def own_scopes(turn: Turn) -> frozenset[str]:
+    """The scopes a probe may recall from: its own, and its session's layer
+    (``<scope>:<session>``, see ``session_scope``) when it has a session."""
+    if turn.session is None:
+        return frozenset({turn.scope})
+    return frozenset({turn.scope, session_scope(turn.scope, turn.session)})
+
+
 @_probe_metric("leaks", -1, "context items from another scope (must be 0)", table=True)
 def _leaks(s: Scoring) -> float:
-    return float(sum(i.scope != s.turn.scope for i in s.context.items))
+    """Items whose scope is neither the probe's nor its session's layer (an item of
+    another session of the same user counts too). Empty context: 0."""
+    own = own_scopes(s.turn)
+    return float(sum(i.scope not in own for i in s.context.items))
 
 
 @_probe_metric("untrusted_items", 0, "context items from tool/web sources", table=True)
 def _untrusted_items(s: Scoring) -> float:
     return float(sum(i.source in UNTRUSTED for i in s.context.items))
+
+
+def procedure_recall(items: Sequence[ContextItem], steps: Sequence[str]) -> float:
+    """Share of a procedure's needed steps that the context holds, in order.
+
+    The context is read as the prompt shows it in time order: items by
+    ``created_at`` (items without one after, in rank order), each item's text left
+    to right. Each step is a tool name, matched as whole words (``normalize``);
+    the score is the longest run of the needed steps that occurs in that order
+    (a longest common subsequence of the needed steps and the steps found), over
+    the number of needed steps. Formula: LCS(needed, found in order) / |needed|.
+    No needed steps: NaN.
+    """
+    if not steps:
+        return math.nan
+    needles = [normalize(step) for step in steps]
+    order = sorted(
+        range(len(items)),
+        key=lambda i: (items[i].created_at is None, items[i].created_at or 0.0, i),
+    )
+    found: list[int] = []  # indices of needed steps, in the order the context states them
+    for i in order:
+        text = normalize(items[i].text)
+        hits = []
+        for j, needle in enumerate(needles):
+            if needle.strip():
+                start = text.find(needle)
+                while start != -1:
+                    hits.append((start, j))
+                    start = text.find(needle, start + 1)
+        found += [j for _, j in sorted(hits)]
+    return _lcs(list(range(len(needles))), found) / len(needles)
+
+
+def _lcs(a: Sequence[int], b: Sequence[int]) -> int:
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for k, y in enumerate(b):
+            cur.append(prev[k] + 1 if x == y else max(prev[k + 1], cur[k]))
+        prev = cur
+    return prev[-1]
+
+
+def needed_steps(probe: Turn) -> list[str]:
+    """The tool names a procedure probe needs, in order (``probe.meta["steps"]``)."""
+    assert probe.probe is not None
+    steps = probe.probe.meta.get("steps") if probe.probe.meta else None
+    return [str(x) for x in steps] if isinstance(steps, list | tuple) else []
+
+
+@_probe_metric(
+    "procedure_recall",
+    +1,
+    "share of a procedure's needed steps in the context, in order (procedure probes)",
+)
+def _procedure_recall(s: Scoring) -> float | None:
+    steps = needed_steps(s.turn)
+    return procedure_recall(s.context.items, steps) if steps else None
+
+
+@_probe_metric(
+    "step_tokens",
+    -1,
+    "tokens of the context items that state a needed step (procedure probes)",
+)
+def _step_tokens(s: Scoring) -> float | None:
+    """Sum of the tokens of the items that state any needed step (whole words); the
+    context's cost of delivering the procedure. Not a procedure probe: absent."""
+    steps = needed_steps(s.turn)
+    if not steps:
+        return None
+    return float(
+        sum(
+            item.tokens
+            for item, text in zip(s.context.items, s.texts, strict=True)
+            if any(contains(text, step) for step in steps)
+        )
+    )
 
 
 @_probe_metric("context_items", 0, "number of context items")

@@ -14,6 +14,7 @@ from memlab.memory.consolidate import (
     Supersession,
 )
 from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.gating import ConfirmUntrustedMemory, ContextOrigin, GateDecision, ToolGate
 from memlab.memory.layer import (
     MaintenanceReport,
     MemoryInput,
@@ -44,6 +45,14 @@ from memlab.memory.models import (
     Summarizer,
     default_cache_path,
 )
+from memlab.memory.procedural import (
+    Procedure,
+    ProcedurePolicy,
+    ToolCall,
+    record_outcome,
+    remember_procedure,
+)
+from memlab.memory.procedure_recorder import ProcedureRecorder
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import (
     Hit,
@@ -53,9 +62,18 @@ from memlab.memory.records import (
     Source,
     Superseded,
 )
+from memlab.memory.reflect import (
+    REFLECTORS,
+    Reflection,
+    Reflections,
+    Reflector,
+    ReflectPolicy,
+    RuleReflector,
+)
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.salience import estimate_salience
+from memlab.memory.scopes import LayerPolicy, layers_of
 from memlab.memory.stores import (
     STORES,
     Candidates,
@@ -72,6 +90,7 @@ from memlab.memory.timeparse import TimeWindow, parse_time
 __all__ = [
     "CONSOLIDATORS",
     "EMBEDDERS",
+    "REFLECTORS",
     "STORES",
     "SUMMARIZERS",
     "AgentDeps",
@@ -82,18 +101,22 @@ __all__ = [
     "Candidates",
     "ChatModel",
     "Completion",
+    "ConfirmUntrustedMemory",
     "Consolidator",
     "ConsolidatorError",
+    "ContextOrigin",
     "Embedder",
     "EvictionPolicy",
     "EvictionReport",
     "ExtractiveSummarizer",
+    "GateDecision",
     "HalfLives",
     "HashEmbedder",
     "Hit",
     "HybridRanker",
     "InMemoryStore",
     "JsonlStore",
+    "LayerPolicy",
     "MaintenanceReport",
     "MemoEmbedder",
     "MemoryInput",
@@ -111,13 +134,21 @@ __all__ = [
     "OpenAIEmbedder",
     "OpenAISummarizer",
     "PgVectorStore",
+    "Procedure",
+    "ProcedurePolicy",
+    "ProcedureRecorder",
     "QueryRewriter",
     "RankWeights",
     "Ranking",
     "RecallQuery",
     "RecallResult",
+    "ReflectPolicy",
+    "Reflection",
+    "Reflections",
+    "Reflector",
     "RuleConsolidator",
     "RulePolicy",
+    "RuleReflector",
     "ScopeReader",
     "Source",
     "SqliteStore",
@@ -128,11 +159,16 @@ __all__ = [
     "Superseded",
     "Supersession",
     "TimeWindow",
+    "ToolCall",
+    "ToolGate",
     "TurnResult",
     "default_cache_path",
     "estimate_salience",
     "estimate_tokens",
     "format_memory",
+    "layers_of",
     "parse_time",
+    "record_outcome",
+    "remember_procedure",
     "run_turn",
 ]

@@ -8,7 +8,9 @@ from typing import Protocol
 
 from memlab.errors import ChatModelError, InputError
 from memlab.memory.checks import check_bool, check_number, check_strings, check_text
+from memlab.memory.gating import ContextOrigin, GateDecision, ToolGate, reply_tool_calls
 from memlab.memory.layer import MaintenanceReport, MemoryInput, MemoryLayer
+from memlab.memory.procedural import ToolCall
 from memlab.memory.prompt import MEMORY_HEADER, format_memory
 from memlab.memory.quotes import Untrusted, find_quotes, quoted_source
 from memlab.memory.records import Hit, RecallQuery, Source, check_scope
@@ -21,8 +23,10 @@ __all__ = [
     "Message",
     "TurnResult",
     "format_memory",
+    "gate_calls",
     "prompt_messages",
     "run_turn",
+    "turn_context",
 ]
 
 Message = dict[str, str]
@@ -63,6 +67,11 @@ class AgentDeps:
             is stored with the untrusted source, so it is capped and never
             summarized (see ``memlab.memory.quotes``). None: replies are always
             stored as the agent's (trusted).
+        tool_gate: decides, for every tool call the reply states, whether it may
+            run given where its justification came from (``memlab.memory.gating``;
+            e.g. ``ConfirmUntrustedMemory``). None: calls are listed, all allowed.
+        tool_calls: reads the tool calls out of a reply (default: lines written
+            as ``name(key=value, ...)``).
 
     Raises:
         InputError: a field has the wrong type or range.
@@ -75,6 +84,8 @@ class AgentDeps:
     salience: Callable[[str], float] = estimate_salience
     maintain: bool = True
     quote_words: int | None = 6
+    tool_gate: ToolGate | None = None
+    tool_calls: Callable[[str], list[ToolCall]] = reply_tool_calls
 
     def __post_init__(self) -> None:
         if not isinstance(self.layer, MemoryLayer):
@@ -89,15 +100,56 @@ class AgentDeps:
             raise InputError("AgentDeps.salience must be a function of the text")
         check_bool(self.maintain, "AgentDeps.maintain")
         check_number(self.quote_words, "AgentDeps.quote_words", lo=2, integer=True, none=True)
+        if self.tool_gate is not None and not isinstance(self.tool_gate, ToolGate):
+            raise InputError(
+                "AgentDeps.tool_gate must have decide(call, context), e.g. "
+                f"ConfirmUntrustedMemory(); got {type(self.tool_gate).__name__}"
+            )
+        if not callable(self.tool_calls):
+            raise InputError("AgentDeps.tool_calls must be a function of the reply")
 
 
 @dataclass
 class TurnResult:
+    """What one turn did.
+
+    Attributes:
+        reply: the model's reply.
+        hits: the recalled memories it was shown.
+        messages: the messages sent to the model.
+        maintenance: the maintenance report (None without maintenance).
+        remembered: ids of the records the turn stored.
+        context: every item the model was shown, marked with where it came from
+            (the user's input, each recalled memory, each tool result).
+        tool_calls: the gate's decision on each tool call the reply states (all
+            ``allow`` without a gate); run_turn runs none of them.
+    """
+
     reply: str
     hits: list[Hit]
     messages: list[Message]
     maintenance: MaintenanceReport | None = None
     remembered: list[str] = field(default_factory=list)
+    context: list[ContextOrigin] = field(default_factory=list)
+    tool_calls: list[GateDecision] = field(default_factory=list)
+
+
+def turn_context(user_input: str, hits: Sequence[Hit], tools: Sequence[str]) -> list[ContextOrigin]:
+    """The items a turn's model is shown, marked by origin: the input, then each
+    recalled memory (with its record's source and id), then each tool result."""
+    out = [ContextOrigin("user", user_input, Source.USER)]
+    out += [ContextOrigin("memory", h.record.content, h.record.source, h.record.id) for h in hits]
+    out += [ContextOrigin("tool_result", t, Source.TOOL) for t in tools]
+    return out
+
+
+def gate_calls(reply: str, context: Sequence[ContextOrigin], deps: AgentDeps) -> list[GateDecision]:
+    """The decision on every tool call in ``reply`` (``deps.tool_gate``; all allowed
+    without one)."""
+    calls = deps.tool_calls(reply)
+    if deps.tool_gate is None:
+        return [GateDecision(c, "allow", "no tool gate") for c in calls]
+    return [deps.tool_gate.decide(c, context) for c in calls]
 
 
 def run_turn(
@@ -114,6 +166,8 @@ def run_turn(
        nothing and loses no reply).
     2. Recall fully resolves (ranked, packed into ``deps.token_budget``).
     3. The model is called with the memory delimited as data, then the user input.
+       Every tool call the reply states is put to ``deps.tool_gate`` with the
+       context marked by origin (``TurnResult.context`` and ``tool_calls``).
     4. The user input, any tool results (untrusted, salience capped) and the reply
        are remembered in one batch. A reply that quotes untrusted context (see
        ``AgentDeps.quote_words``) is stored with that untrusted source, its
@@ -145,6 +199,9 @@ def run_turn(
             f"the chat model returned {type(reply).__name__} {reply!r:.60}, not a string; "
             "nothing of this turn was stored. Make the model return the reply text"
         )
+    # Decided before anything is stored: a gate that fails leaves no trace.
+    context = turn_context(user_input, result.hits, tools)
+    decisions = gate_calls(reply, context, deps)
     prov = (turn_id,) if turn_id else ()
     items = [MemoryInput(scope, user_input, salience=deps.salience(user_input), provenance=prov)]
     items += [
@@ -179,4 +236,6 @@ def run_turn(
     if result.hits:
         layer.store.touch(scope, [h.record.id for h in result.hits], result.now)
     report = layer.maintain(scope) if deps.maintain else None
-    return TurnResult(reply, result.hits, messages, report, [r.id for r in stored])
+    return TurnResult(
+        reply, result.hits, messages, report, [r.id for r in stored], context, decisions
+    )

@@ -1,4 +1,18 @@
-"""Eviction: TTL for episodes, a capacity cap, a salience floor, cold-salience decay."""
+"""Eviction: TTL for episodes, a capacity cap, a salience floor, cold-salience decay.
+
+The salience floor is absolute: a record whose salience was at or above the floor
+when it was written (or approved) is never deleted by a TTL or by capacity, even
+after cold decay has lowered its salience. Decay lowers a record's ranking weight,
+never its protection. The salience a record was written with is kept in
+``meta["salience_written"]`` by the first decay that changes it (records that never
+decayed carry no such key: their salience is the written one). Any explicit write of
+a new salience (``MemoryLayer.approve``, a procedure's success or failure) drops the
+key, so protection follows what the caller said last.
+
+``EvictionPolicy(decay_unprotects=True)`` is the deliberate alternative: protection
+follows the current, decayed salience, so a once-important record that nobody recalls
+loses its protection once decay takes it below the floor.
+"""
 
 from __future__ import annotations
 
@@ -42,9 +56,15 @@ class EvictionPolicy:
             ``cold_after`` hours in which no recall returned it, so a once-important
             record that nobody needs stops being protected forever. None: off.
         cold_after: hours without a recall before salience starts to decay.
-        untrusted_ttl: hours after which a tool/web record of any kind is deleted
-            (tool output is transient and never folded into summaries, so without
-            this it piles up until the episodic TTL). None: no separate TTL.
+        untrusted_ttl: hours after which a tool/web record (episodic or semantic)
+            is deleted (tool output is transient and never folded into summaries, so
+            without this it piles up until the episodic TTL). None: no separate TTL.
+        decay_unprotects: False (default): the floor protects what was written at or
+            above it, whatever decay does later. True: protection follows the decayed
+            salience (see the module docstring).
+
+    Procedural records never expire on a clock: no TTL applies to them (capacity
+    may still drop an unprotected one).
     """
 
     episodic_ttl: float | None = None
@@ -53,6 +73,7 @@ class EvictionPolicy:
     cold_decay: float | None = None
     cold_after: float = 24.0 * 30
     untrusted_ttl: float | None = None
+    decay_unprotects: bool = False
 
     def __post_init__(self) -> None:
         check_number(self.episodic_ttl, "eviction.episodic_ttl", above=0.0, none=True)
@@ -63,7 +84,18 @@ class EvictionPolicy:
         check_number(self.cold_after, "eviction.cold_after", above=0.0)
 
     def protected(self, salience: float) -> bool:
+        """Whether a record with this salience is at or above the floor."""
         return self.salience_floor is not None and salience >= self.salience_floor
+
+    def protects(self, record: MemoryRecord) -> bool:
+        """Whether the floor protects ``record``: its salience as written is at or
+        above the floor (its current salience with ``decay_unprotects``)."""
+        if self.salience_floor is None:
+            return False
+        salience = record.salience
+        if not self.decay_unprotects:
+            salience = max(salience, written_salience(record))
+        return salience >= self.salience_floor
 
     def apply(
         self, store: MemoryStore, scope: str, now: float, ranker: HybridRanker | None = None
@@ -88,19 +120,16 @@ class EvictionPolicy:
         if self.episodic_ttl is not None:
             cutoff = now - self.episodic_ttl * HOUR
             for r in records:
-                if (
-                    r.kind is MemoryKind.EPISODIC
-                    and r.created_at < cutoff
-                    and not self.protected(r.salience)
-                ):
+                if r.kind is MemoryKind.EPISODIC and r.created_at < cutoff and not self.protects(r):
                     expired[r.id] = None
         if self.untrusted_ttl is not None:
             cutoff = now - self.untrusted_ttl * HOUR
             for r in records:
                 if (
                     r.source in UNTRUSTED_SOURCES
+                    and r.kind is not MemoryKind.PROCEDURAL
                     and r.created_at < cutoff
-                    and not self.protected(r.salience)
+                    and not self.protects(r)
                 ):
                     expired[r.id] = None
         report.expired = list(expired)
@@ -111,7 +140,7 @@ class EvictionPolicy:
             active = [r for r in records if r.archived_at is None and r.id not in gone]
             excess = len(active) - self.max_records
             if excess > 0:
-                evictable = [r for r in active if not self.protected(r.salience)]
+                evictable = [r for r in active if not self.protects(r)]
                 order = _keep_order(evictable, now, ranker or HybridRanker())
                 report.dropped = [evictable[i].id for i in order[:excess]]
                 if report.dropped:
@@ -128,9 +157,19 @@ class EvictionPolicy:
             periods = math.floor((now - since) / period)
             if periods >= 1 and r.salience > 0:
                 new = r.copy(salience=float(r.salience * self.cold_decay**periods))
+                new.meta.setdefault(WRITTEN_KEY, float(r.salience))
                 new.meta["decayed_at"] = since + periods * period
                 changed.append(new)
         return changed
+
+
+WRITTEN_KEY = "salience_written"
+
+
+def written_salience(record: MemoryRecord) -> float:
+    """The salience ``record`` was written (or approved) with, before any decay."""
+    value = record.meta.get(WRITTEN_KEY)
+    return float(value) if isinstance(value, int | float) else float(record.salience)
 
 
 def _keep_order(records: list[MemoryRecord], now: float, ranker: HybridRanker) -> np.ndarray:

@@ -26,9 +26,10 @@ from memlab.memory.checks import (
     check_text,
 )
 from memlab.memory.consolidate import Consolidator
-from memlab.memory.evict import EvictionPolicy, EvictionReport
+from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy, EvictionReport
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
+from memlab.memory.procedural import ProcedurePolicy, ToolCall, remember_procedure
 from memlab.memory.rank import (
     HOUR,
     HalfLives,
@@ -46,14 +47,27 @@ from memlab.memory.records import (
     MemoryKind,
     MemoryRecord,
     RecallQuery,
+    ScopeArg,
     Source,
     as_kind,
     as_source,
     check_scope,
+    check_scopes,
     new_id,
 )
+from memlab.memory.reflect import (
+    META_KEY as REFLECTION_KEY,
+)
+from memlab.memory.reflect import (
+    ReflectionReport,
+    Reflector,
+    ReflectPolicy,
+    is_reflection,
+    reflect_scope,
+)
 from memlab.memory.rewrite import QueryRewriter
-from memlab.memory.stores.base import Candidates, MemoryStore, scoped_ids
+from memlab.memory.scopes import Layered, LayerPolicy, split_budgets
+from memlab.memory.stores.base import MemoryStore, scoped_ids
 from memlab.memory.supersede import (
     SupersedePolicy,
     lift,
@@ -69,9 +83,13 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class MemoryInput:
-    """One thing to remember (see ``MemoryLayer.remember`` for the fields)."""
+    """One thing to remember (see ``MemoryLayer.remember`` for the fields).
 
-    scope: str
+    ``scope`` may be a list of layered scopes: the record goes to the layer the
+    layer's ``LayerPolicy`` names for its kind.
+    """
+
+    scope: ScopeArg
     content: str
     kind: MemoryKind | str = MemoryKind.EPISODIC
     salience: float = 0.5
@@ -188,11 +206,16 @@ class Ranking:
 
 @dataclass
 class MaintenanceReport:
-    """What ``MemoryLayer.maintain`` changed in a scope."""
+    """What ``MemoryLayer.maintain`` changed in a scope (or a list of layered scopes).
+
+    ``archived`` lists the episodes folded into summaries; ``reflection`` says what
+    reflection read, wrote, retired and archived (None: it did not run).
+    """
 
     summaries: list[MemoryRecord] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     eviction: EvictionReport = field(default_factory=EvictionReport)
+    reflection: ReflectionReport | None = None
 
 
 class MemoryLayer:
@@ -215,6 +238,14 @@ class MemoryLayer:
         rewriter: turns "what did I tell you about X?" into "X" before recall
             (None: the query is used as is).
         neighbors: pack hits' neighbouring records too (None: off).
+        layers: which layer of a list of scopes each kind is written to
+            (LayerPolicy; default episodes to the first, the rest to the last).
+        procedures: how procedures are merged and rated (ProcedurePolicy).
+        reflector: derives semantic records from episodes during maintenance
+            (None: no reflection).
+        reflect: when reflection runs and what it archives (ReflectPolicy).
+        reflect_consolidator: keeps the value in force among reflections (default:
+            the rule consolidator).
         consolidator: decides, for each new trusted record, which earlier records
             of its scope it supersedes (``memlab.memory.consolidate``; e.g.
             ``RuleConsolidator()``); None: nothing is superseded at write time.
@@ -249,6 +280,11 @@ class MemoryLayer:
         pool: int = 200,
         rewriter: QueryRewriter | None = None,
         neighbors: NeighborPolicy | None = None,
+        layers: LayerPolicy | None = None,
+        procedures: ProcedurePolicy | None = None,
+        reflector: Reflector | None = None,
+        reflect: ReflectPolicy | None = None,
+        reflect_consolidator: Consolidator | None = None,
         consolidator: Consolidator | None = None,
         supersede: SupersedePolicy | None = None,
     ) -> None:
@@ -293,6 +329,16 @@ class MemoryLayer:
         self.pool = pool
         self.rewriter = rewriter
         self.neighbors = neighbors
+        self.layers = layers or LayerPolicy()
+        self.procedures = procedures or ProcedurePolicy()
+        self.reflector = reflector
+        self.reflect_policy = reflect or ReflectPolicy()
+        if reflect_consolidator is None and reflector is not None:
+            from memlab.memory.rule_consolidator import RuleConsolidator
+
+            reflect_consolidator = RuleConsolidator()
+        self.reflect_consolidator = reflect_consolidator
+        self._reflected: dict[tuple[str, str], tuple[float, str]] = {}
         self.consolidator = consolidator
         self.supersede = supersede or SupersedePolicy()
         self._guard = None
@@ -330,7 +376,7 @@ class MemoryLayer:
         self._closed = True
         self._query_cache.clear()
         error: BaseException | None = None
-        for part in (self.store, self.embedder, self.summarizer):
+        for part in (self.store, self.embedder, self.summarizer, self.reflector):
             close = getattr(part, "close", None)
             if close is None:
                 continue
@@ -354,7 +400,7 @@ class MemoryLayer:
     # -- writing ------------------------------------------------------------------
     def remember(
         self,
-        scope: str,
+        scope: ScopeArg,
         content: str,
         *,
         kind: MemoryKind | str = MemoryKind.EPISODIC,
@@ -368,7 +414,9 @@ class MemoryLayer:
         """Embed and store one memory; return the stored record.
 
         Untrusted sources (tool, web) get their salience capped at
-        ``untrusted_salience_cap``.
+        ``untrusted_salience_cap``. ``scope`` may be a list of layered scopes
+        (narrowest first): the record goes to the layer ``self.layers`` names for
+        its kind.
 
         Raises:
             InputError: on empty content, a bad scope, kind, source or salience.
@@ -404,7 +452,7 @@ class MemoryLayer:
             return []
         now = check_number(self.clock(), "the layer's clock()")
         prepared = [self._prepare(item, now) for item in items]
-        texts = [p[1] for p in prepared]
+        texts = [p[2] for p in prepared]
         vectors = check_embeddings(
             self.embedder.embed(texts), len(texts), self.embedder.dims, self.embedder.name
         )
@@ -414,7 +462,7 @@ class MemoryLayer:
                 content=text,
                 embedding=vectors[i],
                 kind=kind,
-                scope=item.scope,
+                scope=scope,
                 salience=salience,
                 tokens=self.count_tokens(text),
                 created_at=created,
@@ -423,7 +471,7 @@ class MemoryLayer:
                 provenance=tuple(item.provenance),
                 meta=dict(item.meta or {}),
             )
-            for i, (item, text, kind, source, salience, created) in enumerate(prepared)
+            for i, (item, scope, text, kind, source, salience, created) in enumerate(prepared)
         ]
         updated: list[MemoryRecord] = []
         if self.consolidator is not None and consolidate:
@@ -440,17 +488,17 @@ class MemoryLayer:
 
     def _prepare(
         self, item: MemoryInput, now: float
-    ) -> tuple[MemoryInput, str, MemoryKind, Source, float, float]:
+    ) -> tuple[MemoryInput, str, str, MemoryKind, Source, float, float]:
         if not isinstance(item, MemoryInput):
             raise InputError(
                 f"remember_many takes MemoryInput items, got {type(item).__name__}; "
                 "e.g. MemoryInput('alice', 'We deploy on GKE.')"
             )
-        check_scope(item.scope)
-        if not isinstance(item.content, str) or not item.content.strip():
-            raise InputError(f"cannot remember empty content in scope {item.scope!r}")
-        check_text(item.content, "content")
         kind = as_kind(item.kind)
+        scope = self.layers.scope_for(kind, item.scope)
+        if not isinstance(item.content, str) or not item.content.strip():
+            raise InputError(f"cannot remember empty content in scope {scope!r}")
+        check_text(item.content, "content")
         source = as_source(item.source)
         salience = check_number(item.salience, "salience", lo=0.0, hi=1.0)
         if source in UNTRUSTED_SOURCES:
@@ -463,12 +511,42 @@ class MemoryLayer:
         created = check_number(item.created_at, "created_at", none=True)
         return (
             item,
+            scope,
             item.content.strip(),
             kind,
             source,
             salience,
             now if created is None else created,
         )
+
+    def write_scope(self, scope: ScopeArg, kind: MemoryKind | str) -> str:
+        """The scope a record of ``kind`` is written to, given one scope or a list
+        of layered scopes (see ``LayerPolicy``)."""
+        return self.layers.scope_for(kind, scope)
+
+    def remember_procedure(
+        self,
+        scope: ScopeArg,
+        task: str,
+        steps: Sequence[ToolCall] | Sequence[Any],
+        *,
+        success: bool = True,
+        outcome: str = "ok",
+        provenance: Sequence[str] = (),
+        source: Source | str = Source.AGENT,
+        created_at: float | None = None,
+    ) -> MemoryRecord:
+        """Store a procedure that worked (or count a failure); see
+        ``memlab.memory.procedural.remember_procedure``.
+
+        Raises:
+            InputError: an empty task, no steps, a bad scope or source.
+        """
+        self._check_open()
+        return remember_procedure(
+            self, scope, task, steps, success=success, outcome=outcome,
+            provenance=provenance, source=source, created_at=created_at,
+        )  # fmt: skip
 
     def approve(
         self, scope: str, record_id: str, *, salience: float, reviewer: str
@@ -493,6 +571,9 @@ class MemoryLayer:
             raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to approve")
         updated = record.copy(salience=float(salience))
         updated.meta["reviewed_by"] = reviewer
+        # An approval is a new written salience: the salience floor protects (or
+        # stops protecting) the record by this value from now on.
+        updated.meta.pop(WRITTEN_KEY, None)
         self.store.put(updated)
         return updated
 
@@ -557,9 +638,11 @@ class MemoryLayer:
 
         The query text is rewritten first (if a rewriter is set); a period it names
         ("last week") feeds the time signal when ``weights.time`` > 0; the lexical
-        signal is computed when ``weights.lexical`` > 0. Only records of
-        ``query.scope`` are ever considered. Superseded records are left out,
-        down-weighted or included as ``query.superseded`` (or the layer's
+        signal is computed when ``weights.lexical`` > 0. Only records of the
+        query's scopes are ever considered (each matched exactly). With several
+        scopes the records of all of them are ranked together, or each layer
+        fills its share of the budget (``query.split``). Superseded records are
+        left out, down-weighted or included as ``query.superseded`` (or the layer's
         SupersedePolicy) says; ``query.as_of`` recalls what the memory held at
         that time. Returned records are touched (access count and last access)
         unless ``touch=False`` or the query travels in time.
@@ -585,7 +668,7 @@ class MemoryLayer:
             if stale.any():
                 if mode == "downweight":
                     scores = np.where(stale, scores * self.supersede.factor, scores)
-                conflict = self._superseder_rows(query.scope, cands, stale)
+                conflict = self._superseder_rows(cands, stale)
         neighbor_rows: dict[int, int] = {}
         expand = None
         policy = self.neighbors
@@ -593,28 +676,29 @@ class MemoryLayer:
             near = mask
             if policy.max_tokens is not None:
                 near = mask & (cands.tokens <= policy.max_tokens)
-            expand = lambda row: adjacent_rows(  # noqa: E731
-                row, cands.created_at, near, before=policy.before, after=policy.after
-            )
+            if len(cands.parts) > 1:  # a neighbour is a record of the same scope
+                layer_of = cands.layer
+                expand = lambda row: adjacent_rows(  # noqa: E731
+                    row, cands.created_at, near & (layer_of == layer_of[row]),
+                    before=policy.before, after=policy.after,
+                )  # fmt: skip
+            else:
+                expand = lambda row: adjacent_rows(  # noqa: E731
+                    row, cands.created_at, near, before=policy.before, after=policy.after
+                )
         guarded: list[tuple[str, str, str]] = []
         records: dict[str, MemoryRecord] = {}
         for _ in range(3):  # the guard may leave hits out: pack again without them
             neighbor_rows.clear()
-            rows = pack(
-                scores,
-                cands.tokens,
-                query.token_budget,
-                ids=cands.ids,
-                tiebreak=cands.created_at,
-                max_hits=query.max_hits,
-                min_score=_threshold(scores, query),
-                expand=expand,
-                expand_top=policy.top if policy is not None else None,
-                neighbor_of=neighbor_rows,
-                conflict=conflict,
-            )
-            wanted = [cands.ids[r] for r in rows if cands.ids[r] not in records]
-            records.update((r.id, r) for r in self.store.get_many(query.scope, wanted))
+            rows = self._pack(query, cands, scores, expand, neighbor_rows, conflict)
+            by_scope: dict[str, list[str]] = {}
+            for row in rows:
+                if cands.ids[row] not in records:
+                    by_scope.setdefault(cands.scope_of(row), []).append(cands.ids[row])
+            for scope, ids in by_scope.items():
+                records.update(
+                    (r.id, r) for r in self.store.get_many(scope, ids) if r.scope == scope
+                )
             if self._guard is None or mode == "include":
                 break
             top = [records[cands.ids[r]] for r in rows if cands.ids[r] in records]
@@ -631,7 +715,7 @@ class MemoryLayer:
         hits: list[Hit] = []
         for row in rows:
             record = records.get(cands.ids[row])
-            if record is None or record.scope != query.scope:  # vanished meanwhile
+            if record is None:  # vanished meanwhile
                 continue
             shown = record.content if mode == "include" else record.text_at(as_of)
             if not shown:
@@ -653,16 +737,58 @@ class MemoryLayer:
                 )
             )
         if touch and hits and as_of is None:
-            self.store.touch(query.scope, [h.record.id for h in hits], now)
+            touched: dict[str, list[str]] = {}
+            for h in hits:
+                touched.setdefault(h.record.scope, []).append(h.record.id)
+            for scope, ids in touched.items():
+                self.store.touch(scope, ids, now)
         return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
 
-    def _superseder_rows(
-        self, scope: str, cands: Candidates, stale: np.ndarray
-    ) -> Callable[[int], int | None]:
+    def _pack(
+        self,
+        query: RecallQuery,
+        cands: Layered,
+        scores: np.ndarray,
+        expand: Callable[[int], list[int]] | None,
+        neighbor_rows: dict[int, int],
+        conflict: Callable[[int], int | None] | None,
+    ) -> list[int]:
+        """The rows packed into the budget: one shared ranking, or each layer its
+        share of the budget (``query.split``; what a layer leaves flows on)."""
+        policy = self.neighbors
+        pack_args: dict[str, Any] = dict(
+            ids=cands.ids,
+            tiebreak=cands.created_at,
+            min_score=_threshold(scores, query),
+            expand=expand,
+            expand_top=policy.top if policy is not None else None,
+            neighbor_of=neighbor_rows,
+            conflict=conflict,
+        )
+        if query.split is None or len(cands.parts) == 1:
+            return pack(
+                scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args
+            )
+        rows: list[int] = []
+        carry = 0
+        for i, share in enumerate(split_budgets(query.token_budget, query.split)):
+            budget = share + carry
+            left = None if query.max_hits is None else query.max_hits - len(rows)
+            if budget <= 0 or left == 0:
+                carry = max(budget, 0)
+                continue
+            mine = np.where(cands.layer == i, scores, -np.inf)
+            got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
+            rows += got
+            carry = budget - int(cands.tokens[got].sum()) if got else budget
+        return rows
+
+    def _superseder_rows(self, cands: Layered, stale: np.ndarray) -> Callable[[int], int | None]:
         """For packing: row -> the row of the record that superseded it (None if it
-        is in force, or its superseder is not a candidate). Read lazily: only the
-        superseded rows packing considers are looked up."""
-        row_of: dict[str, int] | None = None
+        is in force, or its superseder is not a candidate; a record is only ever
+        superseded by one of its own scope). Read lazily: only the superseded rows
+        packing considers are looked up."""
+        row_of: dict[tuple[str, str], int] | None = None
         cache: dict[int, int | None] = {}
 
         def conflict(row: int) -> int | None:
@@ -670,11 +796,12 @@ class MemoryLayer:
             if not stale[row]:
                 return None
             if row not in cache:
+                scope = cands.scope_of(row)
                 found = self.store.get_many(scope, [cands.ids[row]])
                 by = found[0].superseded_by if found else None
                 if row_of is None:
-                    row_of = {rid: i for i, rid in enumerate(cands.ids)}
-                cache[row] = row_of.get(by) if by is not None else None
+                    row_of = {(cands.scope_of(i), rid): i for i, rid in enumerate(cands.ids)}
+                cache[row] = row_of.get((scope, by)) if by is not None else None
             return cache[row]
 
         return conflict
@@ -719,12 +846,13 @@ class MemoryLayer:
 
     def _score(
         self, query: RecallQuery, valid_at: float | None
-    ) -> tuple[float, str, TimeWindow | None, Candidates, Scored | None]:
-        """The scope's candidates scored for ``query`` (``recall`` and ``rank``):
-        (now, rewritten text, time window, candidates, scores; None when the scope
-        has no candidates). ``valid_at`` is passed to ``candidates`` (see
-        ``supersede.valid_at_for``); the time to rank against is ``query.now``,
-        else ``query.as_of``, else the clock."""
+    ) -> tuple[float, str, TimeWindow | None, Layered, Scored | None]:
+        """The candidates of the query's scopes scored for ``query`` (``recall`` and
+        ``rank``): (now, rewritten text, time window, candidates side by side,
+        scores; None when the scopes have no candidates). Several scopes are scored
+        as one ranking (``HybridRanker.score_layers``). ``valid_at`` is passed to
+        ``candidates`` (see ``supersede.valid_at_for``); the time to rank against is
+        ``query.now``, else ``query.as_of``, else the clock."""
         self._check_open()
         if query.now is not None:
             now = float(query.now)
@@ -733,22 +861,27 @@ class MemoryLayer:
         text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
         window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
         qvec = self.embed_query(text)
-        cands = self.store.candidates(
-            query.scope,
-            qvec,
-            kinds=query.kinds,
-            include_archived=False,
-            pool=self.pool,
-            text=text if self.ranker.uses_lexical else None,
-            weights=self.ranker.weights.as_dict(),
-            valid_at=valid_at,
-        )
+        scopes = query.scopes
+        parts = [
+            self.store.candidates(
+                scope,
+                qvec,
+                kinds=query.kinds,
+                include_archived=False,
+                pool=self.pool,
+                text=text if self.ranker.uses_lexical else None,
+                weights=self.ranker.weights.as_dict(),
+                valid_at=valid_at,
+            )
+            for scope in scopes
+        ]
+        if not query.include_untrusted:
+            codes = [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES]
+            parts = [dataclasses.replace(c, mask=c.mask & ~np.isin(c.source, codes)) for c in parts]
+        cands = Layered.of(scopes, parts)
         if len(cands) == 0:
             return now, text, window, cands, None
-        if not query.include_untrusted:
-            untrusted = np.isin(cands.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
-            cands = dataclasses.replace(cands, mask=cands.mask & ~untrusted)
-        return now, text, window, cands, self.ranker.score(cands, qvec, now, window=window)
+        return now, text, window, cands, self.ranker.score_layers(parts, qvec, now, window=window)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.
@@ -775,8 +908,11 @@ class MemoryLayer:
             or name in ("similarity", "recency", "salience", "usage")
         ]
         rank_of = {h.record.id: h.rank for h in result.hits}
+        where = f"scope={q.scope!r}" if isinstance(q.scope, str) else f"scopes={list(q.scopes)!r}"
+        if q.split is not None:
+            where += " split=" + "/".join(f"{x:.2f}" for x in q.split)
         lines = [
-            f"recall scope={q.scope!r} budget={q.token_budget} tokens "
+            f"recall {where} budget={q.token_budget} tokens "
             f"considered={result.considered} chosen={len(result.hits)} used={result.tokens} tokens",
             f"query: {q.text!r}",
         ]
@@ -824,13 +960,23 @@ class MemoryLayer:
         return "\n".join(lines)
 
     # -- maintenance --------------------------------------------------------------
-    def maybe_summarize(self, scope: str, now: float | None = None) -> list[MemoryRecord]:
+    def maybe_summarize(
+        self, scope: str, now: float | None = None, *, into: str | None = None, force: bool = False
+    ) -> list[MemoryRecord]:
         """Fold the oldest episodic clusters into semantic notes while the scope's
         trusted episodic tokens exceed ``summarize.trigger_tokens``.
 
         Each note has the max salience of its sources and the union of their
         provenance (plus the source ids); sources are archived, not deleted.
         Untrusted (tool/web) records are never folded. Returns the new notes.
+
+        Args:
+            scope: whose episodes to fold.
+            now: the time of the fold (default: the layer's clock).
+            into: the scope the notes are written to (default ``scope``; a layered
+                scope's semantic layer).
+            force: fold every cluster, ignoring the trigger and ``keep_recent``
+                (a session that ended).
         """
         self._check_open()
         check_scope(scope)
@@ -844,20 +990,25 @@ class MemoryLayer:
             if r.source not in UNTRUSTED_SOURCES
         ]
         total = sum(r.tokens for r in episodes)
-        foldable = episodes[: max(0, len(episodes) - policy.keep_recent)]
+        keep = 0 if force else policy.keep_recent
+        foldable = episodes[: max(0, len(episodes) - keep)]
         made: list[MemoryRecord] = []
-        while total > policy.trigger_tokens and len(foldable) >= policy.min_records:
+        while (force or total > policy.trigger_tokens) and len(foldable) >= (
+            1 if force else policy.min_records
+        ):
             cluster = _oldest_cluster(foldable, policy)
             foldable = foldable[len(cluster) :]
-            if len(cluster) < policy.min_records:
+            if len(cluster) < policy.min_records and not force:
                 continue  # an isolated episode: leave it, try the next cluster
             total -= sum(r.tokens for r in cluster)
-            note = self._fold(scope, cluster, now)
+            note = self._fold(scope, cluster, now, into or scope)
             if note is not None:
                 made.append(note)
         return made
 
-    def _fold(self, scope: str, cluster: list[MemoryRecord], now: float) -> MemoryRecord | None:
+    def _fold(
+        self, scope: str, cluster: list[MemoryRecord], now: float, into: str
+    ) -> MemoryRecord | None:
         assert self.summarizer is not None
         # fold only what is in force: a superseded episode states nothing any more,
         # and a superseded claim is cut from the episode that made it
@@ -871,20 +1022,23 @@ class MemoryLayer:
             for r, _ in in_force:
                 provenance.update(dict.fromkeys(r.provenance))
             sources = {r.source for r, _ in in_force}
+            meta: dict[str, Any] = {
+                "summary_of": ids,
+                "summarizer": self.summarizer.name,
+                "span": [cluster[0].created_at, cluster[-1].created_at],
+            }
+            if into != scope:
+                meta["from_scope"] = scope
             note = self._remember_many(
                 [
                     MemoryInput(
-                        scope,
+                        into,
                         text,
                         kind=MemoryKind.SEMANTIC,
                         salience=max(r.salience for r in cluster),
                         source=Source.USER if Source.USER in sources else Source.AGENT,
                         provenance=tuple(provenance),
-                        meta={
-                            "summary_of": ids,
-                            "summarizer": self.summarizer.name,
-                            "span": [cluster[0].created_at, cluster[-1].created_at],
-                        },
+                        meta=meta,
                         created_at=max(r.created_at for r in cluster),
                     )
                 ],
@@ -894,17 +1048,92 @@ class MemoryLayer:
         self.store.mark_archived(scope, ids, now)
         return note
 
-    def maintain(self, scope: str, now: float | None = None) -> MaintenanceReport:
-        """Summarize, then evict, one scope."""
+    def reflect(
+        self, scope: ScopeArg, now: float | None = None, *, force: bool = True
+    ) -> ReflectionReport:
+        """Run reflection now (``force``) or only when ``reflect`` policy says it is
+        due, reading the episodic layer of ``scope`` and writing to its semantic
+        layer (the same scope when a single one is given).
+
+        Raises:
+            InputError: a bad scope.
+        """
         self._check_open()
-        check_scope(scope)
+        scopes = check_scopes(scope)
+        now = self.clock() if now is None else now
+        if self.reflector is None:
+            return ReflectionReport()
+        return reflect_scope(
+            self,
+            self.layers.scope_for(MemoryKind.EPISODIC, scopes),
+            self.layers.scope_for(MemoryKind.SEMANTIC, scopes),
+            now,
+            force=force,
+            consolidator=self.reflect_consolidator,
+        )
+
+    def reflected_until(self, source: str, target: str) -> tuple[float, str]:
+        """(created_at, id) of the last episode of ``source`` reflected into
+        ``target``; episodes after it are unreflected. Read once from the target's
+        reflections, then kept in memory."""
+        key = (source, target)
+        if key not in self._reflected:
+            until = (-float("inf"), "")
+            for r in self.store.list(target, kinds=[MemoryKind.SEMANTIC]):
+                info = r.meta.get(REFLECTION_KEY) if is_reflection(r) else None
+                if info and info.get("from_scope") == source and info.get("until"):
+                    mark = (float(info["until"][0]), str(info["until"][1]))
+                    until = max(until, mark)
+            self._reflected[key] = until
+        return self._reflected[key]
+
+    def mark_reflected(self, source: str, target: str, until: tuple[float, str]) -> None:
+        """Record that ``source``'s episodes up to ``until`` were reflected into ``target``."""
+        self._reflected[(source, target)] = max(self.reflected_until(source, target), until)
+
+    def maintain(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
+        """Reflect (if a reflector is set and it is due), summarize, then evict.
+
+        ``scope`` may be a list of layered scopes: the episodic layer's episodes are
+        reflected and folded into the semantic layer, and every listed scope is
+        evicted.
+        """
+        self._check_open()
         now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
+        return self._maintain(check_scopes(scope), now, force=False)
+
+    def end_session(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
+        """A conversation ended: reflect on everything unreflected and, for a layered
+        scope, fold the rest of the session's trusted episodes into the semantic
+        layer (so the next session finds it there), then evict.
+
+        With a single scope only reflection is forced (its episodes stay where
+        they are).
+        """
+        self._check_open()
+        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
+        return self._maintain(check_scopes(scope), now, force=True)
+
+    def _maintain(self, scopes: tuple[str, ...], now: float, force: bool) -> MaintenanceReport:
         report = MaintenanceReport()
-        for note in self.maybe_summarize(scope, now):
+        episodic = self.layers.scope_for(MemoryKind.EPISODIC, scopes)
+        semantic = self.layers.scope_for(MemoryKind.SEMANTIC, scopes)
+        if self.reflector is not None:
+            report.reflection = reflect_scope(
+                self, episodic, semantic, now, force=force, consolidator=self.reflect_consolidator
+            )
+        fold_all = force and episodic != semantic
+        for note in self.maybe_summarize(episodic, now, into=semantic, force=fold_all):
             report.summaries.append(note)
             report.archived.extend(note.meta["summary_of"])
         if self.eviction is not None:
-            report.eviction = self.eviction.apply(self.store, scope, now, self.ranker)
+            for scope in scopes:
+                part = self.eviction.apply(self.store, scope, now, self.ranker)
+                ev = report.eviction
+                ev.expired += part.expired
+                ev.dropped += part.dropped
+                ev.decayed += part.decayed
+                ev.over_capacity += part.over_capacity
         return report
 
 

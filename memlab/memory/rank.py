@@ -148,41 +148,78 @@ class HybridRanker:
         ``cands.lexical`` (raw BM25) feeds the lexical signal; ``window`` (a period
         the query names) feeds the time signal.
         """
+        return self.score_layers([cands], query, now, window=window)
+
+    def score_layers(
+        self,
+        layers: Sequence[Candidates],
+        query: np.ndarray,
+        now: float,
+        *,
+        window: TimeWindow | None = None,
+    ) -> Scored:
+        """Score the rows of several candidate sets as one ranking (rows in order:
+        the first set's, then the second's...), as if they were one scope.
+
+        Lexical scores are normalized by the best raw BM25 over all sets and RRF
+        ranks are taken over all rows; embeddings are never copied (one
+        matrix-vector product per set).
+        """
         w = self.weights.as_dict()
-        mask = cands.mask
-        q32 = query.astype(np.float32, copy=False)
-        store_sim = cands.similarity if self.fusion == "weighted" else None
-        bounded = store_sim is not None
-        if store_sim is not None:  # the store's scan: exact for its top rows, a bound elsewhere
-            sim = np.maximum(store_sim, np.float32(0.0))
+        q = query.astype(np.float32, copy=False)
+        weighted = self.fusion == "weighted"
+        # A store's reduced-precision scan gives exact cosines for its top rows and a
+        # bound elsewhere; the head is made exact below (_exact_head).
+        bounded = weighted and any(c.similarity is not None for c in layers)
+
+        def layer_sim(c: Candidates) -> np.ndarray:
+            if weighted and c.similarity is not None:
+                return np.array(c.similarity, dtype=np.float32)
+            return c.embeddings @ q
+
+        if len(layers) == 1:
+            cands = layers[0]
+            mask, sim = cands.mask, layer_sim(cands)
+            created, kind = cands.created_at, cands.kind
+            salience, access, raw_lex = cands.salience, cands.access_count, cands.lexical
         else:
-            sim = cands.embeddings @ q32
-            np.maximum(sim, 0.0, out=sim)
+            mask = np.concatenate([c.mask for c in layers])
+            sim = np.concatenate([layer_sim(c) for c in layers])
+            created = np.concatenate([c.created_at for c in layers])
+            kind = np.concatenate([c.kind for c in layers])
+            salience = np.concatenate([c.salience for c in layers])
+            access = np.concatenate([c.access_count for c in layers])
+            raw_lex = None
+            if any(c.lexical is not None for c in layers):
+                raw_lex = np.concatenate(
+                    [c.lexical if c.lexical is not None else np.zeros(len(c)) for c in layers]
+                )
+        np.maximum(sim, 0.0, out=sim)
         components: dict[str, np.ndarray] = {"similarity": sim}
-        if cands.lexical is not None:
-            lex = np.where(mask, cands.lexical, 0.0)
+        if raw_lex is not None:
+            lex = np.where(mask, raw_lex, 0.0)
             best = float(lex.max()) if lex.size else 0.0
             components["lexical"] = lex / best if best > 0 else np.zeros_like(lex)
-        age = np.maximum(now - cands.created_at, 0.0)
-        components["recency"] = np.exp(-LN2 * age / self._hl[cands.kind])
+        age = np.maximum(now - created, 0.0)
+        components["recency"] = np.exp(-LN2 * age / self._hl[kind])
         if window is not None and w["time"] > 0:
-            components["time"] = time_signal(cands.created_at, window)
+            components["time"] = time_signal(created, window)
             w["recency"] = 0.0
         else:
             w["time"] = 0.0
-        components["salience"] = np.clip(cands.salience, 0.0, 1.0)
-        components["usage"] = np.minimum(1.0, np.log10(cands.access_count + 1.0) / 2.0)
+        components["salience"] = np.clip(salience, 0.0, 1.0)
+        components["usage"] = np.minimum(1.0, np.log10(access + 1.0) / 2.0)
         if self.fusion == "rrf":
             for name in ("similarity", "lexical"):
                 if name in components:
                     components[name] = self._reciprocal_rank(components[name], mask)
-        scores = np.zeros(len(cands), dtype=np.float64)
+        scores = np.zeros(len(sim), dtype=np.float64)
         for name, values in components.items():
             if w.get(name, 0.0):
                 scores += w[name] * values
         scores[~mask] = -np.inf
         if bounded and w["similarity"]:
-            _exact_head(scores, sim, cands.embeddings, q32, w["similarity"])
+            _exact_head(scores, sim, _ExactCosine(layers, q), w["similarity"])
         return Scored(scores=scores, components=components, weights=w)
 
     def _reciprocal_rank(self, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -199,8 +236,28 @@ EXACT_HEAD = 256  # rows whose scores are exact after a reduced-precision scan
 _EXACT_BATCH = 1024
 
 
+class _ExactCosine:
+    """Float32 cosines of chosen rows of several candidate sets taken as one (rows
+    in order: the first set's, then the second's...), without copying embeddings."""
+
+    def __init__(self, layers: Sequence[Candidates], query: np.ndarray) -> None:
+        self.layers = layers
+        self.query = query
+        self.starts = np.cumsum([0] + [len(c) for c in layers])
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        if len(self.layers) == 1:
+            return self.layers[0].embeddings[rows] @ self.query
+        out = np.empty(len(rows), dtype=np.float32)
+        which = np.searchsorted(self.starts, rows, side="right") - 1
+        for i in np.unique(which):
+            sel = which == i
+            out[sel] = self.layers[i].embeddings[rows[sel] - self.starts[i]] @ self.query
+        return out
+
+
 def _exact_head(
-    scores: np.ndarray, sim: np.ndarray, embeddings: np.ndarray, query: np.ndarray, w_sim: float
+    scores: np.ndarray, sim: np.ndarray, cosine: Callable[[np.ndarray], np.ndarray], w_sim: float
 ) -> None:
     """Make the best ``EXACT_HEAD`` scores exact after a store's reduced-precision
     scan (in place).
@@ -219,7 +276,7 @@ def _exact_head(
             batch, pending = pending[part[:_EXACT_BATCH]], pending[part[_EXACT_BATCH:]]
         else:
             batch, pending = pending, pending[:0]
-        true = np.maximum(embeddings[batch] @ query, np.float32(0.0))
+        true = np.maximum(cosine(batch), np.float32(0.0))
         scores[batch] += w_sim * (true.astype(np.float64) - sim[batch])
         sim[batch] = true
         exact = np.concatenate([exact, scores[batch]])

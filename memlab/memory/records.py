@@ -69,6 +69,56 @@ def check_scope(scope: object) -> str:
     return check_unicode(scope, "scope")
 
 
+ScopeArg = str | Sequence[str]
+"""One scope, or an ordered list of layered scopes (narrowest first; see
+memlab.memory.scopes)."""
+
+
+def check_scopes(scope: object) -> tuple[str, ...]:
+    """One scope or a list of scopes, checked, as a tuple (narrowest first).
+
+    Raises:
+        InputError: an empty list, a scope that is not a non-empty string, or a
+            scope listed twice.
+    """
+    if isinstance(scope, str):
+        return (check_scope(scope),)
+    if isinstance(scope, bytes | bytearray) or not isinstance(scope, Sequence):
+        raise InputError(f"scope must be a string or a list of strings, got {type(scope).__name__}")
+    scopes = tuple(check_scope(s) for s in scope)
+    if not scopes:
+        raise InputError("the list of scopes is empty; give at least one scope")
+    if len(set(scopes)) != len(scopes):
+        dup = next(s for s in scopes if scopes.count(s) > 1)
+        raise InputError(f"scope {dup!r} is listed twice; list each layer once")
+    return scopes
+
+
+def check_split(split: object, n_layers: int) -> tuple[float, ...] | None:
+    """Budget shares per layer, normalized to sum to 1 (None: a shared ranking).
+
+    Raises:
+        InputError: not one non-negative number per layer, or all zero.
+    """
+    if split is None:
+        return None
+    if isinstance(split, str) or not isinstance(split, Sequence):
+        raise InputError(f"split must be a list of numbers, one per scope, got {split!r}")
+    values = []
+    for v in split:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise InputError(f"split values must be numbers >= 0, got {v!r}")
+        values.append(float(v))
+    if len(values) != n_layers:
+        raise InputError(
+            f"split has {len(values)} shares for {n_layers} scope(s); give one share per scope"
+        )
+    total = sum(values)
+    if total <= 0:
+        raise InputError("split shares are all 0; give at least one layer a share of the budget")
+    return tuple(v / total for v in values)
+
+
 def as_kind(value: MemoryKind | str) -> MemoryKind:
     try:
         return MemoryKind(value)
@@ -371,7 +421,9 @@ class RecallQuery:
     """What to recall.
 
     Attributes:
-        scope: whose memory to search (exact match).
+        scope: whose memory to search (exact match), or an ordered list of
+            layered scopes, narrowest first (each matched exactly; see
+            memlab.memory.scopes). Kept as given: a string, or a tuple of strings.
         text: the query text (usually the user's message).
         token_budget: the packed hits' tokens never exceed this.
         max_hits: at most this many hits (None: as many as fit).
@@ -390,9 +442,12 @@ class RecallQuery:
         superseded: how superseded records are treated: ``exclude`` them,
             ``downweight`` them (scores times the layer's factor) or ``include``
             them as they are; None: the layer's setting (``SupersedePolicy.recall``).
+        split: with several scopes: None ranks all their records together (a
+            shared ranking); a list of shares, one per scope, gives each layer
+            that share of ``token_budget`` (unused tokens flow on to the next).
     """
 
-    scope: str
+    scope: str | tuple[str, ...]
     text: str
     token_budget: int = 800
     max_hits: int | None = None
@@ -403,9 +458,12 @@ class RecallQuery:
     now: float | None = None
     as_of: float | None = None
     superseded: str | None = None
+    split: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        check_scope(self.scope)
+        scopes = check_scopes(self.scope)
+        object.__setattr__(self, "scope", scopes[0] if len(scopes) == 1 else scopes)
+        object.__setattr__(self, "split", check_split(self.split, len(scopes)))
         if not isinstance(self.text, str):
             raise InputError(f"query text must be a string, got {type(self.text).__name__}")
         check_unicode(self.text, "query text")
@@ -429,6 +487,11 @@ class RecallQuery:
                 f"superseded must be one of {list(SUPERSEDED_MODES)} or None, "
                 f"got {self.superseded!r}"
             )
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The scopes to search, narrowest first (one for a single scope)."""
+        return (self.scope,) if isinstance(self.scope, str) else self.scope
 
 
 #: how recall treats superseded records (RecallQuery.superseded, SupersedePolicy.recall)

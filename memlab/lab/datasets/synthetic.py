@@ -62,3 +62,25 @@ DATASETS.register(
         "(transcripts/synthetic_long)",
     ),
 )
+
+
+def load_sessions(
+    path: str | None = None,
+    *,
+    limit: int | None = None,
+    ids: list[str] | None = None,
+    progress: bool | None = None,
+) -> list[Transcript]:
+    """The shipped multi-session transcripts (or a folder given as ``path``)."""
+    return load_dir(path or shipped_dir("sessions"))
+
+
+DATASETS.register(
+    "sessions",
+    Dataset(
+        load_sessions,
+        reads=None,
+        description="12 shipped multi-session transcripts with repeated tool-use tasks "
+        "(transcripts/sessions)",
+    ),
+)

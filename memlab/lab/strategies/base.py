@@ -185,6 +185,15 @@ STRATEGIES: Registry[Kind] = Registry("strategy", "memlab.lab.strategies")
 """Strategy kinds by name; each module of ``memlab.lab.strategies`` registers its own."""
 
 
+def session_scope(scope: str, session: str) -> str:
+    """The scope of one session's layer: ``<scope>:<session>``.
+
+    Layered strategies remember a session's episodes there; the ``leaks`` metric
+    counts an item from it as the probe's own when the probe is in that session.
+    """
+    return f"{scope}:{session}"
+
+
 # -- shared by the memory-free baselines -----------------------------------------
 def turn_item(turn: Turn) -> ContextItem:
     return ContextItem(

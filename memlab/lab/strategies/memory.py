@@ -46,6 +46,7 @@ from memlab.memory import (
     EvictionPolicy,
     HalfLives,
     HashEmbedder,
+    Hit,
     HybridRanker,
     InMemoryStore,
     MemoryLayer,
@@ -144,7 +145,7 @@ class MemoryStrategy:
         if turn.session is not None:
             meta["session"] = turn.session
         record = self.layer.remember(
-            turn.scope,
+            self.scope_of(turn),
             turn.text,
             salience=min(1.0, max(0.0, float(self.salience(turn)))),
             source=turn.source,
@@ -157,43 +158,51 @@ class MemoryStrategy:
     def context(self, probe: Turn, budget: int) -> Context:
         self.now = max(self.now, probe.time)
         result = self.layer.recall(
-            RecallQuery(probe.scope, probe.text, token_budget=budget, now=self.now, **self.query)
+            RecallQuery(
+                self.scope_of(probe), probe.text, token_budget=budget, now=self.now, **self.query
+            )
         )
-        return Context(
-            [
-                ContextItem(
-                    text=h.text,
-                    tokens=(
-                        h.record.tokens
-                        if h.text == h.record.content
-                        else self.layer.count_tokens(h.text)
-                    ),
-                    kind=h.record.kind.value,
-                    scope=h.record.scope,
-                    source=h.record.source.value,
-                    provenance=h.record.provenance,
-                    score=h.score,
-                    created_at=h.record.created_at,
-                )
-                for h in result.hits
-            ]
+        return Context([self.item(h) for h in result.hits])
+
+    def item(self, hit: Hit) -> ContextItem:
+        """A recalled record as a context item: the text recall shows (stale claims
+        of a partly superseded record cut out), its tokens."""
+        r = hit.record
+        return ContextItem(
+            text=hit.text,
+            tokens=r.tokens if hit.text == r.content else self.layer.count_tokens(hit.text),
+            kind=r.kind.value,
+            scope=r.scope,
+            source=r.source.value,
+            provenance=r.provenance,
+            score=hit.score,
+            created_at=r.created_at,
         )
 
     def ranking(self, probe: Turn) -> list[tuple[str, ...]]:
         """The layer's full ranking of the scope (``MemoryLayer.rank``): every active
         record, as recall scores them, before packing; each record's provenance."""
         self.now = max(self.now, probe.time)
-        ranked = self.layer.rank(RecallQuery(probe.scope, probe.text, now=self.now))
+        scopes = self.scope_of(probe)
+        ranked = self.layer.rank(RecallQuery(scopes, probe.text, now=self.now))
         missing = [i for i in ranked.ids if i not in self._provenance]
-        if missing:  # records this strategy did not see made (none in a replay)
-            for record in self.layer.store.get_many(probe.scope, missing):
+        # records this strategy did not see made (reflections, procedures)
+        for scope in (scopes,) if isinstance(scopes, str) else scopes:
+            if not missing:
+                break
+            for record in self.layer.store.get_many(scope, missing):
                 self._provenance[record.id] = record.provenance
+            missing = [i for i in missing if i not in self._provenance]
         return [self._provenance[i] for i in ranked.ids if i in self._provenance]
 
     def maintain(self, turn: Turn) -> None:
-        report = self.layer.maintain(turn.scope, now=self.now)
+        report = self.layer.maintain(self.scope_of(turn), now=self.now)
         for note in report.summaries:
             self._provenance[note.id] = note.provenance
+
+    def scope_of(self, turn: Turn) -> str | tuple[str, ...]:
+        """The scope (or layered scopes) a turn is remembered in and recalled from."""
+        return turn.scope
 
     def stats(self) -> StoreStats:
         store = self.layer.store
@@ -361,10 +370,18 @@ class MemoryParts:
         )
 
     def strategy(
-        self, name: str, store: MemoryStore, parts: Components, *, drop_store: bool = False
+        self,
+        name: str,
+        store: MemoryStore,
+        parts: Components,
+        *,
+        drop_store: bool = False,
+        cls: type[MemoryStrategy] | None = None,
+        **extra: Any,
     ) -> MemoryStrategy:
-        """A MemoryStrategy over a fresh ``store``."""
-        return MemoryStrategy(
+        """A MemoryStrategy (or ``cls``, given ``extra`` keyword arguments) over a
+        fresh ``store``."""
+        return (cls or MemoryStrategy)(
             name,
             store,
             parts.embedder,
@@ -382,6 +399,7 @@ class MemoryParts:
             query=self.query,
             drop_store=drop_store,
             **self.layer,
+            **extra,
         )
 
 

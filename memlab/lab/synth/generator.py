@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -209,12 +209,14 @@ def write(
     progress: bool | None = False,
     mix: Mix | None = None,
     phrasings: str = "all",
+    scenario: str = SCENARIO,
 ) -> WriteResult:
     """Generate ``n`` transcripts from seeds ``seed .. seed+n-1`` into ``out``
     (``phrasings``: see ``generate``).
 
     Files are named ``support-<seed>.json`` (``long-<seed>.json`` under a
-    non-default ``mix``). A file that already exists with the
+    non-default ``mix``; ``sessions-<seed>.json`` for ``scenario="sessions"``,
+    see ``memlab.lab.synth.sessions``, which takes no mix). A file that already exists with the
     same bytes is left alone; one with different content is an error unless
     ``force`` (checked for every file before anything is written).
 
@@ -236,15 +238,24 @@ def write(
     seeds = range(seed, seed + n)
     conflicts: list[Path] = []
     name = transcript_id if mix is None else partial(mixed_id, mix=mix)
+    make: Callable[[int], Transcript] = partial(generate, mix=mix, phrasings=phrasings)
+    if scenario == "sessions":
+        from memlab.lab.synth import sessions
+
+        if (mix is not None and not mix.is_default()) or phrasings != "all":
+            raise InputError(
+                "synth --scenario sessions takes no length, mix or --phrasings options"
+            )
+        name, make = sessions.transcript_id, sessions.generate
+    elif scenario != SCENARIO:
+        raise InputError(f"synth --scenario must be support or sessions, got {scenario!r}")
     for s in seeds:
         p = folder / f"{name(s)}.json"
         if p.exists() or p.is_symlink():
             if not p.is_file():
                 raise InputError(f"{p} exists and is not a file; remove it or choose another --out")
             try:
-                same = p.read_bytes() == dumps(generate(s, mix, phrasings=phrasings)).encode(
-                    "utf-8"
-                )
+                same = p.read_bytes() == dumps(make(s)).encode("utf-8")
             except OSError as exc:
                 raise InputError(f"cannot read {p}: {exc.strerror}") from None
             (result.unchanged if same else conflicts).append(p)
@@ -261,7 +272,7 @@ def write(
         p = folder / f"{name(s)}.json"
         if p in result.unchanged:
             continue
-        save(generate(s, mix, phrasings=phrasings), p)  # OutputError if it cannot be written
+        save(make(s), p)  # OutputError when the folder cannot be written
         (result.replaced if p in conflicts else result.written).append(p)
     return result
 

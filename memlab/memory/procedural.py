@@ -1,0 +1,557 @@
+"""Procedural memory: how a kind of task was solved, as an ordered list of tool calls.
+
+A procedure is a ``procedural`` record whose ``meta["procedure"]`` holds the task
+it solved, its ordered steps (tool names and arguments, with values generalized
+where they vary), the outcome, and how often it worked and failed. Its content is
+the same, rendered for a prompt::
+
+    Procedure for: replay the failed webhook deliveries for /v1/orders
+    1. webhooks.list_failed(endpoint=<endpoint>, since=<since>)
+    2. webhooks.replay(endpoint=<endpoint>)
+    3. webhooks.resume(endpoint=<endpoint>)
+    Outcome: ok (worked 2 of 2 times)
+
+Three ways in:
+
+- ``remember_procedure(layer, scope, task, steps, ...)`` (also
+  ``MemoryLayer.remember_procedure``): the caller says what worked (or failed).
+- ``ProcedureRecorder`` (``memlab.memory.procedure_recorder``): watches a conversation (user messages, tool calls, agent
+  replies) and captures an attempt once it succeeded: the user confirmed it ("that
+  did it, thanks") or, unless ``ProcedurePolicy.require_confirmation``, every tool
+  call reported success. A complaint ("still failing") records a failure.
+- ``parse_tool_call``: reads a tool turn written as ``name(key=value, ...) -> result``
+  (the transcripts' tool lines). Only the call is read as steps; the result, which
+  a tool wrote (untrusted), is only classified as success or failure and never
+  copied into the procedure.
+
+Merging: a new procedure with the same tool sequence as a stored one of the same
+scope (and content similarity at least ``merge_similarity``) updates it instead of
+adding a near duplicate: counts add up, argument values that differ become
+placeholders (``<endpoint>``), and up to ``max_tasks`` task phrasings are kept.
+
+Salience follows the success rate: ``min + (max - min) * (s + 1) / (s + f + 2)``
+(Laplace), so a procedure that later fails ranks lower; each success or failure
+is an explicit write, so the salience floor follows it too. Procedural records
+never expire on a clock (``EvictionPolicy`` applies no TTL to them) and their
+recency half-life is the longest (``HalfLives.procedural``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlab.errors import InputError
+from memlab.memory.models.embedder import check_embeddings
+from memlab.memory.records import (
+    MemoryKind,
+    MemoryRecord,
+    Source,
+    as_source,
+    check_scope,
+    new_id,
+)
+from memlab.memory.text import words
+
+if TYPE_CHECKING:
+    from memlab.memory.layer import MemoryLayer
+
+META_KEY = "procedure"
+_NAME = re.compile(r"^[A-Za-z_][\w.\-/]*$")
+_CALL = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.\-/]*)\((?P<args>[^()]*)\)\s*(?:->\s*(?P<result>.*))?$",
+                   re.S)  # fmt: skip
+_OK = re.compile(
+    r"^\W*(ok|okay|done|success(ful)?|succeeded|passed|healthy|resolved|completed?|"
+    r"applied|updated|created|restarted|replayed|resumed|paused|enabled|disabled|rotated|"
+    r"issued|sent|queued|scheduled|unlocked|restored|2\d\d)\b",
+    re.I,
+)
+_FAIL = re.compile(
+    r"\b(error|errors|failed|failure|fails|denied|forbidden|refused|timed? ?out|timeout|"
+    r"not found|invalid|rejected|exception|unavailable|[45]\d\d)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call an agent made.
+
+    Attributes:
+        tool: the tool's name (``webhooks.replay``).
+        args: argument name -> value as text, in call order (positional
+            arguments are named ``arg0``, ``arg1``, ...).
+        ok: True if it reported success, False if it failed, None if unknown.
+    """
+
+    tool: str
+    args: tuple[tuple[str, str], ...] = ()
+    ok: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool, str) or not _NAME.match(self.tool):
+            raise InputError(
+                f"tool name {self.tool!r} is not a name (letters, digits, _ . - /, "
+                "starting with a letter or _)"
+            )
+        object.__setattr__(self, "args", _as_args(self.args, self.tool))
+
+
+def _as_args(
+    args: Mapping[str, Any] | Sequence[tuple[str, Any]], tool: str
+) -> tuple[tuple[str, str], ...]:
+    items = list(args.items()) if isinstance(args, Mapping) else list(args)
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise InputError(f"{tool}: arguments must be name/value pairs, got {item!r}")
+        name, value = item
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{tool}: argument names must be non-empty strings, got {name!r}")
+        out.append((name, str(value)))
+    if len({n for n, _ in out}) != len(out):
+        raise InputError(f"{tool}: an argument is named twice")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a procedure: a tool and its arguments (``<name>`` marks a value
+    that varies from task to task)."""
+
+    tool: str
+    args: tuple[tuple[str, str], ...] = ()
+
+    def render(self) -> str:
+        """``tool(a=<a>, b=literal)``."""
+        return f"{self.tool}(" + ", ".join(f"{k}={v}" for k, v in self.args) + ")"
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """What a procedural record holds (``meta["procedure"]``).
+
+    Attributes:
+        task: the task it solved, as last phrased.
+        steps: the ordered steps.
+        outcome: how it ended the last time it worked (``ok``), or ``""``.
+        successes: attempts that worked.
+        failures: attempts that failed.
+        tasks: other phrasings of the task seen when near duplicates merged.
+    """
+
+    task: str
+    steps: tuple[Step, ...]
+    outcome: str = ""
+    successes: int = 0
+    failures: int = 0
+    tasks: tuple[str, ...] = ()
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        """The tool names in order: two procedures with the same signature may merge."""
+        return tuple(s.tool for s in self.steps)
+
+    def render(self) -> str:
+        """The record's content: task, numbered steps, outcome and counts."""
+        lines = [f"Procedure for: {self.task}"]
+        lines += [f"{i}. {s.render()}" for i, s in enumerate(self.steps, 1)]
+        also = [t for t in self.tasks if t != self.task]
+        if also:
+            lines.append("Also used for: " + "; ".join(also))
+        total = self.successes + self.failures
+        lines.append(
+            f"Outcome: {self.outcome or 'unknown'} (worked {self.successes} of {total} "
+            f"time{'s' if total != 1 else ''})"
+        )
+        return "\n".join(lines)
+
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "steps": [{"tool": s.tool, "args": [list(a) for a in s.args]} for s in self.steps],
+            "outcome": self.outcome,
+            "successes": self.successes,
+            "failures": self.failures,
+            "tasks": list(self.tasks),
+        }
+
+    @classmethod
+    def from_meta(cls, data: Mapping[str, Any]) -> Procedure:
+        """Read ``meta["procedure"]`` back.
+
+        Raises:
+            InputError: the mapping is not a procedure.
+        """
+        try:
+            steps = tuple(
+                Step(str(s["tool"]), tuple((str(k), str(v)) for k, v in s.get("args", ())))
+                for s in data["steps"]
+            )
+            return cls(
+                task=str(data["task"]),
+                steps=steps,
+                outcome=str(data.get("outcome", "")),
+                successes=int(data.get("successes", 0)),
+                failures=int(data.get("failures", 0)),
+                tasks=tuple(str(t) for t in data.get("tasks", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"not a procedure (meta['procedure'] is malformed: {exc})") from None
+
+
+def procedure_of(record: MemoryRecord) -> Procedure | None:
+    """The procedure a record holds, or None for any other record."""
+    data = record.meta.get(META_KEY)
+    if record.kind is not MemoryKind.PROCEDURAL or not isinstance(data, Mapping):
+        return None
+    return Procedure.from_meta(data)
+
+
+@dataclass(frozen=True)
+class ProcedurePolicy:
+    """How procedures are captured, merged and rated.
+
+    Args:
+        min_steps: an attempt needs at least this many tool calls to be a procedure.
+        require_confirmation: a captured attempt counts as a success only when the
+            user confirmed it (False: every tool call reporting success is enough).
+        merge: merge a new procedure into a stored one with the same tool sequence.
+        merge_similarity: ... whose content embedding has at least this cosine.
+        max_tasks: task phrasings kept on a merged procedure.
+        min_salience: the salience of a procedure that always failed (in the limit).
+        max_salience: the salience of one that always worked (in the limit).
+    """
+
+    min_steps: int = 2
+    require_confirmation: bool = False
+    merge: bool = True
+    merge_similarity: float = 0.5
+    max_tasks: int = 3
+    min_salience: float = 0.3
+    max_salience: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.min_steps, int) or self.min_steps < 1:
+            raise InputError(
+                f"procedures.min_steps must be an integer >= 1, got {self.min_steps!r}"
+            )
+        if not -1.0 <= self.merge_similarity <= 1.0:
+            raise InputError(
+                f"procedures.merge_similarity must be in -1..1, got {self.merge_similarity!r}"
+            )
+        if not isinstance(self.max_tasks, int) or self.max_tasks < 1:
+            raise InputError(
+                f"procedures.max_tasks must be an integer >= 1, got {self.max_tasks!r}"
+            )
+        if not 0.0 <= self.min_salience <= self.max_salience <= 1.0:
+            raise InputError(
+                "procedures.min_salience and max_salience must satisfy 0 <= min <= max <= 1, "
+                f"got {self.min_salience!r} and {self.max_salience!r}"
+            )
+
+    def salience(self, successes: int, failures: int) -> float:
+        """``min + (max - min) * (successes + 1) / (successes + failures + 2)``."""
+        rate = (successes + 1) / (successes + failures + 2)
+        return float(self.min_salience + (self.max_salience - self.min_salience) * rate)
+
+
+# -- reading tool calls ---------------------------------------------------------
+def outcome_ok(result: str) -> bool | None:
+    """Classify a tool's result: True (it reports success), False (an error), None.
+
+    The leading word decides when it is a status: success (``ok``, ``done``,
+    ``2xx``, ``updated``...) or failure (``error``, ``failed``, ``denied``,
+    ``4xx``/``5xx``...). Otherwise an error word in the first 200 characters
+    means failure, and anything else is unknown.
+    """
+    text = result.strip()
+    if not text:
+        return None
+    if _OK.match(text):
+        return True
+    if _FAIL.search(text[:200]):
+        return False
+    return None
+
+
+def parse_tool_call(text: str) -> ToolCall | None:
+    """Read ``name(key=value, 'positional') -> result`` (None if ``text`` is not one).
+
+    Values may be quoted with ' or "; the result is only classified (``outcome_ok``).
+    """
+    m = _CALL.match(text.splitlines()[0] if text else "")
+    if m is None:
+        return None
+    args: list[tuple[str, str]] = []
+    raw = m.group("args").strip()
+    if raw:
+        for i, part in enumerate(_split_args(raw)):
+            key, sep, value = part.partition("=")
+            if sep and re.fullmatch(r"[A-Za-z_]\w*", key.strip()):
+                name, val = key.strip(), value.strip()
+            else:
+                name, val = f"arg{i}", part.strip()
+            args.append((name, _unquote(val)))
+    result = m.group("result") or ""
+    try:
+        return ToolCall(m.group("name"), tuple(args), outcome_ok(result) if result else None)
+    except InputError:
+        return None
+
+
+def _split_args(raw: str) -> list[str]:
+    parts, buf, quote = [], [], ""
+    for ch in raw:
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+            buf.append(ch)
+        elif ch == ",":
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    return [p for p in parts if p.strip()]
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+# -- generalizing -----------------------------------------------------------------
+_VARIES = re.compile(r"\d")
+
+
+def placeholder(name: str) -> str:
+    return f"<{name}>"
+
+
+def generalize(calls: Sequence[ToolCall], task: str) -> tuple[Step, ...]:
+    """Steps from calls: a value that appears in the task text, or that holds a
+    digit (ids, counts, dates), varies from task to task and becomes ``<name>``."""
+    task_words = " " + " ".join(words(task)) + " "
+    steps = []
+    for call in calls:
+        args = []
+        for name, value in call.args:
+            key = " ".join(words(value))
+            varies = bool(_VARIES.search(value)) or (key and f" {key} " in task_words)
+            args.append((name, placeholder(name) if varies else value))
+        steps.append(Step(call.tool, tuple(args)))
+    return tuple(steps)
+
+
+def merge_steps(old: Sequence[Step], new: Sequence[Step]) -> tuple[Step, ...]:
+    """Same tools in the same order: an argument whose value differs (or that only
+    one side has) becomes ``<name>``."""
+    out = []
+    for a, b in zip(old, new, strict=True):
+        va, vb = dict(a.args), dict(b.args)
+        names = list(va) + [n for n in vb if n not in va]
+        out.append(
+            Step(
+                a.tool,
+                tuple((n, va[n] if va.get(n) == vb.get(n) else placeholder(n)) for n in names),
+            )
+        )
+    return tuple(out)
+
+
+# -- writing ------------------------------------------------------------------------
+def remember_procedure(
+    layer: MemoryLayer,
+    scope: str | Sequence[str],
+    task: str,
+    steps: Sequence[ToolCall | Step],
+    *,
+    success: bool = True,
+    outcome: str = "ok",
+    provenance: Sequence[str] = (),
+    source: Source | str = Source.AGENT,
+    created_at: float | None = None,
+) -> MemoryRecord:
+    """Store a procedure that worked (or record that it failed); return the record.
+
+    ``steps`` are ``ToolCall``s (generalized with ``generalize``) or ``Step``s (kept
+    as given). A stored procedure of the same scope with the same tool sequence
+    (and content cosine >= ``merge_similarity``) is updated in place: counts add up,
+    differing values become placeholders, the task phrasing is added. A failure
+    with no matching procedure stores one with 0 successes and 1 failure.
+
+    ``scope`` may be a list of layered scopes: the procedure goes to the layer the
+    layer's ``LayerPolicy`` names for procedural records.
+
+    Raises:
+        InputError: an empty task, no steps, a bad scope or source.
+    """
+    policy = layer.procedures
+    target = layer.write_scope(scope, MemoryKind.PROCEDURAL)
+    if not isinstance(task, str) or not task.strip():
+        raise InputError(f"remember_procedure needs the task it solved (scope {target!r})")
+    if not steps:
+        raise InputError(f"remember_procedure needs at least one step (scope {target!r})")
+    src = as_source(source)
+    task = " ".join(task.split())
+    calls = [s for s in steps if isinstance(s, ToolCall)]
+    if calls and len(calls) != len(steps):
+        raise InputError("remember_procedure: give either ToolCalls or Steps, not a mix")
+    if calls:
+        new_steps = generalize(calls, task)
+    else:
+        for s in steps:
+            if not isinstance(s, Step):
+                raise InputError(
+                    f"remember_procedure: a step must be a ToolCall or Step, got {s!r}"
+                )
+        new_steps = tuple(steps)  # type: ignore[arg-type]
+    now = layer.clock() if created_at is None else float(created_at)
+    fresh = Procedure(
+        task=task,
+        steps=new_steps,
+        outcome=outcome if success else "",
+        successes=int(success),
+        failures=int(not success),
+        tasks=(task,),
+    )
+    content = fresh.render()
+    vector = _embed(layer, content)
+    old = _near_duplicate(layer, target, fresh, vector) if policy.merge else None
+    if old is None:
+        record = MemoryRecord(
+            id=new_id(),
+            content=content,
+            embedding=vector,
+            kind=MemoryKind.PROCEDURAL,
+            scope=target,
+            salience=_salience(layer, src, fresh),
+            tokens=layer.count_tokens(content),
+            created_at=now,
+            last_accessed_at=now,
+            source=src,
+            provenance=tuple(dict.fromkeys(provenance)),
+            meta={META_KEY: fresh.to_meta()},
+        )
+    else:
+        record, proc = old
+        if success:  # what worked last time, in its latest phrasing
+            merged = Procedure(
+                task=task,
+                steps=merge_steps(proc.steps, new_steps),
+                outcome=outcome,
+                successes=proc.successes + 1,
+                failures=proc.failures,
+                tasks=tuple(dict.fromkeys((task, *proc.tasks)))[: policy.max_tasks],
+            )
+        else:  # a failure only counts against it
+            merged = dataclasses.replace(proc, failures=proc.failures + 1)
+        content = merged.render()
+        meta = dict(record.meta)
+        meta[META_KEY] = merged.to_meta()
+        # A success or failure is an explicit write of a new salience: the floor
+        # follows it (see memlab.memory.evict).
+        meta.pop("salience_written", None)
+        record = record.copy(
+            content=content,
+            embedding=_embed(layer, content),
+            salience=_salience(layer, record.source, merged),
+            tokens=layer.count_tokens(content),
+            provenance=tuple(dict.fromkeys((*record.provenance, *provenance)))[-64:],
+            meta=meta,
+        )
+    layer.store.put(record.validate())
+    return record
+
+
+def record_outcome(
+    layer: MemoryLayer, scope: str, record_id: str, *, success: bool, outcome: str = "ok"
+) -> MemoryRecord:
+    """Count one more success or failure of a stored procedure; its salience follows.
+
+    Raises:
+        InputError: no procedure with this id in ``scope``.
+    """
+    check_scope(scope)
+    record = layer.store.get(scope, record_id)
+    proc = procedure_of(record) if record is not None else None
+    if record is None or proc is None:
+        raise InputError(f"no procedure with id {record_id!r} in scope {scope!r}")
+    updated = Procedure(
+        task=proc.task,
+        steps=proc.steps,
+        outcome=outcome if success else proc.outcome,
+        successes=proc.successes + int(success),
+        failures=proc.failures + int(not success),
+        tasks=proc.tasks,
+    )
+    content = updated.render()
+    meta = dict(record.meta)
+    meta[META_KEY] = updated.to_meta()
+    meta.pop("salience_written", None)
+    new = record.copy(
+        content=content,
+        embedding=_embed(layer, content),
+        salience=_salience(layer, record.source, updated),
+        tokens=layer.count_tokens(content),
+        meta=meta,
+    )
+    layer.store.put(new.validate())
+    return new
+
+
+def _embed(layer: MemoryLayer, text: str) -> np.ndarray:
+    emb = layer.embedder
+    return check_embeddings(emb.embed([text]), 1, emb.dims, emb.name)[0]
+
+
+def _salience(layer: MemoryLayer, source: Source, proc: Procedure) -> float:
+    value = layer.procedures.salience(proc.successes, proc.failures)
+    if not source.trusted:
+        value = min(value, layer.untrusted_salience_cap)
+    return value
+
+
+def _near_duplicate(
+    layer: MemoryLayer, scope: str, fresh: Procedure, vector: np.ndarray
+) -> tuple[MemoryRecord, Procedure] | None:
+    """The scope's most similar active procedure with the same tool sequence."""
+    cands = layer.store.candidates(scope, vector, kinds=[MemoryKind.PROCEDURAL])
+    if len(cands) == 0 or not cands.mask.any():
+        return None
+    sims = cands.embeddings @ vector
+    rows = [
+        int(r) for r in np.flatnonzero(cands.mask & (sims >= layer.procedures.merge_similarity))
+    ]
+    rows.sort(key=lambda r: -float(sims[r]))
+    for record in layer.store.get_many(scope, [cands.ids[r] for r in rows]):
+        proc = procedure_of(record)
+        if proc is not None and proc.signature == fresh.signature:
+            return record, proc
+    return None
+
+
+__all__ = [
+    "META_KEY",
+    "Procedure",
+    "ProcedurePolicy",
+    "Step",
+    "ToolCall",
+    "generalize",
+    "merge_steps",
+    "outcome_ok",
+    "parse_tool_call",
+    "procedure_of",
+    "record_outcome",
+    "remember_procedure",
+]

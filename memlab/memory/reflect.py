@@ -1,0 +1,584 @@
+"""Reflection: derive durable semantic records from recent episodes.
+
+A ``Reflector`` reads a scope's unreflected episodes (oldest first) and the
+reflections it already holds, and proposes new semantic records: facts about the
+user, stated preferences and constraints, a statement repeated several times
+folded into one. The layer runs it on its maintenance schedule
+(``ReflectPolicy``: every N new episodes, or once the unreflected episodes hold
+more than T tokens, and always at ``MemoryLayer.end_session``), writes what it
+proposes with provenance to the episodes it read, keeps the value in force (a
+``Consolidator`` decides which earlier reflections a new one supersedes; those
+are archived), and archives the episodes the reflections cover.
+
+Trust: reflection never promotes untrusted content. By default untrusted (tool,
+web) episodes are not shown to a reflector at all; with ``read_untrusted`` they
+are shown as data, and any reflection citing one is stored with that untrusted
+source, so the layer's ``untrusted_salience_cap`` applies and the prompt's memory
+block marks it. A reflection must cite the episodes it came from; one citing
+none of the episodes it was shown is dropped.
+
+``RuleReflector`` (``rules``) is the LLM-free reflector;
+``memlab.memory.models.openai_reflector.OpenAIReflector`` (``openai``) asks a chat model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from memlab.errors import InputError, MemlabError
+from memlab.memory.consolidate import Consolidator, ScopeReader
+from memlab.memory.models.embedder import check_embeddings
+from memlab.memory.models.summarizer import ExtractiveSummarizer
+from memlab.memory.records import (
+    UNTRUSTED_SOURCES,
+    MemoryKind,
+    MemoryRecord,
+    Source,
+    new_id,
+)
+from memlab.memory.salience import PLEASANTRY
+from memlab.memory.text import WORD, content_words
+from memlab.registry import Registry
+
+if TYPE_CHECKING:
+    from memlab.memory.layer import MemoryLayer
+
+REFLECTORS: Registry[type] = Registry("reflector", "memlab.memory.models", error=InputError)
+"""Reflectors by name (``rules`` here; ``openai`` in
+``memlab.memory.models.openai_reflector``)."""
+
+
+class ReflectorError(MemlabError):
+    """A reflector failed or returned something unusable (a model's answer that is
+    not the JSON it was asked for, an endpoint that keeps failing); nothing of the
+    pass is written."""
+
+    exit_code = 3
+
+
+META_KEY = "reflection"
+LABELS = ("fact", "preference")
+PREFERENCE = re.compile(
+    r"\b(always|never|prefer|prefers|preferred|preference|only ever|must|must not|mustn'?t|"
+    r"don'?t ever|do not ever|make sure|from now on|under no circumstances|rather than|"
+    r"instead of|avoid|no more than|at least|at most)\b",
+    re.I,
+)
+# A greeting or sign-off addressed to someone ("Welcome back, Maya.", "Talk soon!"):
+# names in it are the addressee, not a value.
+GREETING = re.compile(
+    r"^\W*(?i:welcome( back)?|hi|hello|hey|good (morning|afternoon|evening)|morning|talk soon|"
+    r"see you( soon| later| tomorrow)?|bye|have a (good|great|nice) (day|one|evening|weekend))"
+    r"(,?\s+[A-Z][\w'-]*)?\W*$",
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Reflection:
+    """One record a reflector proposes.
+
+    Attributes:
+        content: the text to remember (a fact, a preference, a consolidated statement).
+        sources: ids of the episodes it came from (must be among those it was shown).
+        label: ``fact`` or ``preference`` (preferences and constraints get their own
+            records and a higher salience).
+        salience: in [0, 1]; the layer caps it when a source is untrusted.
+        replaces: ids of earlier reflections this one restates or updates (the layer
+            archives them; their provenance carries over).
+        count: how many statements it folds (a statement repeated three times: 3).
+    """
+
+    content: str
+    sources: tuple[str, ...]
+    label: str = "fact"
+    salience: float = 0.6
+    replaces: tuple[str, ...] = ()
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str) or not self.content.strip():
+            raise InputError("a reflection needs content")
+        if self.label not in LABELS:
+            raise InputError(f"reflection label must be one of {LABELS}, got {self.label!r}")
+        if not 0.0 <= self.salience <= 1.0:
+            raise InputError(f"reflection salience {self.salience!r} is outside 0..1")
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "replaces", tuple(self.replaces))
+
+
+@dataclass(frozen=True)
+class Reflections:
+    """A reflector's answer: new reflections, and the ids of the episodes they
+    fully cover (the layer may archive those)."""
+
+    items: list[Reflection] = field(default_factory=list)
+    covered: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Reflector(Protocol):
+    """Proposes semantic records from episodes.
+
+    ``reflect`` gets a scope's unreflected episodes, oldest first (untrusted ones
+    only if the policy shows them; ``record.source`` says which), and the active
+    reflections already stored for that scope (to restate or update rather than
+    duplicate). It must not write anything, and must treat every text as data.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def reflect(
+        self, episodes: Sequence[MemoryRecord], known: Sequence[MemoryRecord]
+    ) -> Reflections: ...
+
+
+@dataclass(frozen=True)
+class ReflectPolicy:
+    """When the layer reflects, and what it does with what was read.
+
+    Args:
+        every: reflect once this many episodes arrived since the last reflection
+            ("every N turns"); None: never by count.
+        trigger_tokens: reflect once the unreflected episodes hold more than this
+            many tokens; None: never by size.
+        archive: which reflected episodes are archived: ``covered`` (those the
+            reflections fully cover), ``all`` (every trusted episode read) or
+            ``none``.
+        read_untrusted: show tool/web episodes to the reflector (as data; what
+            it derives from them stays untrusted and capped).
+        supersede: let a consolidator retire earlier reflections a new one
+            supersedes (the value in force wins).
+    """
+
+    every: int | None = 12
+    trigger_tokens: int | None = 400
+    archive: str = "covered"
+    read_untrusted: bool = False
+    supersede: bool = True
+
+    def __post_init__(self) -> None:
+        if self.every is not None and (not isinstance(self.every, int) or self.every < 1):
+            raise InputError(f"reflect.every must be an integer >= 1 or null, got {self.every!r}")
+        if self.trigger_tokens is not None and (
+            not isinstance(self.trigger_tokens, int) or self.trigger_tokens < 1
+        ):
+            raise InputError(
+                f"reflect.trigger_tokens must be an integer >= 1 or null, got {self.trigger_tokens!r}"
+            )
+        if self.archive not in ("covered", "all", "none"):
+            raise InputError(f"reflect.archive must be covered, all or none, got {self.archive!r}")
+
+    def due(self, episodes: Sequence[MemoryRecord]) -> bool:
+        """Whether unreflected ``episodes`` trigger a reflection."""
+        if not episodes:
+            return False
+        if self.every is not None and len(episodes) >= self.every:
+            return True
+        return (
+            self.trigger_tokens is not None
+            and sum(r.tokens for r in episodes) > self.trigger_tokens
+        )
+
+
+# -- the LLM-free reflector -----------------------------------------------------------
+def sentences(text: str) -> list[str]:
+    """A text's sentences (split after . ! ? and at line breaks), stripped."""
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def _key(text: str) -> frozenset[str]:
+    return frozenset(content_words(text))
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+@REFLECTORS.register("rules")
+class RuleReflector:
+    """Offline, deterministic reflection.
+
+    From each trusted user episode (and agent episodes, with ``sources``), every
+    sentence that states something becomes a candidate: declarative (no question,
+    no pleasantry) with at least ``min_score`` by the extractive summarizer's cue
+    score (hard rules, identity and preference phrases, corrections, specifics,
+    decision verbs). Sentences with a preference or constraint cue (always, never,
+    prefer, must, only ever, make sure, avoid...) are labelled ``preference`` and
+    get at least ``preference_salience``. Then:
+
+    - repeated statements (content words overlapping at least ``repeat_overlap``,
+      Jaccard) fold into one reflection in the latest wording, with every source
+      and a count;
+    - a statement that restates a known reflection replaces it (count + 1);
+    - the value in force is left to the layer's consolidator (``ReflectPolicy.supersede``).
+
+    An episode is covered when every sentence of it was lifted or says nothing
+    (a pleasantry, a question; for an agent, a short acknowledgement or an echo
+    of lifted values).
+
+    Args:
+        min_score: a sentence needs this cue score (``ExtractiveSummarizer.score``).
+        repeat_overlap: Jaccard of content words above which two statements repeat.
+        preference_salience: the lowest salience of a preference.
+        sources: whose episodes are lifted (default: the user's).
+        ack_words: an agent sentence of at most this many words with no specifics
+            is an acknowledgement.
+    """
+
+    def __init__(
+        self,
+        min_score: int = 1,
+        repeat_overlap: float = 0.7,
+        preference_salience: float = 0.85,
+        sources: Sequence[Source | str] = (Source.USER,),
+        ack_words: int = 12,
+    ) -> None:
+        if not isinstance(min_score, int) or min_score < 1:
+            raise InputError(f"RuleReflector: min_score must be an integer >= 1, got {min_score!r}")
+        if not 0.0 < repeat_overlap <= 1.0:
+            raise InputError(
+                f"RuleReflector: repeat_overlap must be in (0, 1], got {repeat_overlap!r}"
+            )
+        if not 0.0 <= preference_salience <= 1.0:
+            raise InputError(
+                f"RuleReflector: preference_salience must be in 0..1, got {preference_salience!r}"
+            )
+        self.min_score = min_score
+        self.repeat_overlap = float(repeat_overlap)
+        self.preference_salience = float(preference_salience)
+        self.sources = frozenset(Source(s) for s in sources)
+        if self.sources & UNTRUSTED_SOURCES:
+            raise InputError("RuleReflector: sources may only name trusted sources (user, agent)")
+        self.ack_words = ack_words
+
+    @property
+    def name(self) -> str:
+        who = "+".join(sorted(s.value for s in self.sources))
+        return f"rules-v1-{who}-{self.min_score}-{self.repeat_overlap:g}"
+
+    def __repr__(self) -> str:
+        return f"RuleReflector({self.name})"
+
+    def reflect(
+        self, episodes: Sequence[MemoryRecord], known: Sequence[MemoryRecord]
+    ) -> Reflections:
+        groups: list[dict[str, Any]] = []  # one per distinct statement, in first-seen order
+        lifted_by: dict[str, int] = {}  # episode id -> sentences lifted
+        content_free: dict[str, int] = {}
+        n_sentences: dict[str, int] = {}
+        for r in episodes:
+            if r.source in UNTRUSTED_SOURCES:
+                continue  # never lifted: a tool's text is evidence, not a statement
+            parts = sentences(r.content)
+            n_sentences[r.id] = len(parts)
+            for s in parts:
+                if PLEASANTRY.match(s) or GREETING.match(s) or s.endswith("?"):
+                    content_free[r.id] = content_free.get(r.id, 0) + 1
+                    continue
+                if r.source not in self.sources:
+                    continue
+                score = ExtractiveSummarizer.score(s)
+                if score < self.min_score:  # states nothing worth a record
+                    content_free[r.id] = content_free.get(r.id, 0) + 1
+                    continue
+                label = "preference" if PREFERENCE.search(s) else "fact"
+                salience = float(r.salience)
+                if label == "preference":
+                    salience = max(salience, self.preference_salience)
+                key = _key(s)
+                group = next(
+                    (g for g in groups if _overlap(g["key"], key) >= self.repeat_overlap), None
+                )
+                if group is None:
+                    groups.append({"key": key, "text": s, "label": label, "salience": salience,
+                                   "sources": [r.id], "count": 1})  # fmt: skip
+                else:  # a repeat: the latest wording wins, everything else adds up
+                    group.update(text=s, key=key, salience=max(group["salience"], salience))
+                    if label == "preference":
+                        group["label"] = label
+                    group["sources"].append(r.id)
+                    group["count"] += 1
+                lifted_by[r.id] = lifted_by.get(r.id, 0) + 1
+        known_keys = [(k, _key(k.content)) for k in known]
+        items: list[Reflection] = []
+        for g in groups:
+            replaces = tuple(
+                k.id for k, kk in known_keys if _overlap(kk, g["key"]) >= self.repeat_overlap
+            )
+            count = g["count"] + sum(
+                int(k.meta.get(META_KEY, {}).get("count", 1)) for k in known if k.id in replaces
+            )
+            items.append(
+                Reflection(
+                    content=g["text"],
+                    sources=tuple(dict.fromkeys(g["sources"])),
+                    label=g["label"],
+                    salience=min(1.0, g["salience"]),
+                    replaces=replaces,
+                    count=count,
+                )
+            )
+        lifted_words = set().union(*(g["key"] for g in groups)) if groups else set()
+        covered = []
+        for r in episodes:
+            if r.source in UNTRUSTED_SOURCES or r.id not in n_sentences:
+                continue
+            n = n_sentences[r.id]
+            if lifted_by.get(r.id, 0) + content_free.get(r.id, 0) >= n or (
+                r.source not in self.sources and self._acknowledges(r.content, lifted_words)
+            ):
+                covered.append(r.id)
+        return Reflections(items, tuple(covered))
+
+    def _acknowledges(self, text: str, lifted: set[str]) -> bool:
+        """An agent message that only acknowledges, or echoes values that were lifted:
+        each sentence is a pleasantry, short (``ack_words``) without specifics, or
+        every specific word in it (numbers, names) is in a lifted statement."""
+        for s in sentences(text):
+            if PLEASANTRY.match(s) or GREETING.match(s):
+                continue
+            specific = _specifics(s)
+            if not specific and len(s.split()) <= self.ack_words:
+                continue
+            if specific and specific <= lifted:
+                continue
+            return False
+        return True
+
+
+def _specifics(sentence: str) -> set[str]:
+    """The lower-cased words of a sentence that carry a value: words with a digit,
+    and capitalized words (of two letters or more) that do not start it."""
+    out = set()
+    for i, w in enumerate(WORD.findall(sentence)):
+        if any(c.isdigit() for c in w) or (i > 0 and len(w) > 1 and w[0].isupper()):
+            out.add(w.lower())
+    return out
+
+
+# -- running a reflection (used by MemoryLayer) -------------------------------------
+@dataclass
+class ReflectionReport:
+    """What one reflection pass did.
+
+    Attributes:
+        read: ids of the episodes the reflector was shown.
+        written: the new reflection records.
+        retired: ids of earlier reflections archived (restated or superseded).
+        archived: ids of episodes archived because the reflections cover them.
+        dropped: proposals dropped (no valid source, superseded within the pass).
+    """
+
+    read: list[str] = field(default_factory=list)
+    written: list[MemoryRecord] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    dropped: int = 0
+
+
+def is_reflection(record: MemoryRecord) -> bool:
+    return record.kind is MemoryKind.SEMANTIC and isinstance(record.meta.get(META_KEY), dict)
+
+
+def reflect_scope(
+    layer: MemoryLayer,
+    source_scope: str,
+    target_scope: str,
+    now: float,
+    *,
+    force: bool = False,
+    consolidator: Consolidator | None = None,
+) -> ReflectionReport:
+    """One reflection pass over ``source_scope``'s unreflected episodes, writing to
+    ``target_scope`` (the same scope, or the semantic layer of a layered scope).
+
+    Runs when ``layer.reflect_policy`` says it is due, or always with ``force``.
+    Everything is decided before anything is written: the reflections are embedded
+    and checked, then written in one batch, then retired reflections and covered
+    episodes are archived.
+    """
+    report = ReflectionReport()
+    reflector, policy = layer.reflector, layer.reflect_policy
+    if reflector is None:
+        return report
+    since = layer.reflected_until(source_scope, target_scope)
+    episodes = [
+        r
+        for r in layer.store.list(source_scope, kinds=[MemoryKind.EPISODIC])
+        if (r.created_at, r.id) > since
+    ]
+    if not force and not policy.due(episodes):
+        return report
+    if not episodes:
+        return report
+    shown = [r for r in episodes if policy.read_untrusted or r.source not in UNTRUSTED_SOURCES]
+    known = [
+        r for r in layer.store.list(target_scope, kinds=[MemoryKind.SEMANTIC]) if is_reflection(r)
+    ]
+    answer = reflector.reflect(shown, known) if shown else Reflections()
+    report.read = [r.id for r in shown]
+    by_id = {r.id: r for r in shown}
+    known_by_id = {r.id: r for r in known}
+    until = (episodes[-1].created_at, episodes[-1].id)
+    proposals = []
+    for item in answer.items:
+        sources = [by_id[i] for i in item.sources if i in by_id]
+        if not sources:
+            report.dropped += 1  # a reflection must cite what it came from
+            continue
+        proposals.append((item, sources))
+    records = _records(
+        layer, proposals, known_by_id, reflector.name, source_scope, target_scope, until
+    )
+    retired: dict[str, None] = {}
+    for item, _ in proposals:
+        retired.update(dict.fromkeys(i for i in item.replaces if i in known_by_id))
+    if policy.supersede and consolidator is not None and records:
+        records, superseded, dropped = _value_in_force(layer, consolidator, target_scope, records,
+                                                       known_by_id, retired)  # fmt: skip
+        retired.update(dict.fromkeys(superseded))
+        report.dropped += dropped
+    if records:
+        layer.store.put_many(records)
+    report.written = records
+    if retired:
+        layer.store.mark_archived(target_scope, list(retired), now)
+        report.retired = list(retired)
+    if policy.archive != "none":
+        trusted = {r.id for r in shown if r.source not in UNTRUSTED_SOURCES}
+        if policy.archive == "all":
+            archive = [i for i in report.read if i in trusted]
+        else:
+            archive = [i for i in answer.covered if i in trusted]
+        if archive:
+            layer.store.mark_archived(source_scope, archive, now)
+            report.archived = archive
+    layer.mark_reflected(source_scope, target_scope, until)
+    return report
+
+
+def _records(
+    layer: MemoryLayer,
+    proposals: list[tuple[Reflection, list[MemoryRecord]]],
+    known: dict[str, MemoryRecord],
+    reflector: str,
+    source_scope: str,
+    target_scope: str,
+    until: tuple[float, str],
+) -> list[MemoryRecord]:
+    if not proposals:
+        return []
+    texts = [item.content.strip() for item, _ in proposals]
+    emb = layer.embedder
+    vectors = check_embeddings(emb.embed(texts), len(texts), emb.dims, emb.name)
+    out = []
+    for i, (item, sources) in enumerate(proposals):
+        untrusted = [r.source for r in sources if r.source in UNTRUSTED_SOURCES]
+        if untrusted:
+            source = Source.WEB if Source.WEB in untrusted else Source.TOOL
+        elif all(r.source is Source.USER for r in sources):
+            source = Source.USER
+        else:
+            source = Source.AGENT
+        salience = float(item.salience)
+        if untrusted:
+            salience = min(salience, layer.untrusted_salience_cap)
+        provenance: dict[str, None] = {}
+        for old_id in item.replaces:
+            if old_id in known:
+                provenance.update(dict.fromkeys(known[old_id].provenance))
+        for r in sources:
+            provenance.update(dict.fromkeys(r.provenance))
+        created = max(r.created_at for r in sources)
+        out.append(
+            MemoryRecord(
+                id=new_id(),
+                content=texts[i],
+                embedding=vectors[i],
+                kind=MemoryKind.SEMANTIC,
+                scope=target_scope,
+                salience=salience,
+                tokens=layer.count_tokens(texts[i]),
+                created_at=created,
+                last_accessed_at=created,
+                source=source,
+                provenance=tuple(provenance),
+                meta={
+                    META_KEY: {
+                        "reflector": reflector,
+                        "label": item.label,
+                        "count": item.count,
+                        "sources": [r.id for r in sources],
+                        "from_scope": source_scope,
+                        "until": list(until),
+                    }
+                },
+            ).validate()
+        )
+    return out
+
+
+def _value_in_force(
+    layer: MemoryLayer,
+    consolidator: Consolidator,
+    scope: str,
+    records: list[MemoryRecord],
+    known: dict[str, MemoryRecord],
+    retired: dict[str, None],
+) -> tuple[list[MemoryRecord], list[str], int]:
+    """Keep the value in force: a new reflection that supersedes a known one retires
+    it; one that supersedes an earlier proposal of the same pass drops it. Only a
+    reflection of the same label (fact, preference) is ever superseded, and only
+    reflections (the consolidator may name other semantic records: they stay)."""
+    keep: list[MemoryRecord] = []
+    superseded: list[str] = []
+    dropped: set[str] = set()
+    for rec in records:
+        if rec.source in UNTRUSTED_SOURCES:
+            keep.append(rec)  # an untrusted record never supersedes anything
+            continue
+        reader = ScopeReader(layer.store, scope, pending=keep, pool=layer.pool,
+                             weights=layer.ranker.weights.as_dict())  # fmt: skip
+        label = _label(rec)
+        for s in consolidator.decide(rec, reader):
+            old = known.get(s.old_id) or next((k for k in keep if k.id == s.old_id), None)
+            if old is None or _label(old) != label:
+                # a preference is only ever replaced by a preference, a fact by a fact:
+                # "we prefer to deploy on Tuesdays" is not the value of "we deploy on X"
+                continue
+            if s.old_id in known and s.old_id not in retired:
+                superseded.append(s.old_id)
+            elif any(k.id == s.old_id for k in keep):
+                dropped.add(s.old_id)
+        keep.append(rec)
+    kept = [r for r in keep if r.id not in dropped]
+    return kept, superseded, len(dropped)
+
+
+def _label(record: MemoryRecord) -> str | None:
+    data = record.meta.get(META_KEY)
+    return data.get("label") if isinstance(data, dict) else None
+
+
+__all__ = [
+    "GREETING",
+    "LABELS",
+    "META_KEY",
+    "PREFERENCE",
+    "REFLECTORS",
+    "ReflectPolicy",
+    "Reflection",
+    "ReflectionReport",
+    "Reflections",
+    "Reflector",
+    "ReflectorError",
+    "RuleReflector",
+    "is_reflection",
+    "reflect_scope",
+    "sentences",
+]

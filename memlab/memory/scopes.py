@@ -1,0 +1,184 @@
+"""Layered scopes: read several scopes in one recall, write each kind to its layer.
+
+A layered scope is an ordered list of exact scopes, narrowest first: for example
+``["alice:support:s7", "alice:support"]``, a session's episodes and then what the
+agent knows about the user across sessions. Every scope in the list is matched
+exactly, as everywhere else: listing two scopes never reads a third, and a scope
+is never a prefix pattern (``"alice:support"`` does not read ``"alice:support:s7"``
+unless both are listed).
+
+- Reading: ``RecallQuery(scope=[...])`` ranks the listed scopes' records together
+  (a shared ranking: scores are comparable, so the best records win wherever they
+  live), or with ``split=[0.6, 0.4]`` gives each layer its share of the token
+  budget (what a layer leaves unused flows on to the next).
+- Writing: ``LayerPolicy`` says which layer each kind of record goes to
+  (episodes to the first, semantic and procedural records to the last, by
+  default). ``MemoryLayer.remember`` given a list of scopes writes to that layer;
+  summaries and reflections of a session's episodes go to the semantic layer.
+
+``layers_of("alice:support:s7")`` builds the list from a scope's ``:``-separated
+parts, for callers whose scopes follow that convention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from memlab.errors import InputError
+from memlab.memory.records import (
+    MemoryKind,
+    ScopeArg,
+    as_kind,
+    check_scope,
+    check_scopes,
+    check_split,
+)
+from memlab.memory.stores.base import Candidates
+
+
+def layers_of(scope: str, depth: int = 2, separator: str = ":") -> tuple[str, ...]:
+    """A scope and its parents by ``separator``, narrowest first, at most ``depth``.
+
+    ``layers_of("alice:support:s7")`` is ``("alice:support:s7", "alice:support")``;
+    a scope with no separator is its only layer.
+
+    Raises:
+        InputError: a bad scope, ``depth`` < 1 or an empty separator.
+    """
+    check_scope(scope)
+    if not isinstance(depth, int) or depth < 1:
+        raise InputError(f"depth must be an integer >= 1, got {depth!r}")
+    if not separator:
+        raise InputError("separator must be a non-empty string")
+    parts = scope.split(separator)
+    out = []
+    for n in range(len(parts), 0, -1):
+        layer = separator.join(parts[:n])
+        if layer:
+            out.append(layer)
+        if len(out) == depth:
+            break
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LayerPolicy:
+    """Which layer of a list of scopes each kind of record is written to.
+
+    Each field is an index into the list (narrowest first): 0 is the first
+    layer, -1 the last; an index past either end means the nearest end, so one
+    policy serves lists of any length. With a single scope every kind goes there.
+
+    Args:
+        episodic: the layer of episodes (what was said; default the session).
+        semantic: the layer of semantic records: summaries and reflections of
+            episodes, facts (default the broadest).
+        procedural: the layer of procedures (default the broadest).
+    """
+
+    episodic: int = 0
+    semantic: int = -1
+    procedural: int = -1
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"layers.{f.name} must be an integer layer index, got {value!r}")
+
+    def index(self, kind: MemoryKind | str, n_layers: int) -> int:
+        """The layer index of ``kind`` in a list of ``n_layers`` scopes."""
+        i = int(getattr(self, as_kind(kind).value))
+        if i < 0:
+            i += n_layers
+        return min(max(i, 0), n_layers - 1)
+
+    def scope_for(self, kind: MemoryKind | str, scope: ScopeArg) -> str:
+        """The scope a record of ``kind`` is written to, given one scope or a list."""
+        scopes = check_scopes(scope)
+        return scopes[self.index(kind, len(scopes))]
+
+
+@dataclass
+class Layered:
+    """The candidates of several scopes, side by side, without copying embeddings.
+
+    ``offsets[i]`` is where layer ``i``'s rows start in the concatenated 1-D
+    columns; ``layer[row]`` says which layer a row belongs to.
+    """
+
+    scopes: tuple[str, ...]
+    parts: list[Candidates]
+    ids: list[str]
+    created_at: np.ndarray
+    tokens: np.ndarray
+    source: np.ndarray
+    mask: np.ndarray
+    layer: np.ndarray
+    offsets: np.ndarray
+    invalid_at: np.ndarray
+
+    @classmethod
+    def of(cls, scopes: tuple[str, ...], parts: list[Candidates]) -> Layered:
+        if len(parts) == 1:
+            c = parts[0]
+            return cls(scopes, parts, c.ids, c.created_at, c.tokens, c.source, c.mask,
+                       np.zeros(len(c), dtype=np.int16), np.zeros(1, dtype=np.int64),
+                       c.invalid_at)  # fmt: skip
+        sizes = [len(c) for c in parts]
+        ids: list[str] = []
+        for c in parts:
+            ids += c.ids[: len(c)]
+        return cls(
+            scopes,
+            parts,
+            ids,
+            np.concatenate([c.created_at for c in parts]),
+            np.concatenate([c.tokens for c in parts]),
+            np.concatenate([c.source for c in parts]),
+            np.concatenate([c.mask for c in parts]),
+            np.repeat(np.arange(len(parts), dtype=np.int16), sizes),
+            np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
+            np.concatenate([c.invalid_at for c in parts]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def superseded(self) -> np.ndarray:
+        """Rows of wholly superseded records (bool)."""
+        return np.isfinite(self.invalid_at)
+
+    @property
+    def n_active(self) -> int:
+        return int(sum(c.n_active for c in self.parts))
+
+    def scope_of(self, row: int) -> str:
+        return self.scopes[int(self.layer[row])]
+
+
+def split_budgets(budget: int, shares: Sequence[float]) -> list[int]:
+    """Whole-token budgets per layer from shares summing to 1; the rounding
+    remainder goes to the first layers, so they add up to ``budget``."""
+    raw = [budget * s for s in shares]
+    out = [int(np.floor(r)) for r in raw]
+    rest = budget - sum(out)
+    order = sorted(range(len(raw)), key=lambda i: (-(raw[i] - out[i]), i))
+    for i in order[:rest]:
+        out[i] += 1
+    return out
+
+
+__all__ = [
+    "LayerPolicy",
+    "Layered",
+    "ScopeArg",
+    "check_scopes",
+    "check_split",
+    "layers_of",
+    "split_budgets",
+]

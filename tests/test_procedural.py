@@ -1,0 +1,213 @@
+"""Procedural memory: capture, generalize, merge, failures lower salience, recall."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlab.errors import InputError
+from memlab.memory import (
+    EvictionPolicy,
+    HashEmbedder,
+    InMemoryStore,
+    MemoryKind,
+    MemoryLayer,
+    ProcedurePolicy,
+    RecallQuery,
+    ToolCall,
+    record_outcome,
+)
+from memlab.memory.procedural import (
+    Procedure,
+    Step,
+    generalize,
+    merge_steps,
+    outcome_ok,
+    parse_tool_call,
+    procedure_of,
+)
+
+HOUR = 3600.0
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def layer(clock: Clock) -> MemoryLayer:
+    return MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock)
+
+
+REPLAY = [
+    ToolCall("webhooks.list_failed", {"endpoint": "/v1/orders", "since": "2024-05-01"}, ok=True),
+    ToolCall("webhooks.replay", {"endpoint": "/v1/orders", "mode": "oldest_first"}, ok=True),
+    ToolCall("webhooks.resume", {"endpoint": "/v1/orders"}, ok=True),
+]
+
+
+def procedures(layer: MemoryLayer, scope: str) -> list[Procedure]:
+    out = []
+    for r in layer.store.list(scope, kinds=[MemoryKind.PROCEDURAL]):
+        p = procedure_of(r)
+        assert p is not None
+        out.append(p)
+    return out
+
+
+def test_parse_tool_call_reads_the_call_and_classifies_the_result() -> None:
+    call = parse_tool_call("billing.refund(order='A-17', amount=20, reason) -> ok, refunded")
+    assert call is not None
+    assert call.tool == "billing.refund"
+    assert call.args == (("order", "A-17"), ("amount", "20"), ("arg2", "reason"))
+    assert call.ok is True
+    assert parse_tool_call("db.query(sql=x) -> ERROR: permission denied").ok is False  # type: ignore[union-attr]
+    assert parse_tool_call("db.query(sql=x)").ok is None  # type: ignore[union-attr]
+    assert parse_tool_call("Sure, I will look into it.") is None
+    assert parse_tool_call("") is None
+    assert outcome_ok("  ") is None
+    assert outcome_ok("202 Accepted") is True
+    assert outcome_ok("the request timed out") is False
+    assert outcome_ok("three rows") is None
+
+
+def test_tool_call_checks_its_input() -> None:
+    with pytest.raises(InputError, match="not a name"):
+        ToolCall("rm -rf /")
+    with pytest.raises(InputError, match="named twice"):
+        ToolCall("a", [("x", 1), ("x", 2)])
+    with pytest.raises(InputError, match="name/value pairs"):
+        ToolCall("a", ["x"])  # type: ignore[list-item]
+
+
+def test_generalize_makes_varying_values_placeholders() -> None:
+    steps = generalize(REPLAY, "replay the failed webhook deliveries for /v1/orders")
+    assert steps[0].args == (("endpoint", "<endpoint>"), ("since", "<since>"))
+    assert steps[1].args == (("endpoint", "<endpoint>"), ("mode", "oldest_first"))
+    merged = merge_steps(
+        [Step("a", (("x", "1"), ("y", "same")))], [Step("a", (("y", "same"), ("z", "q")))]
+    )
+    assert merged == (Step("a", (("x", "<x>"), ("y", "same"), ("z", "<z>"))),)
+
+
+def test_remember_procedure_stores_task_steps_outcome_and_provenance(layer: MemoryLayer) -> None:
+    r = layer.remember_procedure(
+        "alice", "replay the failed webhooks for /v1/orders", REPLAY, provenance=["t1", "t2"]
+    )
+    assert r.kind is MemoryKind.PROCEDURAL and r.scope == "alice"
+    assert r.provenance == ("t1", "t2")
+    lines = r.content.splitlines()
+    assert lines[0] == "Procedure for: replay the failed webhooks for /v1/orders"
+    assert lines[1].startswith("1. webhooks.list_failed(") and lines[3].startswith("3. ")
+    assert "worked 1 of 1 time" in lines[-1]
+    proc = procedure_of(r)
+    assert proc is not None and proc.signature == tuple(c.tool for c in REPLAY)
+    assert proc.successes == 1 and proc.failures == 0
+
+
+def test_recall_returns_the_procedure_for_a_similar_task(layer: MemoryLayer) -> None:
+    layer.remember_procedure("alice", "replay the failed webhook deliveries", REPLAY)
+    layer.remember("alice", "My favourite colour is teal.")
+    layer.remember("alice", "The quarterly report is due Friday.")
+    hits = layer.recall(
+        RecallQuery("alice", "how do I replay failed webhook deliveries again?", max_hits=1)
+    ).hits
+    assert hits and hits[0].record.kind is MemoryKind.PROCEDURAL
+
+
+def test_near_duplicates_merge_and_keep_counts(layer: MemoryLayer) -> None:
+    layer.remember_procedure("alice", "replay failed webhooks for /v1/orders", REPLAY)
+    other = [ToolCall(c.tool, {**dict(c.args), "endpoint": "/v1/refunds"}, ok=True) for c in REPLAY]
+    layer.remember_procedure("alice", "replay failed webhooks for /v1/refunds", other)
+    (proc,) = procedures(layer, "alice")
+    assert proc.successes == 2 and proc.failures == 0
+    assert proc.task == "replay failed webhooks for /v1/refunds"
+    assert set(proc.tasks) == {
+        "replay failed webhooks for /v1/orders",
+        "replay failed webhooks for /v1/refunds",
+    }
+    # a different tool sequence is another procedure
+    layer.remember_procedure("alice", "replay failed webhooks", REPLAY[:2])
+    assert len(procedures(layer, "alice")) == 2
+    # another scope's identical procedure is never merged into
+    layer.remember_procedure("bob", "replay failed webhooks for /v1/orders", REPLAY)
+    assert [p.successes for p in procedures(layer, "bob")] == [1]
+    assert sorted(p.successes for p in procedures(layer, "alice")) == [1, 2]
+
+
+def test_merging_can_be_switched_off(clock: Clock) -> None:
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(256), clock=clock, procedures=ProcedurePolicy(merge=False)
+    )
+    layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    assert len(procedures(layer, "alice")) == 2
+
+
+def test_a_procedure_that_later_fails_loses_salience(layer: MemoryLayer) -> None:
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    first = r.salience
+    r2 = layer.remember_procedure("alice", "replay failed webhooks", REPLAY, success=False)
+    assert r2.id == r.id and r2.salience < first
+    r3 = record_outcome(layer, "alice", r.id, success=False)
+    assert r3.salience < r2.salience
+    proc = procedure_of(r3)
+    assert proc is not None and (proc.successes, proc.failures) == (1, 2)
+    assert "worked 1 of 3 times" in r3.content
+    # and a success brings it back up
+    assert record_outcome(layer, "alice", r.id, success=True).salience > r3.salience
+    with pytest.raises(InputError, match="no procedure"):
+        record_outcome(layer, "bob", r.id, success=True)  # another scope's id
+
+
+def test_salience_follows_the_laplace_success_rate() -> None:
+    policy = ProcedurePolicy(min_salience=0.2, max_salience=1.0)
+    assert policy.salience(0, 0) == pytest.approx(0.6)
+    assert policy.salience(8, 0) == pytest.approx(0.2 + 0.8 * 0.9)
+    assert policy.salience(0, 8) == pytest.approx(0.2 + 0.8 * 0.1)
+    with pytest.raises(InputError, match="min_steps"):
+        ProcedurePolicy(min_steps=0)
+    with pytest.raises(InputError, match="min_salience"):
+        ProcedurePolicy(min_salience=0.9, max_salience=0.5)
+
+
+def test_bad_procedures_are_refused_and_nothing_is_written(layer: MemoryLayer) -> None:
+    with pytest.raises(InputError, match="task"):
+        layer.remember_procedure("alice", "  ", REPLAY)
+    with pytest.raises(InputError, match="at least one step"):
+        layer.remember_procedure("alice", "x", [])
+    with pytest.raises(InputError, match="not a mix"):
+        layer.remember_procedure("alice", "x", [REPLAY[0], Step("a")])
+    with pytest.raises(InputError, match="scope"):
+        layer.remember_procedure("", "x", REPLAY)
+    assert layer.store.count("alice") == 0
+
+
+def test_untrusted_procedures_are_capped(layer: MemoryLayer) -> None:
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY, source="tool")
+    assert r.salience <= layer.untrusted_salience_cap
+
+
+def test_procedures_never_expire_on_a_clock(clock: Clock) -> None:
+    layer = MemoryLayer(
+        InMemoryStore(),
+        HashEmbedder(256),
+        clock=clock,
+        eviction=EvictionPolicy(episodic_ttl=24, salience_floor=None, untrusted_ttl=24),
+    )
+    proc = layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    from_tool = layer.remember_procedure("alice", "rotate the keys", REPLAY[:2], source="tool")
+    ep = layer.remember("alice", "something said once", salience=0.1)
+    clock.t += 500 * HOUR
+    layer.maintain("alice")
+    assert layer.store.get("alice", proc.id) is not None
+    assert layer.store.get("alice", from_tool.id) is not None
+    assert layer.store.get("alice", ep.id) is None

@@ -1,0 +1,64 @@
+"""Layered scopes: layers_of, LayerPolicy, budget splits, checks of scope lists."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memlab.errors import InputError
+from memlab.memory import LayerPolicy, RecallQuery, layers_of
+from memlab.memory.records import check_scopes, check_split
+from memlab.memory.scopes import split_budgets
+
+
+def test_layers_of_builds_narrowest_first() -> None:
+    assert layers_of("alice:support:s7") == ("alice:support:s7", "alice:support")
+    assert layers_of("alice:support:s7", depth=3) == ("alice:support:s7", "alice:support", "alice")
+    assert layers_of("alice") == ("alice",)
+    assert layers_of("a/b", separator="/") == ("a/b", "a")
+    with pytest.raises(InputError, match="depth"):
+        layers_of("a", depth=0)
+    with pytest.raises(InputError, match="separator"):
+        layers_of("a", separator="")
+
+
+def test_layer_policy_routes_each_kind() -> None:
+    policy = LayerPolicy()
+    assert policy.scope_for("episodic", ["s", "u"]) == "s"
+    assert policy.scope_for("semantic", ["s", "u"]) == "u"
+    assert policy.scope_for("procedural", ["s", "m", "u"]) == "u"
+    assert policy.scope_for("semantic", "only") == "only"
+    far = LayerPolicy(episodic=5, semantic=-9)
+    assert far.scope_for("episodic", ["s", "u"]) == "u"
+    assert far.scope_for("semantic", ["s", "u"]) == "s"
+    with pytest.raises(InputError, match="layer index"):
+        LayerPolicy(episodic=True)
+
+
+def test_scope_lists_are_checked() -> None:
+    assert check_scopes("a") == ("a",)
+    assert check_scopes(["a", "b"]) == ("a", "b")
+    for bad, match in (([], "empty"), (["a", "a"], "twice"), (["a", ""], "non-empty"),
+                       (b"a", "string"), (3, "string")):  # fmt: skip
+        with pytest.raises(InputError, match=match):
+            check_scopes(bad)
+    assert check_split([3, 1], 2) == (0.75, 0.25)
+    for bad, match in (([1], "one share"), ([0, 0], "all 0"), ([-1, 1], ">= 0"), ("1", "list")):
+        with pytest.raises(InputError, match=match):
+            check_split(bad, 2)
+    q = RecallQuery(["s", "u"], "x", split=[1, 1])
+    assert q.scopes == ("s", "u") and q.split == (0.5, 0.5)
+    assert RecallQuery(["u"], "x").scope == "u"
+
+
+@given(
+    budget=st.integers(0, 10_000),
+    shares=st.lists(st.floats(0.0, 10.0), min_size=1, max_size=5).filter(lambda s: sum(s) > 0),
+)
+def test_split_budgets_add_up(budget: int, shares: list[float]) -> None:
+    norm = check_split(shares, len(shares))
+    assert norm is not None
+    out = split_budgets(budget, norm)
+    assert sum(out) == budget and all(b >= 0 for b in out)
+    assert all(abs(b - budget * s) < 1 for b, s in zip(out, norm, strict=True))
