@@ -1,0 +1,79 @@
+"""What every memlab command shares: exit codes, one-line output and errors, and
+an argparse whose errors are InputErrors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, NoReturn
+
+from memlab.errors import InputError
+
+OK, REGRESSED, BAD_INPUT, FAILURE, INTERRUPTED = 0, 1, 2, 3, 130
+
+
+# -- output -------------------------------------------------------------------------
+def echo(*parts: Any) -> None:
+    """print() for command output; a reader that closed the pipe (``| head``) ends
+    the output quietly, not the command."""
+    try:
+        print(*parts, flush=True)
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    # Python's recipe: point stdout at devnull so the interpreter's final flush
+    # does not raise again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def fail(message: str) -> None:
+    """One line on stderr."""
+    text = " ".join(message.split("\n")) if "\n" in message and len(message) < 400 else message
+    print(f"memlab: {text}", file=sys.stderr, flush=True)
+
+
+class _Exit(Exception):
+    """argparse finished (help printed): end the command with this code."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+class _JobFailed(BaseException):
+    """A single run's failure on its way out of Hydra (which logs every Exception a
+    job raises, adding lines to the one-line message; it lets this through)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one-line InputErrors and whose --help returns."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{self.prog.removeprefix('memlab ')}: {message} (see {self.prog} --help)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            print(message, file=sys.stderr, end="")
+        raise _Exit(status)
+
+
+def _no_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="never draw progress bars (they appear only on a terminal anyway)",
+    )
+
+
+def names(text: str | None) -> list[str] | None:
+    """A comma-separated option as a list (None when not given)."""
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
