@@ -4,12 +4,9 @@ summarize and evict, over any MemoryStore and Embedder."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,24 +23,34 @@ from memlab.memory.checks import (
     check_text,
 )
 from memlab.memory.consolidate import Consolidator
-from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy, EvictionReport
+from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy
+from memlab.memory.explain import explain as explain_recall
+from memlab.memory.explain import iso
+from memlab.memory.layer_types import (
+    Clock,
+    MaintenanceReport,
+    MemoryInput,
+    NeighborPolicy,
+    Ranking,
+    RecallResult,
+    SummarizePolicy,
+    not_a_query,
+)
+from memlab.memory.maintenance import maintain_scopes, summarize_scope
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
+from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
 from memlab.memory.procedural import ProcedurePolicy, ToolCall, remember_procedure
 from memlab.memory.rank import (
-    HOUR,
     HalfLives,
     HybridRanker,
     RankWeights,
     Scored,
-    adjacent_rows,
-    pack,
     ranked,
 )
 from memlab.memory.records import (
     SOURCE_CODES,
     UNTRUSTED_SOURCES,
-    Hit,
     MemoryKind,
     MemoryRecord,
     RecallQuery,
@@ -66,7 +73,7 @@ from memlab.memory.reflect import (
     reflect_scope,
 )
 from memlab.memory.rewrite import QueryRewriter
-from memlab.memory.scopes import Layered, LayerPolicy, split_budgets
+from memlab.memory.scopes import Layered, LayerPolicy
 from memlab.memory.stores.base import MemoryStore, scoped_ids
 from memlab.memory.supersede import (
     SupersedePolicy,
@@ -78,144 +85,17 @@ from memlab.memory.supersede import consolidate as supersede_batch
 from memlab.memory.text import TokenCounter, estimate_tokens
 from memlab.memory.timeparse import TimeWindow, parse_time
 
-Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class MemoryInput:
-    """One thing to remember (see ``MemoryLayer.remember`` for the fields).
-
-    ``scope`` may be a list of layered scopes: the record goes to the layer the
-    layer's ``LayerPolicy`` names for its kind.
-    """
-
-    scope: ScopeArg
-    content: str
-    kind: MemoryKind | str = MemoryKind.EPISODIC
-    salience: float = 0.5
-    source: Source | str = Source.USER
-    provenance: Sequence[str] = ()
-    meta: dict[str, Any] | None = None
-    created_at: float | None = None
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class SummarizePolicy:
-    """When and how the oldest episodes of a scope are folded into a semantic note.
-
-    Args:
-        trigger_tokens: fold once the scope's active trusted episodic tokens exceed this.
-        chunk_tokens: at most this many tokens of episodes go into one summary.
-        keep_recent: the newest this-many episodic records are never folded.
-        max_gap_hours: a cluster ends where two consecutive episodes are further
-            apart than this (so one summary covers one conversation).
-        min_records: a cluster needs at least this many records to be folded.
-    """
-
-    trigger_tokens: int = 1200
-    chunk_tokens: int = 400
-    keep_recent: int = 12
-    max_gap_hours: float = 12.0
-    min_records: int = 2
-
-    def __post_init__(self) -> None:
-        check_number(self.trigger_tokens, "summarize.trigger_tokens", lo=1, integer=True)
-        check_number(self.chunk_tokens, "summarize.chunk_tokens", lo=1, integer=True)
-        check_number(self.keep_recent, "summarize.keep_recent", lo=0, integer=True)
-        check_number(self.max_gap_hours, "summarize.max_gap_hours", above=0.0)
-        check_number(self.min_records, "summarize.min_records", lo=1, integer=True)
-
-
-@dataclass(frozen=True)
-class NeighborPolicy:
-    """Pack a hit's neighbouring records (same scope, adjacent in time) right after
-    it when the budget allows: the answer to a question is often in the reply
-    next to the line that matched.
-
-    Args:
-        before: records made just before the hit to try.
-        after: records made just after the hit to try.
-        top: only the first ``top`` hits get neighbours (None: all).
-        max_tokens: skip neighbours longer than this (None: any size), so a long
-            reply next to a short hit does not eat the budget.
-    """
-
-    before: int = 0
-    after: int = 1
-    top: int | None = 5
-    max_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        check_number(self.before, "neighbors.before", lo=0, integer=True)
-        check_number(self.after, "neighbors.after", lo=0, integer=True)
-        check_number(self.top, "neighbors.top", lo=1, integer=True, none=True)
-        check_number(self.max_tokens, "neighbors.max_tokens", lo=1, integer=True, none=True)
-
-
-@dataclass
-class RecallResult:
-    """Ranked hits packed into the query's token budget."""
-
-    query: RecallQuery
-    hits: list[Hit]
-    now: float
-    considered: int  # active candidate records that were scored
-    search_text: str = ""  # the query text after rewriting
-    window: TimeWindow | None = None  # the period the query names, if any
-    superseded: str = "exclude"  # how superseded records were treated
-    # (older id, newer id, why) for each record the recall guard left out
-    guarded: list[tuple[str, str, str]] = field(default_factory=list)
-
-    @property
-    def tokens(self) -> int:
-        return sum(h.record.tokens for h in self.hits)
-
-    def __iter__(self) -> Iterator[Hit]:
-        return iter(self.hits)
-
-    def __len__(self) -> int:
-        return len(self.hits)
-
-    def __getitem__(self, i: int) -> Hit:
-        return self.hits[i]
-
-
-@dataclass
-class Ranking:
-    """Every active record of a scope, best first, as the ranker scored them for a
-    query: no token budget, no neighbours, no score threshold (``MemoryLayer.rank``).
-
-    Attributes:
-        query: the query.
-        ids: record ids, best first.
-        scores: their scores (same order).
-        now: the time ranked against.
-        search_text: the query text after rewriting.
-    """
-
-    query: RecallQuery
-    ids: list[str]
-    scores: np.ndarray
-    now: float
-    search_text: str = ""
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
-@dataclass
-class MaintenanceReport:
-    """What ``MemoryLayer.maintain`` changed in a scope (or a list of layered scopes).
-
-    ``archived`` lists the episodes folded into summaries; ``reflection`` says what
-    reflection read, wrote, retired and archived (None: it did not run).
-    """
-
-    summaries: list[MemoryRecord] = field(default_factory=list)
-    archived: list[str] = field(default_factory=list)
-    eviction: EvictionReport = field(default_factory=EvictionReport)
-    reflection: ReflectionReport | None = None
+__all__ = [
+    "Clock",
+    "MaintenanceReport",
+    "MemoryInput",
+    "MemoryLayer",
+    "NeighborPolicy",
+    "Ranking",
+    "RecallResult",
+    "SummarizePolicy",
+    "iso",
+]
 
 
 class MemoryLayer:
@@ -652,7 +532,7 @@ class MemoryLayer:
                 and scope is never guessed).
         """
         if not isinstance(query, RecallQuery):
-            raise InputError(_not_a_query("recall", query))
+            raise InputError(not_a_query("recall", query))
         check_bool(touch, "touch")
         mode = mode_of(self.supersede, query.superseded)
         as_of = query.as_of
@@ -668,29 +548,14 @@ class MemoryLayer:
             if stale.any():
                 if mode == "downweight":
                     scores = np.where(stale, scores * self.supersede.factor, scores)
-                conflict = self._superseder_rows(cands, stale)
+                conflict = superseder_rows(self.store, cands, stale)
         neighbor_rows: dict[int, int] = {}
-        expand = None
-        policy = self.neighbors
-        if policy is not None and (policy.before or policy.after):
-            near = mask
-            if policy.max_tokens is not None:
-                near = mask & (cands.tokens <= policy.max_tokens)
-            if len(cands.parts) > 1:  # a neighbour is a record of the same scope
-                layer_of = cands.layer
-                expand = lambda row: adjacent_rows(  # noqa: E731
-                    row, cands.created_at, near & (layer_of == layer_of[row]),
-                    before=policy.before, after=policy.after,
-                )  # fmt: skip
-            else:
-                expand = lambda row: adjacent_rows(  # noqa: E731
-                    row, cands.created_at, near, before=policy.before, after=policy.after
-                )
+        expand = neighbor_expander(self.neighbors, cands)
         guarded: list[tuple[str, str, str]] = []
         records: dict[str, MemoryRecord] = {}
         for _ in range(3):  # the guard may leave hits out: pack again without them
             neighbor_rows.clear()
-            rows = self._pack(query, cands, scores, expand, neighbor_rows, conflict)
+            rows = pack_rows(query, cands, scores, self.neighbors, expand, neighbor_rows, conflict)
             by_scope: dict[str, list[str]] = {}
             for row in rows:
                 if cands.ids[row] not in records:
@@ -711,31 +576,7 @@ class MemoryLayer:
                 r = row_of[old_id]
                 scores[r] = -np.inf if mode == "exclude" else scores[r] * self.supersede.factor
                 guarded.append((old_id, newer_id, why))
-        weights = scored.weights
-        hits: list[Hit] = []
-        for row in rows:
-            record = records.get(cands.ids[row])
-            if record is None:  # vanished meanwhile
-                continue
-            shown = record.content if mode == "include" else record.text_at(as_of)
-            if not shown:
-                continue  # every claim in it is superseded
-            components = {name: float(arr[row]) for name, arr in scored.components.items()}
-            contributions = {
-                name: weights.get(name, 0.0) * value for name, value in components.items()
-            }
-            anchor = neighbor_rows.get(row)
-            hits.append(
-                Hit(
-                    record,
-                    float(scores[row]),
-                    len(hits) + 1,
-                    components,
-                    contributions,
-                    neighbor_of=cands.ids[anchor] if anchor is not None else None,
-                    text=shown,
-                )
-            )
+        hits = hits_of(rows, records, cands, scores, scored, neighbor_rows, mode, as_of)
         if touch and hits and as_of is None:
             touched: dict[str, list[str]] = {}
             for h in hits:
@@ -743,68 +584,6 @@ class MemoryLayer:
             for scope, ids in touched.items():
                 self.store.touch(scope, ids, now)
         return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
-
-    def _pack(
-        self,
-        query: RecallQuery,
-        cands: Layered,
-        scores: np.ndarray,
-        expand: Callable[[int], list[int]] | None,
-        neighbor_rows: dict[int, int],
-        conflict: Callable[[int], int | None] | None,
-    ) -> list[int]:
-        """The rows packed into the budget: one shared ranking, or each layer its
-        share of the budget (``query.split``; what a layer leaves flows on)."""
-        policy = self.neighbors
-        pack_args: dict[str, Any] = dict(
-            ids=cands.ids,
-            tiebreak=cands.created_at,
-            min_score=_threshold(scores, query),
-            expand=expand,
-            expand_top=policy.top if policy is not None else None,
-            neighbor_of=neighbor_rows,
-            conflict=conflict,
-        )
-        if query.split is None or len(cands.parts) == 1:
-            return pack(
-                scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args
-            )
-        rows: list[int] = []
-        carry = 0
-        for i, share in enumerate(split_budgets(query.token_budget, query.split)):
-            budget = share + carry
-            left = None if query.max_hits is None else query.max_hits - len(rows)
-            if budget <= 0 or left == 0:
-                carry = max(budget, 0)
-                continue
-            mine = np.where(cands.layer == i, scores, -np.inf)
-            got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
-            rows += got
-            carry = budget - int(cands.tokens[got].sum()) if got else budget
-        return rows
-
-    def _superseder_rows(self, cands: Layered, stale: np.ndarray) -> Callable[[int], int | None]:
-        """For packing: row -> the row of the record that superseded it (None if it
-        is in force, or its superseder is not a candidate; a record is only ever
-        superseded by one of its own scope). Read lazily: only the superseded rows
-        packing considers are looked up."""
-        row_of: dict[tuple[str, str], int] | None = None
-        cache: dict[int, int | None] = {}
-
-        def conflict(row: int) -> int | None:
-            nonlocal row_of
-            if not stale[row]:
-                return None
-            if row not in cache:
-                scope = cands.scope_of(row)
-                found = self.store.get_many(scope, [cands.ids[row]])
-                by = found[0].superseded_by if found else None
-                if row_of is None:
-                    row_of = {(cands.scope_of(i), rid): i for i, rid in enumerate(cands.ids)}
-                cache[row] = row_of.get((scope, by)) if by is not None else None
-            return cache[row]
-
-        return conflict
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every active record of ``query.scope`` ranked best first, as ``recall``
@@ -823,7 +602,7 @@ class MemoryLayer:
             InputError: ``query`` is not a RecallQuery.
         """
         if not isinstance(query, RecallQuery):
-            raise InputError(_not_a_query("rank", query))
+            raise InputError(not_a_query("rank", query))
         mode = mode_of(self.supersede, query.superseded)
         valid_at = valid_at_for(mode, query.as_of)
         now, text, _, cands, scored = self._score(query, valid_at)
@@ -893,71 +672,7 @@ class MemoryLayer:
         guard left out; the header names the recall mode and ``as_of``. Given a
         query, recalls without touching anything.
         """
-        check_number(width, "width", lo=10, integer=True)
-        if isinstance(result, RecallQuery):
-            result = self.recall(result, touch=False)
-        elif not isinstance(result, RecallResult):
-            raise InputError(_not_a_query("explain", result))
-        q = result.query
-        signals = [("similarity", "sim"), ("lexical", "lex"), ("recency", "rec"), ("time", "time"),
-                   ("salience", "sal"), ("usage", "use")]  # fmt: skip
-        shown = [
-            (name, label)
-            for name, label in signals
-            if any(name in h.components for h in result.hits)
-            or name in ("similarity", "recency", "salience", "usage")
-        ]
-        rank_of = {h.record.id: h.rank for h in result.hits}
-        where = f"scope={q.scope!r}" if isinstance(q.scope, str) else f"scopes={list(q.scopes)!r}"
-        if q.split is not None:
-            where += " split=" + "/".join(f"{x:.2f}" for x in q.split)
-        lines = [
-            f"recall {where} budget={q.token_budget} tokens "
-            f"considered={result.considered} chosen={len(result.hits)} used={result.tokens} tokens",
-            f"query: {q.text!r}",
-        ]
-        if result.search_text and result.search_text != q.text:
-            lines.append(f"rewritten to: {result.search_text!r}")
-        if q.as_of is not None or result.superseded != "exclude":
-            at = f", as of {iso(q.as_of)}" if q.as_of is not None else ""
-            lines.append(f"superseded records: {result.superseded}{at}")
-        if result.window is not None:
-            lines.append(
-                f"time: {result.window.expression!r} -> {iso(result.window.start)} .. "
-                f"{iso(result.window.end)} (replaces recency for this query)"
-            )
-        header = f"{'#':>2} {'score':>6} " + " ".join(f"{label:>6}" for _, label in shown)
-        lines.append(header + f" {'tok':>4} {'kind':<10} {'source':<6} {'why':<10} content")
-        for h in result.hits:
-            if h.neighbor_of is not None:
-                why = f"next to #{rank_of.get(h.neighbor_of, '?')}"
-            else:
-                why = max(h.contributions, key=lambda k: h.contributions[k])
-            text = h.record.content.replace("\n", " ")
-            if len(text) > width:
-                text = text[: width - 1] + "…"
-            values = " ".join(f"{h.components.get(name, 0.0):6.3f}" for name, _ in shown)
-            lines.append(
-                f"{h.rank:>2} {h.score:6.3f} {values} {h.record.tokens:>4} "
-                f"{h.record.kind.value:<10} {h.record.source.value:<6} {why:<10} {text}"
-            )
-            for entry in h.record.superseded:
-                if q.as_of is None or entry.at <= q.as_of:
-                    lines.append(f"   {entry.explain()}")
-        for old_id, newer_id, why in result.guarded:
-            lines.append(f"left out {old_id}: the newer {newer_id} states it otherwise ({why})")
-        w = self.ranker.weights.as_dict()
-        lines.append(
-            "weights: "
-            + ", ".join(
-                f"{k}={v:g}"
-                for k, v in w.items()
-                if v or k in ("similarity", "recency", "salience", "usage")
-            )
-            + (f" (fusion {self.ranker.fusion})" if self.ranker.fusion != "weighted" else "")
-            + " (score = sum of weight x signal; 'why' is the largest term)"
-        )
-        return "\n".join(lines)
+        return explain_recall(self, result, width=width)
 
     # -- maintenance --------------------------------------------------------------
     def maybe_summarize(
@@ -981,72 +696,7 @@ class MemoryLayer:
         self._check_open()
         check_scope(scope)
         now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
-        if self.summarizer is None:
-            return []
-        policy = self.summarize_policy
-        episodes = [
-            r
-            for r in self.store.list(scope, kinds=[MemoryKind.EPISODIC])
-            if r.source not in UNTRUSTED_SOURCES
-        ]
-        total = sum(r.tokens for r in episodes)
-        keep = 0 if force else policy.keep_recent
-        foldable = episodes[: max(0, len(episodes) - keep)]
-        made: list[MemoryRecord] = []
-        while (force or total > policy.trigger_tokens) and len(foldable) >= (
-            1 if force else policy.min_records
-        ):
-            cluster = _oldest_cluster(foldable, policy)
-            foldable = foldable[len(cluster) :]
-            if len(cluster) < policy.min_records and not force:
-                continue  # an isolated episode: leave it, try the next cluster
-            total -= sum(r.tokens for r in cluster)
-            note = self._fold(scope, cluster, now, into or scope)
-            if note is not None:
-                made.append(note)
-        return made
-
-    def _fold(
-        self, scope: str, cluster: list[MemoryRecord], now: float, into: str
-    ) -> MemoryRecord | None:
-        assert self.summarizer is not None
-        # fold only what is in force: a superseded episode states nothing any more,
-        # and a superseded claim is cut from the episode that made it
-        in_force = [(r, r.text_at()) for r in cluster if r.invalid_at is None]
-        in_force = [(r, t) for r, t in in_force if t]
-        text = self.summarizer.summarize([t for _, t in in_force]).strip() if in_force else ""
-        ids = [r.id for r in cluster]
-        note = None
-        if text:
-            provenance: dict[str, None] = {}
-            for r, _ in in_force:
-                provenance.update(dict.fromkeys(r.provenance))
-            sources = {r.source for r, _ in in_force}
-            meta: dict[str, Any] = {
-                "summary_of": ids,
-                "summarizer": self.summarizer.name,
-                "span": [cluster[0].created_at, cluster[-1].created_at],
-            }
-            if into != scope:
-                meta["from_scope"] = scope
-            note = self._remember_many(
-                [
-                    MemoryInput(
-                        into,
-                        text,
-                        kind=MemoryKind.SEMANTIC,
-                        salience=max(r.salience for r in cluster),
-                        source=Source.USER if Source.USER in sources else Source.AGENT,
-                        provenance=tuple(provenance),
-                        meta=meta,
-                        created_at=max(r.created_at for r in cluster),
-                    )
-                ],
-                consolidate=False,  # a note restates what is in force; it replaces nothing
-            )[0]
-        # Archive even when nothing was worth keeping: the episodes stay on disk.
-        self.store.mark_archived(scope, ids, now)
-        return note
+        return summarize_scope(self, scope, now, into, force)
 
     def reflect(
         self, scope: ScopeArg, now: float | None = None, *, force: bool = True
@@ -1100,7 +750,7 @@ class MemoryLayer:
         """
         self._check_open()
         now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
-        return self._maintain(check_scopes(scope), now, force=False)
+        return maintain_scopes(self, check_scopes(scope), now, force=False)
 
     def end_session(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
         """A conversation ended: reflect on everything unreflected and, for a layered
@@ -1112,61 +762,4 @@ class MemoryLayer:
         """
         self._check_open()
         now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
-        return self._maintain(check_scopes(scope), now, force=True)
-
-    def _maintain(self, scopes: tuple[str, ...], now: float, force: bool) -> MaintenanceReport:
-        report = MaintenanceReport()
-        episodic = self.layers.scope_for(MemoryKind.EPISODIC, scopes)
-        semantic = self.layers.scope_for(MemoryKind.SEMANTIC, scopes)
-        if self.reflector is not None:
-            report.reflection = reflect_scope(
-                self, episodic, semantic, now, force=force, consolidator=self.reflect_consolidator
-            )
-        fold_all = force and episodic != semantic
-        for note in self.maybe_summarize(episodic, now, into=semantic, force=fold_all):
-            report.summaries.append(note)
-            report.archived.extend(note.meta["summary_of"])
-        if self.eviction is not None:
-            for scope in scopes:
-                part = self.eviction.apply(self.store, scope, now, self.ranker)
-                ev = report.eviction
-                ev.expired += part.expired
-                ev.dropped += part.dropped
-                ev.decayed += part.decayed
-                ev.over_capacity += part.over_capacity
-        return report
-
-
-def _not_a_query(method: str, got: object) -> str:
-    example = repr(got) if isinstance(got, str) and len(got) <= 60 else "'...'"
-    return (
-        f"{method}() takes a RecallQuery, not {type(got).__name__}; the scope is required, "
-        f"e.g. layer.{method}(RecallQuery('alice', {example}))"
-    )
-
-
-def _threshold(scores: np.ndarray, query: RecallQuery) -> float:
-    """The lowest score a hit may have: ``min_score``, raised to ``min_score_ratio``
-    of the best finite score."""
-    if query.min_score_ratio <= 0:
-        return query.min_score
-    finite = scores[np.isfinite(scores)]
-    best = float(finite.max()) if finite.size else 0.0
-    return max(query.min_score, query.min_score_ratio * best)
-
-
-def _oldest_cluster(episodes: list[MemoryRecord], policy: SummarizePolicy) -> list[MemoryRecord]:
-    gap = policy.max_gap_hours * HOUR
-    cluster = [episodes[0]]
-    tokens = episodes[0].tokens
-    for prev, r in itertools.pairwise(episodes):
-        if r.created_at - prev.created_at > gap or tokens + r.tokens > policy.chunk_tokens:
-            break
-        cluster.append(r)
-        tokens += r.tokens
-    return cluster
-
-
-def iso(ts: float) -> str:
-    """Epoch seconds as an ISO-8601 UTC string."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return maintain_scopes(self, check_scopes(scope), now, force=True)

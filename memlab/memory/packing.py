@@ -1,0 +1,149 @@
+"""Packing a recall: which ranked rows go into the token budget (shared or split
+across layered scopes, with neighbours and superseders), and the hits they make."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from memlab.memory.layer_types import NeighborPolicy
+from memlab.memory.rank import Scored, adjacent_rows, pack
+from memlab.memory.records import Hit, MemoryRecord, RecallQuery
+from memlab.memory.scopes import Layered, split_budgets
+from memlab.memory.stores.base import MemoryStore
+
+
+def neighbor_expander(
+    policy: NeighborPolicy | None, cands: Layered
+) -> Callable[[int], list[int]] | None:
+    """row -> the rows of its neighbours to pack after it (same scope, adjacent in
+    time, within ``policy.max_tokens``); None when the policy packs none."""
+    if policy is None or not (policy.before or policy.after):
+        return None
+    near = cands.mask
+    if policy.max_tokens is not None:
+        near = near & (cands.tokens <= policy.max_tokens)
+    if len(cands.parts) > 1:  # a neighbour is a record of the same scope
+        layer_of = cands.layer
+        return lambda row: adjacent_rows(
+            row, cands.created_at, near & (layer_of == layer_of[row]),
+            before=policy.before, after=policy.after,
+        )  # fmt: skip
+    return lambda row: adjacent_rows(
+        row, cands.created_at, near, before=policy.before, after=policy.after
+    )
+
+
+def pack_rows(
+    query: RecallQuery,
+    cands: Layered,
+    scores: np.ndarray,
+    neighbors: NeighborPolicy | None,
+    expand: Callable[[int], list[int]] | None,
+    neighbor_rows: dict[int, int],
+    conflict: Callable[[int], int | None] | None,
+) -> list[int]:
+    """The rows packed into the budget: one shared ranking, or each layer its
+    share of the budget (``query.split``; what a layer leaves flows on)."""
+    policy = neighbors
+    pack_args: dict[str, Any] = dict(
+        ids=cands.ids,
+        tiebreak=cands.created_at,
+        min_score=threshold(scores, query),
+        expand=expand,
+        expand_top=policy.top if policy is not None else None,
+        neighbor_of=neighbor_rows,
+        conflict=conflict,
+    )
+    if query.split is None or len(cands.parts) == 1:
+        return pack(scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args)
+    rows: list[int] = []
+    carry = 0
+    for i, share in enumerate(split_budgets(query.token_budget, query.split)):
+        budget = share + carry
+        left = None if query.max_hits is None else query.max_hits - len(rows)
+        if budget <= 0 or left == 0:
+            carry = max(budget, 0)
+            continue
+        mine = np.where(cands.layer == i, scores, -np.inf)
+        got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
+        rows += got
+        carry = budget - int(cands.tokens[got].sum()) if got else budget
+    return rows
+
+
+def superseder_rows(
+    store: MemoryStore, cands: Layered, stale: np.ndarray
+) -> Callable[[int], int | None]:
+    """For packing: row -> the row of the record that superseded it (None if it
+    is in force, or its superseder is not a candidate; a record is only ever
+    superseded by one of its own scope). Read lazily: only the superseded rows
+    packing considers are looked up."""
+    row_of: dict[tuple[str, str], int] | None = None
+    cache: dict[int, int | None] = {}
+
+    def conflict(row: int) -> int | None:
+        nonlocal row_of
+        if not stale[row]:
+            return None
+        if row not in cache:
+            scope = cands.scope_of(row)
+            found = store.get_many(scope, [cands.ids[row]])
+            by = found[0].superseded_by if found else None
+            if row_of is None:
+                row_of = {(cands.scope_of(i), rid): i for i, rid in enumerate(cands.ids)}
+            cache[row] = row_of.get((scope, by)) if by is not None else None
+        return cache[row]
+
+    return conflict
+
+
+def hits_of(
+    rows: list[int],
+    records: dict[str, MemoryRecord],
+    cands: Layered,
+    scores: np.ndarray,
+    scored: Scored,
+    neighbor_rows: dict[int, int],
+    mode: str,
+    as_of: float | None,
+) -> list[Hit]:
+    """The packed rows as hits, ranked 1..n, with each signal and its weighted
+    contribution; a record shows the text in force at ``as_of`` (all of it with
+    ``mode == "include"``), and one with nothing left in force is dropped."""
+    weights = scored.weights
+    hits: list[Hit] = []
+    for row in rows:
+        record = records.get(cands.ids[row])
+        if record is None:  # vanished meanwhile
+            continue
+        shown = record.content if mode == "include" else record.text_at(as_of)
+        if not shown:
+            continue  # every claim in it is superseded
+        components = {name: float(arr[row]) for name, arr in scored.components.items()}
+        contributions = {name: weights.get(name, 0.0) * value for name, value in components.items()}
+        anchor = neighbor_rows.get(row)
+        hits.append(
+            Hit(
+                record,
+                float(scores[row]),
+                len(hits) + 1,
+                components,
+                contributions,
+                neighbor_of=cands.ids[anchor] if anchor is not None else None,
+                text=shown,
+            )
+        )
+    return hits
+
+
+def threshold(scores: np.ndarray, query: RecallQuery) -> float:
+    """The lowest score a hit may have: ``min_score``, raised to ``min_score_ratio``
+    of the best finite score."""
+    if query.min_score_ratio <= 0:
+        return query.min_score
+    finite = scores[np.isfinite(scores)]
+    best = float(finite.max()) if finite.size else 0.0
+    return max(query.min_score, query.min_score_ratio * best)
