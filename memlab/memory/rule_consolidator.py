@@ -456,6 +456,13 @@ class RuleConsolidator:
         new_classes = {nc.classes[k] for k in new_vals if k in nc.classes}
         if old_classes and new_classes and not old_classes & new_classes:
             return None  # a number does not replace a #channel
+        if len(d.shared) < 2 and old_classes - {"name"} and not new_classes:
+            # one shared word is weak evidence of one statement: a value written with
+            # digits or symbols (a date, an address) always looks like a value, so a
+            # replacement that looks like none is another fact ("the subscription is
+            # up on december 31" is not replaced by "our subscription returns to the
+            # enterprise plan")
+            return None
         # a statement that differs in more words than a value's is another statement
         short = (
             len(d.old_only) <= policy.max_value_words
