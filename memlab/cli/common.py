@@ -77,3 +77,24 @@ def _no_progress(parser: argparse.ArgumentParser) -> None:
 def names(text: str | None) -> list[str] | None:
     """A comma-separated option as a list (None when not given)."""
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def target_of(command: str, args: list[str], usage: str, targets: tuple[str, ...]) -> str | None:
+    """The target of a command with targets (``memlab judge calibrate``): the first
+    argument when it names one; None after printing ``usage`` for ``--help``.
+
+    Raises:
+        InputError: no target, or an unknown one.
+    """
+    if not args or args[0] in {"-h", "--help"}:
+        if args:
+            echo(usage)
+            return None
+        raise InputError(
+            f"{command} needs a target: memlab {command} {targets[0]} (memlab {command} --help)"
+        )
+    if args[0] not in targets:
+        raise InputError(
+            f"{command} has no target {args[0]!r}; the target is: {', '.join(targets)}"
+        )
+    return args[0]

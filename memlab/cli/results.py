@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memlab.cli.common import OK, REGRESSED, ArgumentParser, _no_progress, echo, names
+from memlab.cli.common import OK, REGRESSED, ArgumentParser, _no_progress, echo, names, target_of
 from memlab.errors import InputError
 
 
@@ -182,13 +182,8 @@ targets:
 
 def judge(args: list[str]) -> int:
     """``memlab judge calibrate``: a judge's true-accept and false-accept rates."""
-    if not args or args[0] in {"-h", "--help"}:
-        if args:
-            echo(JUDGE_USAGE)
-            return OK
-        raise InputError("judge needs a target: memlab judge calibrate (memlab judge --help)")
-    if args[0] != "calibrate":
-        raise InputError(f"judge has no target {args[0]!r}; the target is: calibrate")
+    if target_of("judge", args, JUDGE_USAGE, ("calibrate",)) is None:
+        return OK
     import time as clock
 
     from memlab.lab import calibration

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from memlab.cli.common import BAD_INPUT, OK, ArgumentParser, echo
-from memlab.errors import InputError
+from memlab.cli.common import BAD_INPUT, OK, ArgumentParser, target_of
 
 
 # -- demo and bench ----------------------------------------------------------------------------
@@ -31,13 +30,8 @@ targets:
 
 def bench(args: list[str]) -> int:
     """``memlab bench store [options]``."""
-    if not args or args[0] in {"-h", "--help"}:
-        if args:
-            echo(BENCH_USAGE)
-            return OK
-        raise InputError("bench needs a target: memlab bench store (memlab bench --help)")
-    if args[0] != "store":
-        raise InputError(f"bench has no target {args[0]!r}; the target is: store")
+    if target_of("bench", args, BENCH_USAGE, ("store",)) is None:
+        return OK
     from memlab.bench.store import main as bench_store
 
     try:

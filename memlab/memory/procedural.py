@@ -456,20 +456,7 @@ def remember_procedure(
             )
         else:  # a failure only counts against it
             merged = dataclasses.replace(proc, failures=proc.failures + 1)
-        content = merged.render()
-        meta = dict(record.meta)
-        meta[META_KEY] = merged.to_meta()
-        # A success or failure is an explicit write of a new salience: the floor
-        # follows it (see memlab.memory.evict).
-        meta.pop("salience_written", None)
-        record = record.copy(
-            content=content,
-            embedding=_embed(layer, content),
-            salience=_salience(layer, record.source, merged),
-            tokens=layer.count_tokens(content),
-            provenance=tuple(dict.fromkeys((*record.provenance, *provenance)))[-64:],
-            meta=meta,
-        )
+        record = _rewritten(layer, record, merged, provenance)
     layer.store.put(record.validate())
     return record
 
@@ -495,19 +482,33 @@ def record_outcome(
         failures=proc.failures + int(not success),
         tasks=proc.tasks,
     )
-    content = updated.render()
-    meta = dict(record.meta)
-    meta[META_KEY] = updated.to_meta()
-    meta.pop("salience_written", None)
-    new = record.copy(
-        content=content,
-        embedding=_embed(layer, content),
-        salience=_salience(layer, record.source, updated),
-        tokens=layer.count_tokens(content),
-        meta=meta,
-    )
+    new = _rewritten(layer, record, updated, ())
     layer.store.put(new.validate())
     return new
+
+
+def _rewritten(
+    layer: MemoryLayer, record: MemoryRecord, proc: Procedure, provenance: Sequence[str]
+) -> MemoryRecord:
+    """``record`` holding ``proc``: its text, embedding, salience and tokens follow."""
+    content = proc.render()
+    meta = dict(record.meta)
+    meta[META_KEY] = proc.to_meta()
+    # A success or failure is an explicit write of a new salience: the floor
+    # follows it (see memlab.memory.evict).
+    meta.pop("salience_written", None)
+    return record.copy(
+        content=content,
+        embedding=_embed(layer, content),
+        salience=_salience(layer, record.source, proc),
+        tokens=layer.count_tokens(content),
+        provenance=(
+            tuple(dict.fromkeys((*record.provenance, *provenance)))[-64:]
+            if provenance
+            else record.provenance
+        ),
+        meta=meta,
+    )
 
 
 def _embed(layer: MemoryLayer, text: str) -> np.ndarray:

