@@ -233,7 +233,6 @@ class HybridRanker:
 
 
 EXACT_HEAD = 256  # rows whose scores are exact after a reduced-precision scan
-_EXACT_BATCH = 1024
 
 
 class _ExactCosine:
@@ -244,6 +243,10 @@ class _ExactCosine:
         self.layers = layers
         self.query = query
         self.starts = np.cumsum([0] + [len(c) for c in layers])
+
+    def all(self) -> np.ndarray:
+        """Every row's cosine (one matrix-vector product per set)."""
+        return np.concatenate([c.embeddings @ self.query for c in self.layers])
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         if len(self.layers) == 1:
@@ -256,34 +259,41 @@ class _ExactCosine:
         return out
 
 
-def _exact_head(
-    scores: np.ndarray, sim: np.ndarray, cosine: Callable[[np.ndarray], np.ndarray], w_sim: float
-) -> None:
+def _exact_head(scores: np.ndarray, sim: np.ndarray, cosine: _ExactCosine, w_sim: float) -> None:
     """Make the best ``EXACT_HEAD`` scores exact after a store's reduced-precision
     scan (in place).
 
     ``sim`` holds exact cosines for some rows and, for the others, an upper bound
     (see memlab.memory.stores.indexed.ScanPolicy), so every score is exact or too
-    high. Rows are re-scored with their float32 cosine, best score first, a batch
-    at a time, until the ``EXACT_HEAD``-th best exact score is at least every
-    remaining bound: then no other row can enter the head.
+    high. The best ``EXACT_HEAD`` rows are re-scored with their float32 cosine; then,
+    while any row not yet re-scored has a score (a bound) at least the
+    ``EXACT_HEAD``-th best exact score, all such rows are re-scored at once. That
+    threshold only rises, and a row below it cannot enter the head. When more than
+    a quarter of the rows would need it, every row is re-scored with one
+    matrix-vector product (cheaper than gathering them).
     """
-    pending = np.flatnonzero(np.isfinite(scores))
-    exact = np.empty(0, dtype=np.float64)
-    while pending.size:
-        if pending.size > _EXACT_BATCH:
-            part = np.argpartition(-scores[pending], _EXACT_BATCH - 1)
-            batch, pending = pending[part[:_EXACT_BATCH]], pending[part[_EXACT_BATCH:]]
-        else:
-            batch, pending = pending, pending[:0]
-        true = np.maximum(cosine(batch), np.float32(0.0))
-        scores[batch] += w_sim * (true.astype(np.float64) - sim[batch])
-        sim[batch] = true
-        exact = np.concatenate([exact, scores[batch]])
-        if exact.size > EXACT_HEAD:
-            exact = exact[np.argpartition(-exact, EXACT_HEAD - 1)[:EXACT_HEAD]]
-        if pending.size and exact.size >= EXACT_HEAD and exact.min() >= scores[pending].max():
+    finite = np.isfinite(scores)
+    live = np.flatnonzero(finite)
+    if live.size == 0:
+        return
+    k = min(EXACT_HEAD, live.size)
+    todo = live[np.argpartition(-scores[live], k - 1)[:k]] if live.size > k else live
+    done = np.zeros(len(scores), dtype=bool)
+    while todo.size:
+        if 4 * todo.size > live.size:
+            true = np.maximum(cosine.all(), np.float32(0.0))
+            scores[finite] += w_sim * (true[finite].astype(np.float64) - sim[finite])
+            sim[:] = true
             return
+        true = np.maximum(cosine(todo), np.float32(0.0))
+        scores[todo] += w_sim * (true.astype(np.float64) - sim[todo])
+        sim[todo] = true
+        done[todo] = True
+        exact = scores[done]
+        if exact.size < k:
+            return  # every finite row is exact
+        floor = np.partition(exact, exact.size - k)[exact.size - k]
+        todo = np.flatnonzero(finite & ~done & (scores >= floor))
 
 
 def ranked(
