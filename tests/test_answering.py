@@ -358,5 +358,11 @@ def test_grade_all_calibrates_a_judge_with_scripted_verdicts(tmp_path: Path) -> 
         assert [v.score for v in verdicts if v is not None] == [1.0] * 20 + [0.0] * 20
         one = judge.cost_bound(right[0], 10)
         capped = grade_all(judge, right, max_usd=2.5 * one, progress=False)
-        assert capped[:2] != [None, None] and capped[2:] == [None] * 18
+        # Two upper estimates fit the cap; a call that ends before the next is
+        # reserved returns what it did not spend, so a third may fit (timing).
+        graded = [v for v in capped if v is not None]
+        assert 2 <= len(graded) < 20 and capped[len(graded) :] == [None] * (20 - len(graded))
+        assert judge.prices is not None
+        spent = sum(judge.prices.of(v.completion) for v in graded if v.completion)
+        assert spent <= 2.5 * one
         judge.close()
