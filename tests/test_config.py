@@ -278,3 +278,18 @@ def test_memory_no_supersede_is_in_the_default_experiment() -> None:
     assert v.config["strategies"]["memory_no_supersede"] == {
         "kind": "memory", "memory": {"supersede": {"enabled": False}}
     }  # fmt: skip
+
+
+def test_reference_retrievers_keep_every_turn() -> None:
+    """The reference retrievers rank every turn: no summaries, no eviction and no
+    supersession (a retriever that left superseded turns out would no longer be the
+    plain BM25 / dense / RRF / recency baseline that published tables compare)."""
+    from memlab.lab.config import conf_dir
+
+    names = sorted(p.stem for p in (Path(conf_dir()) / "strategies").glob("retriever_*.yaml"))
+    assert names == ["retriever_bm25", "retriever_dense", "retriever_recency", "retriever_rrf"]
+    v = validate(compose([f"strategies=[{','.join(names)},memory]"]))
+    for name in names:
+        parts = v.strategies[name][1]
+        assert parts.supersede is None and parts.summarize is None and parts.eviction is None
+    assert v.strategies["memory"][1].supersede is not None
