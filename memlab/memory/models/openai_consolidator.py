@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from memlab.memory.consolidate import (
     neighbour_rows,
 )
 from memlab.memory.models.cache import ModelCache, texts_key
-from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
+from memlab.memory.models.json_chat import JsonChatClient
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source
 
 log = logging.getLogger(__name__)
@@ -95,7 +94,7 @@ def build_messages(new: str, memories: Sequence[str]) -> list[dict[str, str]]:
 
 
 @CONSOLIDATORS.register("openai")
-class OpenAIConsolidator:
+class OpenAIConsolidator(JsonChatClient):
     """Supersession decisions from ``POST {base_url}/chat/completions`` at
     temperature 0, with ``UPDATE_PROMPT``.
 
@@ -173,46 +172,31 @@ class OpenAIConsolidator:
             raise ConfigError(
                 f"OpenAIConsolidator: max_tokens must be an integer >= 1, got {max_tokens!r}"
             )
-        self.model = model
         self.neighbours = neighbours
         self.lexical_neighbours = lexical_neighbours
         self.min_similarity = float(min_similarity)
         self.confidence = float(confidence)
         self.supersede_from = frozenset(Source(s) for s in supersede_from)
-        self.json_mode = json_mode
-        self.max_tokens = max_tokens
-        self.cache = cache if isinstance(cache, ModelCache) or cache is None else ModelCache(cache)
-        who = f"OpenAIConsolidator({model})"
-        self.api = JsonApi(
+        super().__init__(
             base_url,
-            who=who,
+            model,
+            label="OpenAIConsolidator",
+            kind="consolidate",
+            prompt_version=PROMPT_VERSION,
             error=ConsolidatorError,
+            cache=cache,
+            json_mode=json_mode,
+            max_tokens=max_tokens,
             api_key_env=api_key_env,
             api_key_header=api_key_header,
             timeout=timeout,
-            retry=RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay),
+            max_retries=max_retries,
+            backoff=backoff,
+            max_delay=max_delay,
             client=client,
             transport=transport,
             sleep=sleep,
             seed=seed,
-        )
-        self._who = who
-        self._name = (
-            f"openai-consolidate-{model}-prompt-v{PROMPT_VERSION}@{display_url(self.api.base_url)}"
-        )
-        self.hits = 0  # decisions answered from the cache
-        self.calls = 0  # decisions that asked the model
-        self.model_seconds = 0.0
-
-    @property
-    def name(self) -> str:
-        """``openai-consolidate-<model>-prompt-v<N>@<host>/<path>`` (the cache key)."""
-        return self._name
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIConsolidator(base_url={str(self.api.base_url)!r}, model={self.model!r}, "
-            f"api_key_env={self.api.api_key_env!r}, cache={self.cache!r})"
         )
 
     # -- the decision -------------------------------------------------------------
@@ -271,29 +255,11 @@ class OpenAIConsolidator:
 
     def _ask(self, new: str, memories: list[str]) -> dict[int, str]:
         key = texts_key([f"v{PROMPT_VERSION}", new, *memories])
-        if self.cache is not None:
-            cached = self.cache.get_summary(self.name, key)
-            if cached is not None:
-                self.hits += 1
-                return {int(k): v for k, v in json.loads(cached).items()}
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": build_messages(new, memories),
-            "temperature": 0,
-        }
-        if self.json_mode:
-            payload["response_format"] = {"type": "json_object"}
-        if self.max_tokens is not None:
-            payload["max_tokens"] = self.max_tokens
-        t0 = time.perf_counter()
-        body = self.api.post("chat/completions", payload)
-        self.model_seconds += time.perf_counter() - t0
-        self.calls += 1
-        answer = self._parse(body, len(memories))
-        if self.cache is not None:
-            self.cache.put_summary(
-                self.name, key, json.dumps({str(k): v for k, v in answer.items()})
-            )
+        cached = self.cached(key)
+        if cached is not None:
+            return {int(k): v for k, v in json.loads(cached).items()}
+        answer = self._parse(self.post_chat(build_messages(new, memories)), len(memories))
+        self.keep(key, json.dumps({str(k): v for k, v in answer.items()}))
         return answer
 
     def _parse(self, body: Any, n: int) -> dict[int, str]:
@@ -344,10 +310,6 @@ class OpenAIConsolidator:
                 continue
             out[int(raw_id)] = event
         return out
-
-    def close(self) -> None:
-        """Close the HTTP client if this consolidator created it."""
-        self.api.close()
 
 
 __all__ = ["EVENTS", "PROMPT_VERSION", "UPDATE_PROMPT", "OpenAIConsolidator", "build_messages"]

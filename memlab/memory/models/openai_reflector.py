@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ import httpx
 
 from memlab.errors import ConfigError
 from memlab.memory.models.cache import ModelCache, texts_key
-from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
+from memlab.memory.models.json_chat import JsonChatClient
 from memlab.memory.records import MemoryRecord
 from memlab.memory.reflect import (
     LABELS,
@@ -94,7 +93,7 @@ def build_messages(
 
 
 @REFLECTORS.register("openai")
-class OpenAIReflector:
+class OpenAIReflector(JsonChatClient):
     """Reflections from ``POST {base_url}/chat/completions`` at temperature 0, with
     ``REFLECT_PROMPT``.
 
@@ -164,44 +163,29 @@ class OpenAIReflector:
             raise ConfigError(
                 f"OpenAIReflector: max_tokens must be an integer >= 1, got {max_tokens!r}"
             )
-        self.model = model
         self.fact_salience = float(fact_salience)
         self.preference_salience = float(preference_salience)
         self.max_episodes = max_episodes
-        self.json_mode = json_mode
-        self.max_tokens = max_tokens
-        self.cache = cache if isinstance(cache, ModelCache) or cache is None else ModelCache(cache)
-        who = f"OpenAIReflector({model})"
-        self.api = JsonApi(
+        super().__init__(
             base_url,
-            who=who,
+            model,
+            label="OpenAIReflector",
+            kind="reflect",
+            prompt_version=PROMPT_VERSION,
             error=ReflectorError,
+            cache=cache,
+            json_mode=json_mode,
+            max_tokens=max_tokens,
             api_key_env=api_key_env,
             api_key_header=api_key_header,
             timeout=timeout,
-            retry=RetryPolicy(max_retries=max_retries, backoff=backoff, max_delay=max_delay),
+            max_retries=max_retries,
+            backoff=backoff,
+            max_delay=max_delay,
             client=client,
             transport=transport,
             sleep=sleep,
             seed=seed,
-        )
-        self._who = who
-        self._name = (
-            f"openai-reflect-{model}-prompt-v{PROMPT_VERSION}@{display_url(self.api.base_url)}"
-        )
-        self.hits = 0  # requests answered from the cache
-        self.calls = 0  # requests sent to the model
-        self.model_seconds = 0.0
-
-    @property
-    def name(self) -> str:
-        """``openai-reflect-<model>-prompt-v<N>@<host>/<path>`` (the cache key)."""
-        return self._name
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIReflector(base_url={str(self.api.base_url)!r}, model={self.model!r}, "
-            f"api_key_env={self.api.api_key_env!r}, cache={self.cache!r})"
         )
 
     def reflect(
@@ -226,24 +210,12 @@ class OpenAIReflector:
     def _ask(self, episodes: list[MemoryRecord], known: Sequence[MemoryRecord]) -> str:
         messages = build_messages(episodes, known)
         key = texts_key([f"v{PROMPT_VERSION}", messages[1]["content"]])
-        if self.cache is not None:
-            cached = self.cache.get_summary(self.name, key)
-            if cached is not None:
-                self.hits += 1
-                return cached
-        payload: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
-        if self.json_mode:
-            payload["response_format"] = {"type": "json_object"}
-        if self.max_tokens is not None:
-            payload["max_tokens"] = self.max_tokens
-        t0 = time.perf_counter()
-        body = self.api.post("chat/completions", payload)
-        self.model_seconds += time.perf_counter() - t0
-        self.calls += 1
-        text = self._content(body)
+        cached = self.cached(key)
+        if cached is not None:
+            return cached
+        text = self._content(self.post_chat(messages))
         self._decode(text)  # a broken answer raises here and is never cached
-        if self.cache is not None:
-            self.cache.put_summary(self.name, key, text)
+        self.keep(key, text)
         return text
 
     def _content(self, body: Any) -> str:
@@ -316,10 +288,6 @@ class OpenAIReflector:
             )
         covered = [ep[s] for s in _ids(data.get("covered")) if s in ep]
         return Reflections(items, tuple(covered))
-
-    def close(self) -> None:
-        """Close the HTTP client if this reflector created it."""
-        self.api.close()
 
 
 def _ids(value: object) -> list[str]:
