@@ -47,10 +47,13 @@ class ScanPolicy:
     ``codes="bits"`` keeps, next to the float32 column, the sign of each vector
     component as one bit, and scans those: the Hamming distance of every row to
     the query's signs. The ``rerank`` nearest rows (more on ties) then get their
-    exact float32 cosine; every other row gets the cosine its Hamming distance
-    suggests, ``cos(pi * h / dims)``, capped at the lowest exact cosine of the
-    re-ranked rows, so a row outside them never outscores them on similarity.
-    The ranking is exact when the true top records are among the re-ranked rows;
+    exact float32 cosine; every other row gets the best exact cosine among the
+    re-ranked rows at the cut-off distance, a bound on its similarity (cosine falls
+    with the Hamming distance), and the ranker re-scores rows exactly until its
+    head is exact (``memlab.memory.rank``). Under the default hybrid weights that
+    bound lets many rows reach the head, so the scan measured no faster than
+    float32 at 200k-1M records; it pays off when similarity dominates the score.
+    The ranking is exact when the bound holds;
     ``memlab bench store`` reports the recall@10 against the float32 scan.
     Scopes of fewer than ``min_rows`` rows are always scanned in float32 (it is
     fast there, and exact). The bit column costs dims / 8 bytes a row on top of
