@@ -330,3 +330,16 @@ def check_file_from_before_supersession(open_store: Callable[[], MemoryStore]) -
         assert sorted(i for i, m in zip(c.ids, c.mask, strict=True) if m) == ["r0", "r2"]
     finally:
         s.close()
+
+
+HOUR = 3600.0
+
+
+class Clock:
+    """A settable clock for a layer: ``clock.t`` is "now" until a test moves it."""
+
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t

@@ -24,17 +24,7 @@ from memlab.memory import (
     SummarizePolicy,
 )
 from memlab.memory.stores.base import MemoryStore
-from tests.conftest import StoreBackend
-
-HOUR = 3600.0
-
-
-class Clock:
-    def __init__(self, t: float = 1_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.conftest import HOUR, Clock, StoreBackend
 
 
 class CountingEmbedder(HashEmbedder):

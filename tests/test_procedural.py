@@ -25,16 +25,7 @@ from memlab.memory.procedural import (
     parse_tool_call,
     procedure_of,
 )
-
-HOUR = 3600.0
-
-
-class Clock:
-    def __init__(self, t: float = 1_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.conftest import HOUR, Clock
 
 
 @pytest.fixture

@@ -25,16 +25,7 @@ from memlab.memory import (
     Source,
 )
 from memlab.memory.reflect import META_KEY, is_reflection, sentences
-
-HOUR = 3600.0
-
-
-class Clock:
-    def __init__(self, t: float = 1_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.conftest import Clock
 
 
 def make_layer(clock: Clock, reflector: Reflector | None = None, **policy: object) -> MemoryLayer:
