@@ -15,15 +15,8 @@ if TYPE_CHECKING:
 
 
 def explain(layer: MemoryLayer, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
-    """A table of why each record was chosen: its score and each signal's share.
-
-    Columns show the signals this recall used (sim, lex, rec or time, sal, use);
-    'why' names the largest weighted term, or the hit a neighbour was packed
-    next to. Supersession is shown under the hits it concerns (who superseded
-    a record or one of its claims, when and why), then the records the recall
-    guard left out; the header names the recall mode and ``as_of``. Given a
-    query, recalls without touching anything.
-    """
+    """``MemoryLayer.explain(result, width=...)`` for ``layer`` (the table is described
+    there)."""
     check_number(width, "width", lo=10, integer=True)
     if isinstance(result, RecallQuery):
         result = layer.recall(result, touch=False)
