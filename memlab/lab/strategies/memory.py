@@ -437,14 +437,7 @@ class MemoryKind:
     schema: type = MemoryEntry
 
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-        key = f"strategies.{name}"
-        plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
-        try:
-            node = OmegaConf.merge(OmegaConf.structured(MemoryEntry), plain or {})
-        except Exception as exc:
-            raise omegaconf_error(exc, key) from None
-        values: Any = OmegaConf.to_container(node, resolve=True)
-        return {"memory": set_values(values["memory"])}
+        return {"memory": merged_entry(MemoryEntry, name, raw)["memory"]}
 
     def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> MemoryParts:
         overrides = self.entry(name, raw)["memory"]
@@ -458,6 +451,25 @@ class MemoryKind:
             return settings.strategy(name, store, parts, drop_store=parts.drop_store)
 
         return make
+
+
+def merged_entry(schema: type, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A strategy entry merged into its kind's ``schema`` and resolved, with its
+    ``memory`` keys reduced to the ones the entry set (``set_values``).
+
+    Raises:
+        ConfigError: an unknown key or a value of the wrong type, naming
+            ``strategies.<name>``.
+    """
+    key = f"strategies.{name}"
+    plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
+    try:
+        node = OmegaConf.merge(OmegaConf.structured(schema), plain or {})
+    except Exception as exc:
+        raise omegaconf_error(exc, key) from None
+    values: Any = OmegaConf.to_container(node, resolve=True)
+    values["memory"] = set_values(values["memory"])
+    return dict(values)
 
 
 STRATEGIES.register("memory", MemoryKind())

@@ -35,15 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from memlab.errors import ConfigError, InputError
 from memlab.lab.schema import (
     as_dict,
     build,
     fields_schema,
-    omegaconf_error,
-    set_values,
     structured,
 )
 from memlab.lab.strategies.base import (
@@ -58,6 +54,7 @@ from memlab.lab.strategies.memory import (
     MemoryKind,
     MemoryParts,
     MemoryStrategy,
+    merged_entry,
 )
 from memlab.lab.transcripts import Turn
 from memlab.memory import RecallQuery
@@ -271,15 +268,7 @@ class FeaturesKind:
         self.memory = MemoryKind()
 
     def entry(self, name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-        key = f"strategies.{name}"
-        plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
-        try:
-            node = OmegaConf.merge(OmegaConf.structured(FeaturesEntry), plain or {})
-        except Exception as exc:
-            raise omegaconf_error(exc, key) from None
-        values: Any = OmegaConf.to_container(node, resolve=True)
-        values["memory"] = set_values(values["memory"])
-        return dict(values)
+        return merged_entry(FeaturesEntry, name, raw)
 
     def settings(self, name: str, raw: Mapping[str, Any], run: Mapping[str, Any]) -> FeatureParts:
         values = self.entry(name, raw)
