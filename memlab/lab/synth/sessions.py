@@ -37,7 +37,8 @@ from random import Random
 from typing import Any
 
 from memlab.errors import InputError, MemlabError
-from memlab.lab.synth.words import contains_value, normalize
+from memlab.lab.synth.generator import _check
+from memlab.lab.synth.plan import _Retry
 from memlab.lab.transcripts import Transcript, format_ts
 
 GENERATOR = "memlab.synth.sessions"
@@ -433,30 +434,6 @@ def _attempt(rng: Random, seed: int) -> dict[str, Any]:
         "facts": facts,
         "turns": b.turns,
     }  # fmt: skip
-
-
-def _check(data: dict[str, Any]) -> None:
-    """Reject an attempt whose values could be matched where they are not stated."""
-    values: list[tuple[str, str]] = []
-    for turn in data["turns"]:
-        for m in turn.get("mentions", []):
-            if (m["fact"], m["value"]) not in values:
-                values.append((m["fact"], m["value"]))
-    for turn in data["turns"]:
-        stated = {(m["fact"], m["value"]) for m in turn.get("mentions", [])}
-        for m in turn.get("mentions", []):
-            if normalize(m["value"]) not in normalize(turn["text"]):
-                raise _Retry(f"{turn['id']}: mention not verbatim")
-        for fact, value in values:
-            if (fact, value) not in stated and contains_value(turn["text"], value):
-                # an old value named in a correction is stated on purpose
-                if any(m["fact"] == fact for m in turn.get("mentions", [])):
-                    continue
-                raise _Retry(f"{turn['id']}: {value!r} appears without a mention")
-
-
-class _Retry(Exception):
-    pass
 
 
 def generate(seed: int) -> Transcript:
