@@ -40,8 +40,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from memlab.lab.schema import default_of
 from memlab.lab.transcripts import Transcript, load_dir
-from memlab.memory import Source
+from memlab.memory import MemoryLayer, Source
 from memlab.memory.quotes import Untrusted, find_quotes
 
 OUT = Path("results/features")
@@ -55,7 +56,7 @@ STRATEGIES = (
     "memory_layered_no_reflect",
 )
 SETS = {"sessions": Path("transcripts/sessions"), "synthetic": Path("transcripts/synthetic")}
-UNTRUSTED_CAP = 0.3  # MemoryLayer's default untrusted_salience_cap (the lab's too)
+UNTRUSTED_CAP = default_of(MemoryLayer, "untrusted_salience_cap")  # the lab's too
 
 
 def replay(name: str, out: Path) -> None:
