@@ -388,3 +388,19 @@ def test_size_bytes_counts_table_and_indexes(dsn: str, schema: str) -> None:
         ]
     assert size > table > 0
     s.close()
+
+
+def test_scope_columns_are_the_whole_scope_beyond_the_pool(dsn: str, schema: str) -> None:
+    from memlab.memory.stores.base import scope_columns
+
+    s = PgVectorStore(dsn, schema=schema, pool=5, salient=1, recent=1)
+    try:
+        rs = [make_record(content=f"f{i}", created_at=float(i)) for i in range(40)]
+        s.put_many([*rs, make_record("bob", content="b")])
+        s.mark_archived("alice", [rs[0].id], at=100.0)
+        assert len(s.candidates("alice")) < 39  # a pool, not the scope
+        assert set(scope_columns(s, "alice").ids) == {r.id for r in rs[1:]}
+        every = scope_columns(s, "alice", include_archived=True)
+        assert set(every.ids) == {r.id for r in rs} and every.mask.all()
+    finally:
+        s.close()

@@ -23,8 +23,14 @@ import numpy as np
 
 from memlab.memory.checks import check_number
 from memlab.memory.rank import HOUR, HybridRanker
-from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
-from memlab.memory.stores.base import MemoryStore
+from memlab.memory.records import (
+    KIND_CODES,
+    SOURCE_CODES,
+    UNTRUSTED_SOURCES,
+    MemoryKind,
+    MemoryRecord,
+)
+from memlab.memory.stores.base import MemoryStore, scope_columns
 
 
 @dataclass
@@ -106,10 +112,8 @@ class EvictionPolicy:
         (recency, salience, usage) with the ranker's weights.
         """
         report = EvictionReport()
-        records = store.list(scope, include_archived=True)
-        if not records:
-            return report
-        if self.cold_decay is not None and self.cold_decay < 1.0:
+        records = self._affected(store, scope, now)
+        if records and self.cold_decay is not None and self.cold_decay < 1.0:
             changed = self._decay(records, now)
             if changed:
                 store.put_many(changed)
@@ -137,9 +141,10 @@ class EvictionPolicy:
             store.delete(scope, report.expired)
         if self.max_records is not None:
             gone = set(report.expired)
-            active = [r for r in records if r.archived_at is None and r.id not in gone]
-            excess = len(active) - self.max_records
+            # the expired are deleted already: the columns count what is left
+            excess = scope_columns(store, scope).n_active - self.max_records
             if excess > 0:
+                active = [r for r in store.list(scope) if r.id not in gone]
                 evictable = [r for r in active if not self.protects(r)]
                 order = _keep_order(evictable, now, ranker or HybridRanker())
                 report.dropped = [evictable[i].id for i in order[:excess]]
@@ -147,6 +152,34 @@ class EvictionPolicy:
                     store.delete(scope, report.dropped)
                 report.over_capacity = excess - len(report.dropped)
         return report
+
+    def _affected(self, store: MemoryStore, scope: str, now: float) -> list[MemoryRecord]:
+        """The records decay or a TTL could change now, in store.list() order.
+
+        Eviction runs at every turn: it picks them from the scope's column arrays
+        and loads only those, instead of listing the scope (quadratic over a long
+        replay). The column tests are necessary conditions; the rules themselves
+        decide on the loaded records.
+        """
+        cols = scope_columns(store, scope, include_archived=True)
+        live = cols.mask
+        maybe = np.zeros(len(cols), dtype=bool)
+        if self.cold_decay is not None and self.cold_decay < 1.0:
+            # a record's decay clock starts at its last recall or later (its last decay)
+            idle = now - cols.last_accessed_at >= self.cold_after * HOUR
+            maybe |= idle & (cols.salience > 0)
+        if self.episodic_ttl is not None:
+            old = cols.created_at < now - self.episodic_ttl * HOUR
+            maybe |= old & (cols.kind == KIND_CODES[MemoryKind.EPISODIC])
+        if self.untrusted_ttl is not None:
+            old = cols.created_at < now - self.untrusted_ttl * HOUR
+            untrusted = np.isin(cols.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
+            maybe |= old & untrusted & (cols.kind != KIND_CODES[MemoryKind.PROCEDURAL])
+        rows = np.flatnonzero(live & maybe)
+        if len(rows) == 0:
+            return []
+        records = store.get_many(scope, [cols.ids[i] for i in rows])
+        return sorted(records, key=lambda r: (r.created_at, r.id))
 
     def _decay(self, records: list[MemoryRecord], now: float) -> list[MemoryRecord]:
         assert self.cold_decay is not None

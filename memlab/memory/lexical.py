@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from memlab.memory.text import content_words
 _SUFFIXES = ("ingly", "edly", "ing", "ed", "es", "s", "ly")
 
 
+@lru_cache(maxsize=1 << 16)  # every write and query stems its words; vocabularies repeat
 def stem(word: str) -> str:
     """A light English suffix stripper ("running" -> "runn", "runs" -> "run").
 

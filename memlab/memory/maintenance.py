@@ -3,13 +3,23 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
-from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord, Source
+from memlab.memory.records import (
+    SOURCE_CODES,
+    UNTRUSTED_SOURCES,
+    MemoryKind,
+    MemoryRecord,
+    Source,
+)
 from memlab.memory.reflect import reflect_scope
+from memlab.memory.stores.base import scope_columns
+
+UNTRUSTED_CODES = np.array([SOURCE_CODES[s] for s in UNTRUSTED_SOURCES], dtype=np.int8)
 
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
@@ -18,27 +28,44 @@ if TYPE_CHECKING:
 def summarize_scope(
     layer: MemoryLayer, scope: str, now: float, into: str | None, force: bool
 ) -> list[MemoryRecord]:
-    """``MemoryLayer.maybe_summarize`` after its checks."""
+    """``MemoryLayer.maybe_summarize`` after its checks.
+
+    Runs at every turn, so it decides from the scope's column arrays (tokens,
+    times, sources) and loads only the episodes of a cluster it folds: listing
+    the scope each turn made a long replay quadratic.
+    """
     if layer.summarizer is None:
         return []
     policy = layer.summarize_policy
-    episodes = [
-        r
-        for r in layer.store.list(scope, kinds=[MemoryKind.EPISODIC])
-        if r.source not in UNTRUSTED_SOURCES
-    ]
-    total = sum(r.tokens for r in episodes)
+    cols = scope_columns(layer.store, scope, kinds=[MemoryKind.EPISODIC])
+    rows = np.flatnonzero(cols.mask & ~np.isin(cols.source, UNTRUSTED_CODES))
+    total = int(cols.tokens[rows].sum())
+    if not force and total <= policy.trigger_tokens:
+        return []
+    ids = np.array([cols.ids[i] for i in rows], dtype=object)
+    order = np.lexsort((ids.astype(str), cols.created_at[rows]))  # store.list()'s order
+    rows, ids = rows[order], ids[order]
+    created = cols.created_at[rows]
+    tokens = cols.tokens[rows]
     keep = 0 if force else policy.keep_recent
-    foldable = episodes[: max(0, len(episodes) - keep)]
+    start, stop = 0, max(0, len(rows) - keep)
     made: list[MemoryRecord] = []
-    while (force or total > policy.trigger_tokens) and len(foldable) >= (
+    while (force or total > policy.trigger_tokens) and stop - start >= (
         1 if force else policy.min_records
     ):
-        cluster = oldest_cluster(foldable, policy)
-        foldable = foldable[len(cluster) :]
-        if len(cluster) < policy.min_records and not force:
+        if not force:  # skip runs of episodes too short to fold, at numpy speed
+            start = first_long_run(created, start, stop, policy)
+            if stop - start < policy.min_records:
+                break
+        begin, start = start, cluster_end(created, tokens, start, stop, policy)
+        if start - begin < policy.min_records and not force:
             continue  # an isolated episode: leave it, try the next cluster
-        total -= sum(r.tokens for r in cluster)
+        total -= int(tokens[begin:start].sum())
+        cluster = sorted(
+            layer.store.get_many(scope, list(ids[begin:start])), key=lambda r: (r.created_at, r.id)
+        )
+        if not cluster:
+            continue  # deleted meanwhile (another writer)
         note = fold(layer, scope, cluster, now, into or scope)
         if note is not None:
             made.append(note)
@@ -117,13 +144,31 @@ def maintain_scopes(
     return report
 
 
-def oldest_cluster(episodes: list[MemoryRecord], policy: SummarizePolicy) -> list[MemoryRecord]:
+def first_long_run(created: np.ndarray, start: int, stop: int, policy: SummarizePolicy) -> int:
+    """The first index from ``start`` where a run of at least ``min_records`` episodes
+    without a gap over ``max_gap_hours`` begins (``stop`` if none does). A cluster
+    never spans such a gap, so the episodes before it cannot fold."""
+    need = policy.min_records
+    if need <= 1 or stop - start < need:
+        return start if stop - start >= need else stop
+    gaps = np.diff(created[start:stop]) > policy.max_gap_hours * HOUR
+    breaks = np.concatenate(([0], np.flatnonzero(gaps) + 1, [stop - start]))
+    long = np.flatnonzero(np.diff(breaks) >= need)
+    return start + int(breaks[long[0]]) if len(long) else stop
+
+
+def cluster_end(
+    created: np.ndarray, tokens: np.ndarray, start: int, stop: int, policy: SummarizePolicy
+) -> int:
+    """The end (exclusive) of the oldest cluster of episodes ``start:stop`` (times
+    and token counts in time order): it grows while the gap between neighbours is
+    at most ``max_gap_hours`` and its tokens stay within ``chunk_tokens``."""
     gap = policy.max_gap_hours * HOUR
-    cluster = [episodes[0]]
-    tokens = episodes[0].tokens
-    for prev, r in itertools.pairwise(episodes):
-        if r.created_at - prev.created_at > gap or tokens + r.tokens > policy.chunk_tokens:
+    total = int(tokens[start])
+    end = start + 1
+    while end < stop:
+        if created[end] - created[end - 1] > gap or total + int(tokens[end]) > policy.chunk_tokens:
             break
-        cluster.append(r)
-        tokens += r.tokens
-    return cluster
+        total += int(tokens[end])
+        end += 1
+    return end

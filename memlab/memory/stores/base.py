@@ -115,6 +115,23 @@ def _inf(value: float | None) -> float:
     return np.inf if value is None else float(value)
 
 
+def scope_columns(
+    store: MemoryStore,
+    scope: str,
+    *,
+    kinds: Iterable[MemoryKind | str] | None = None,
+    include_archived: bool = False,
+) -> Candidates:
+    """Column arrays of **every** record of ``scope`` (of ``kinds``), without copying
+    records: the exact stores' cached columns, or an approximate store's pool
+    sized to the whole scope (a scope with at most ``pool`` matching records is
+    returned whole). Maintenance reads these to decide which few records it must
+    load (``get_many``) instead of listing the scope at every turn.
+    """
+    whole = max(1, store.count(scope, include_archived=True))
+    return store.candidates(scope, kinds=kinds, include_archived=include_archived, pool=whole)
+
+
 def valid_mask(
     created_at: np.ndarray, invalid_at: np.ndarray, archived_at: np.ndarray, t: float
 ) -> np.ndarray:

@@ -16,7 +16,7 @@ nearest by Hamming distance with their exact float32 cosine (see ``ScanPolicy``)
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 
 import numpy as np
@@ -404,12 +404,12 @@ class IndexedStore:
         check_bool(include_archived, "include_archived")
         self._sync()
         if scope is None:
-            pool: Iterable[MemoryRecord] = self._records.values()
+            pool: ValuesView[MemoryRecord] = self._records.values()
         else:
             check_scope(scope)
             pool = self._by_scope.get(scope, {}).values()
         if include_archived:
-            return sum(1 for _ in pool)
+            return len(pool)
         return sum(1 for r in pool if r.archived_at is None)
 
     def scopes(self) -> builtins.list[str]:

@@ -1,0 +1,160 @@
+"""The layer's maintenance (memlab.memory.maintenance): folding decided from the
+scope's columns, with the same clusters the record-by-record rule makes, and no
+listing of the scope at a turn where nothing is due."""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlab.memory import EvictionPolicy, HashEmbedder, InMemoryStore, MemoryLayer, SummarizePolicy
+from memlab.memory.maintenance import cluster_end, first_long_run
+from memlab.memory.rank import HOUR
+from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
+from tests.conftest import Clock
+
+
+class Joiner:
+    """A summarizer that keeps everything, so every folded cluster makes a note."""
+
+    name = "join"
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        return " / ".join(texts)
+
+
+class CountingStore(InMemoryStore):
+    """An InMemoryStore that counts how many records list() and get_many() return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed = 0
+        self.loaded = 0
+
+    def list(self, scope: str, kinds: Iterable[Any] | None = None, include_archived: bool = False) -> builtins.list[MemoryRecord]:  # fmt: skip
+        out = super().list(scope, kinds, include_archived)
+        self.listed += len(out)
+        return out
+
+    def get_many(self, scope: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
+        out = super().get_many(scope, ids)
+        self.loaded += len(out)
+        return out
+
+
+def reference_clusters(
+    episodes: list[MemoryRecord], policy: SummarizePolicy, force: bool
+) -> list[list[str]]:
+    """The folding rule written record by record (how the layer did it before it
+    read columns): the clusters, as id lists, that a pass folds."""
+    episodes = [r for r in episodes if r.source not in UNTRUSTED_SOURCES]
+    total = sum(r.tokens for r in episodes)
+    keep = 0 if force else policy.keep_recent
+    foldable = episodes[: max(0, len(episodes) - keep)]
+    out = []
+    while (force or total > policy.trigger_tokens) and len(foldable) >= (
+        1 if force else policy.min_records
+    ):
+        cluster = [foldable[0]]
+        tokens = foldable[0].tokens
+        for prev, r in itertools.pairwise(foldable):
+            gap = r.created_at - prev.created_at > policy.max_gap_hours * HOUR
+            if gap or tokens + r.tokens > policy.chunk_tokens:
+                break
+            cluster.append(r)
+            tokens += r.tokens
+        foldable = foldable[len(cluster) :]
+        if len(cluster) < policy.min_records and not force:
+            continue
+        total -= sum(r.tokens for r in cluster)
+        out.append([r.id for r in cluster])
+    return out
+
+
+episode = st.tuples(
+    st.floats(0.0, 30.0),  # hours after the previous episode
+    st.integers(1, 60),  # words
+    st.sampled_from(["user", "user", "agent", "tool"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    eps=st.lists(episode, min_size=0, max_size=40),
+    trigger=st.integers(1, 300),
+    chunk=st.integers(1, 200),
+    keep=st.integers(0, 6),
+    gap=st.floats(0.5, 24.0),
+    min_records=st.integers(1, 4),
+    force=st.booleans(),
+)
+def test_folds_the_clusters_the_record_by_record_rule_folds(
+    eps: list[tuple[float, int, str]],
+    trigger: int,
+    chunk: int,
+    keep: int,
+    gap: float,
+    min_records: int,
+    force: bool,
+) -> None:
+    policy = SummarizePolicy(trigger, chunk, keep, gap, min_records)
+    clock = Clock(0.0)
+    store = InMemoryStore()
+    layer = MemoryLayer(store, HashEmbedder(16), clock=clock, summarizer=Joiner(), summarize=policy)
+    t = 0.0
+    for i, (dt, n, source) in enumerate(eps):
+        t += dt * HOUR
+        clock.t = t
+        layer.remember("s", " ".join(f"w{i}x{j}" for j in range(n)), source=source)
+    expected = reference_clusters(store.list("s", kinds=["episodic"]), policy, force)
+    made = layer.maybe_summarize("s", t + HOUR, force=force)
+    assert [note.meta["summary_of"] for note in made] == expected
+
+
+def test_a_turn_with_nothing_due_lists_and_loads_nothing() -> None:
+    clock = Clock(0.0)
+    store = CountingStore()
+    layer = MemoryLayer(
+        store,
+        HashEmbedder(16),
+        clock=clock,
+        summarizer=Joiner(),
+        summarize=SummarizePolicy(trigger_tokens=100_000),
+        eviction=EvictionPolicy(episodic_ttl=1000.0, max_records=500, cold_decay=0.5),
+    )
+    for i in range(200):
+        clock.t = i * 60.0
+        layer.remember("s", f"turn {i} about topic {i % 7}")
+        layer.maintain("s")
+    assert store.listed == 0 and store.loaded == 0
+
+
+def test_isolated_episodes_are_skipped_without_loading_them() -> None:
+    # every episode a day apart: over the trigger, but no cluster reaches two records
+    clock = Clock(0.0)
+    store = CountingStore()
+    policy = SummarizePolicy(trigger_tokens=10, keep_recent=0, max_gap_hours=1.0)
+    layer = MemoryLayer(store, HashEmbedder(16), clock=clock, summarizer=Joiner(), summarize=policy)
+    for i in range(50):
+        clock.t = i * 24 * HOUR
+        layer.remember("s", f"a longer statement number {i} with several words in it")
+    assert layer.maybe_summarize("s") == []
+    assert store.listed == 0 and store.loaded == 0
+    assert len(store.list("s", kinds=[MemoryKind.EPISODIC])) == 50
+
+
+def test_first_long_run_and_cluster_end() -> None:
+    policy = SummarizePolicy(chunk_tokens=10, max_gap_hours=1.0, min_records=3)
+    h = HOUR
+    created = np.array([0, 5 * h, 10 * h, 10.5 * h, 11 * h, 11.2 * h, 30 * h])
+    tokens = np.array([1, 1, 4, 4, 4, 1, 1])
+    assert first_long_run(created, 0, len(created), policy) == 2  # 2..5 is the first run of >= 3
+    assert first_long_run(created, 0, 4, policy) == 4  # cut at 4: no run long enough
+    assert cluster_end(created, tokens, 2, len(created), policy) == 4  # 4 + 4, then 12 > 10
+    assert cluster_end(created, tokens, 4, len(created), policy) == 6  # the gap ends it
