@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlab.memory import EvictionPolicy, HashEmbedder, InMemoryStore, MemoryLayer, SummarizePolicy
-from memlab.memory.maintenance import cluster_end, first_long_run
+from memlab.memory.maintenance import cluster_end, fold_starts
 from memlab.memory.rank import HOUR
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
 from tests.conftest import Clock
@@ -84,7 +84,7 @@ episode = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     eps=st.lists(episode, min_size=0, max_size=40),
     trigger=st.integers(1, 300),
@@ -149,12 +149,16 @@ def test_isolated_episodes_are_skipped_without_loading_them() -> None:
     assert len(store.list("s", kinds=[MemoryKind.EPISODIC])) == 50
 
 
-def test_first_long_run_and_cluster_end() -> None:
+def test_fold_starts_and_cluster_end() -> None:
     policy = SummarizePolicy(chunk_tokens=10, max_gap_hours=1.0, min_records=3)
     h = HOUR
     created = np.array([0, 5 * h, 10 * h, 10.5 * h, 11 * h, 11.2 * h, 30 * h])
     tokens = np.array([1, 1, 4, 4, 4, 1, 1])
-    assert first_long_run(created, 0, len(created), policy) == 2  # 2..5 is the first run of >= 3
-    assert first_long_run(created, 0, 4, policy) == 4  # cut at 4: no run long enough
+    # 2..5 is the only run of >= 3; 4 and 5 have too few left in it
+    assert fold_starts(created, tokens, policy).tolist() == [2, 3]
+    heavy = np.array([1, 1, 9, 4, 4, 1, 1])  # 9 + 4 > 10: a cluster of one
+    assert fold_starts(created, heavy, policy).tolist() == [3]
+    assert fold_starts(created[:4], tokens[:4], policy).tolist() == []  # cut at 4
+    assert fold_starts(created[:0], tokens[:0], policy).tolist() == []
     assert cluster_end(created, tokens, 2, len(created), policy) == 4  # 4 + 4, then 12 > 10
     assert cluster_end(created, tokens, 4, len(created), policy) == 6  # the gap ends it

@@ -49,14 +49,17 @@ def summarize_scope(
     tokens = cols.tokens[rows]
     keep = 0 if force else policy.keep_recent
     start, stop = 0, max(0, len(rows) - keep)
+    skip = not force and policy.min_records >= 2
+    starts = fold_starts(created[:stop], tokens[:stop], policy) if skip else None
     made: list[MemoryRecord] = []
     while (force or total > policy.trigger_tokens) and stop - start >= (
         1 if force else policy.min_records
     ):
-        if not force:  # skip runs of episodes too short to fold, at numpy speed
-            start = first_long_run(created, start, stop, policy)
-            if stop - start < policy.min_records:
+        if starts is not None:  # pass over episodes that cannot start a fold
+            at = int(np.searchsorted(starts, start))
+            if at == len(starts):
                 break
+            start = int(starts[at])
         begin, start = start, cluster_end(created, tokens, start, stop, policy)
         if start - begin < policy.min_records and not force:
             continue  # an isolated episode: leave it, try the next cluster
@@ -144,17 +147,27 @@ def maintain_scopes(
     return report
 
 
-def first_long_run(created: np.ndarray, start: int, stop: int, policy: SummarizePolicy) -> int:
-    """The first index from ``start`` where a run of at least ``min_records`` episodes
-    without a gap over ``max_gap_hours`` begins (``stop`` if none does). A cluster
-    never spans such a gap, so the episodes before it cannot fold."""
-    need = policy.min_records
-    if need <= 1 or stop - start < need:
-        return start if stop - start >= need else stop
-    gaps = np.diff(created[start:stop]) > policy.max_gap_hours * HOUR
-    breaks = np.concatenate(([0], np.flatnonzero(gaps) + 1, [stop - start]))
-    long = np.flatnonzero(np.diff(breaks) >= need)
-    return start + int(breaks[long[0]]) if len(long) else stop
+def fold_starts(created: np.ndarray, tokens: np.ndarray, policy: SummarizePolicy) -> np.ndarray:
+    """The indices where a cluster of at least ``min_records`` (>= 2) episodes can
+    start, in order: the next episode is within ``max_gap_hours``, the two fit in
+    ``chunk_tokens``, and the run of episodes without a longer gap has at least
+    ``min_records`` left from there.
+
+    Folding visits clusters oldest first, and a start that fails the first two
+    tests makes a cluster of one (skipped), so the next cluster starts right after
+    it; a run with too few episodes left cannot fold at all. So the next cluster
+    that folds starts at the first of these at or after the current start, and the
+    episodes before it can be passed over without a loop.
+    """
+    n = len(created)
+    cuts = np.flatnonzero(np.diff(created) > policy.max_gap_hours * HOUR) + 1
+    bounds = np.concatenate((cuts, [n])).astype(np.int64)
+    run_end = np.repeat(bounds, np.diff(np.concatenate(([0], bounds))))
+    left = run_end - np.arange(n)
+    pair = np.full(n, np.iinfo(np.int64).max)
+    pair[:-1] = tokens[:-1].astype(np.int64) + tokens[1:]
+    need = max(2, policy.min_records)
+    return np.flatnonzero((left >= need) & (pair <= policy.chunk_tokens))
 
 
 def cluster_end(

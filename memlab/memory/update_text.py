@@ -206,6 +206,7 @@ def key(token: str) -> str:
     return token[:5] if len(token) >= 6 else token
 
 
+@lru_cache(maxsize=1 << 16)  # values are tested against every candidate clause
 def loose(text: str) -> str:
     """Casefold, punctuation to spaces, ordinals to numbers ("7th" -> "7"), spaces
     collapsed, padded with one space each side: ``f" {value} " in loose(text)``
@@ -257,6 +258,8 @@ class Clause:
     def blocked_against(self, old: Clause) -> list[str]:
         """The markers of this (new) clause that the old clause lacks: each is a
         reason this clause does not replace the old one."""
+        if not self.markers and not old.markers:
+            return []  # most pairs: checked for every clause pair of every candidate
         out = []
         for kind, found in old.markers.items():
             if kind == "problem" and kind not in self.markers:
