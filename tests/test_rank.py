@@ -176,3 +176,33 @@ def test_time_window_replaces_recency() -> None:
     windowed = ranker.score(cands, q, 10_000_000.0, window=TimeWindow(0.0, 1000.0, "long ago"))
     assert windowed.weights["recency"] == 0.0
     assert windowed.components["time"][0] == 1.0 and windowed.scores[0] > windowed.scores[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 2), st.text("abc", min_size=1, max_size=3)),
+        min_size=1,
+        max_size=40,
+        unique_by=lambda t: t[2],
+    )
+)
+def test_order_breaks_ties_by_tiebreak_then_id(rows: list[tuple[int, int, str]]) -> None:
+    from memlab.memory.rank import _order
+
+    scores = np.array([float(s) for s, _, _ in rows])
+    tiebreak = np.array([float(t) for _, t, _ in rows])
+    ids = [i for _, _, i in rows]
+    idx = np.arange(len(rows))[::-1]
+    expected = sorted(idx, key=lambda r: (-scores[r], -tiebreak[r], ids[r]))
+    assert _order(idx, scores, ids, tiebreak).tolist() == expected
+    assert _order(idx, scores, None, tiebreak).tolist() == [
+        int(r) for r in idx[np.lexsort((-tiebreak[idx], -scores[idx]))]
+    ]
+
+
+def test_usage_signal_is_the_formula() -> None:
+    from memlab.memory.rank import usage_signal
+
+    counts = np.arange(0, 20_000)
+    assert np.array_equal(usage_signal(counts), np.minimum(1.0, np.log10(counts + 1.0) / 2.0))

@@ -114,21 +114,25 @@ def hits_of(
     contribution; a record shows the text in force at ``as_of`` (all of it with
     ``mode == "include"``), and one with nothing left in force is dropped."""
     weights = scored.weights
+    # one gather per signal, not one numpy scalar per hit and signal
+    at = np.asarray(rows, dtype=np.int64)
+    columns = {name: arr[at].tolist() for name, arr in scored.components.items()}
+    totals = scores[at].tolist()
     hits: list[Hit] = []
-    for row in rows:
+    for i, row in enumerate(rows):
         record = records.get(cands.ids[row])
         if record is None:  # vanished meanwhile
             continue
         shown = record.content if mode == "include" else record.text_at(as_of)
         if not shown:
             continue  # every claim in it is superseded
-        components = {name: float(arr[row]) for name, arr in scored.components.items()}
+        components = {name: float(col[i]) for name, col in columns.items()}
         contributions = {name: weights.get(name, 0.0) * value for name, value in components.items()}
         anchor = neighbor_rows.get(row)
         hits.append(
             Hit(
                 record,
-                float(scores[row]),
+                float(totals[i]),
                 len(hits) + 1,
                 components,
                 contributions,

@@ -201,14 +201,14 @@ class HybridRanker:
             best = float(lex.max()) if lex.size else 0.0
             components["lexical"] = lex / best if best > 0 else np.zeros_like(lex)
         age = np.maximum(now - created, 0.0)
-        components["recency"] = np.exp(-LN2 * age / self._hl[kind])
+        components["recency"] = np.exp(-LN2 * age / np.take(self._hl, kind))
         if window is not None and w["time"] > 0:
             components["time"] = time_signal(created, window)
             w["recency"] = 0.0
         else:
             w["time"] = 0.0
         components["salience"] = np.clip(salience, 0.0, 1.0)
-        components["usage"] = np.minimum(1.0, np.log10(access + 1.0) / 2.0)
+        components["usage"] = usage_signal(access)
         if self.fusion == "rrf":
             for name in ("similarity", "lexical"):
                 if name in components:
@@ -230,6 +230,15 @@ class HybridRanker:
             order = live[np.argsort(-values[live], kind="stable")]
             out[order] = (self.rrf_k + 1.0) / (self.rrf_k + np.arange(1, live.size + 1))
         return out
+
+
+_USAGE = np.minimum(1.0, np.log10(np.arange(100) + 1.0) / 2.0)  # 99 recalls and up: 1.0
+
+
+def usage_signal(access_count: np.ndarray) -> np.ndarray:
+    """``min(1, log10(access_count + 1) / 2)`` of each row, read from a table (the
+    same values, without a logarithm per row at every recall)."""
+    return np.take(_USAGE, np.clip(access_count, 0, 99))
 
 
 EXACT_HEAD = 256  # rows whose scores are exact after a reduced-precision scan
@@ -425,10 +434,24 @@ def adjacent_rows(
 def _order(
     rows: np.ndarray, scores: np.ndarray, ids: list[str] | None, tiebreak: np.ndarray | None
 ) -> np.ndarray:
+    """``rows`` best first: by score, then larger ``tiebreak``, then id. Ids are
+    only compared inside a run of rows tied on both numbers (building a string
+    key for every row of the head cost more than the rest of packing)."""
     keys: list[np.ndarray] = []
-    if ids is not None:
-        keys.append(np.array([ids[i] for i in rows]))
     if tiebreak is not None:
         keys.append(-tiebreak[rows])
     keys.append(-scores[rows])
-    return rows[np.lexsort(keys)]
+    out = rows[np.lexsort(keys)]
+    if ids is None or out.size < 2:
+        return out
+    same = scores[out[1:]] == scores[out[:-1]]
+    if tiebreak is not None:
+        same &= tiebreak[out[1:]] == tiebreak[out[:-1]]
+    if not same.any():
+        return out
+    # runs of ties: sort each by id
+    starts = np.flatnonzero(np.diff(np.concatenate(([False], same, [False])).astype(np.int8)))
+    for a, b in zip(starts[::2], starts[1::2], strict=True):
+        run = out[a : b + 1]
+        out[a : b + 1] = run[np.argsort(np.array([ids[i] for i in run]), kind="stable")]
+    return out
