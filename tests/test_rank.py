@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -206,3 +208,25 @@ def test_usage_signal_is_the_formula() -> None:
 
     counts = np.arange(0, 20_000)
     assert np.array_equal(usage_signal(counts), np.minimum(1.0, np.log10(counts + 1.0) / 2.0))
+
+
+def test_pack_stops_on_the_smallest_row_it_could_still_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a masked (-inf) row with few tokens must not keep packing going: the result
+    # is the same, and the ranked rows after the budget is full are never drawn
+    import memlab.memory.rank as rank
+
+    drawn: list[int] = []
+    real = rank.ranked
+
+    def counting(*args: Any, **kw: Any) -> Iterator[int]:
+        for row in real(*args, **kw):
+            drawn.append(row)
+            yield row
+
+    monkeypatch.setattr(rank, "ranked", counting)
+    scores = np.array([3.0, 2.0, 1.0, -np.inf] + [0.5] * 50)
+    tokens = np.array([40, 40, 40, 1] + [30] * 50)
+    assert pack(scores, tokens, 100) == [0, 1]
+    assert drawn == [0, 1]

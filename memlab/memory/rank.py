@@ -364,7 +364,9 @@ def pack(
         The chosen row indices in context order; their tokens sum to at most
         ``budget``, and no row appears twice.
     """
-    fits = tokens <= budget
+    # the smallest row that could still be taken: once less than it is left, stop
+    # (masked rows score -inf and are never taken, so they must not set it)
+    fits = (tokens <= budget) & np.isfinite(scores) & (scores >= min_score)
     if not fits.any():
         return []
     smallest = int(tokens[fits].min())
