@@ -43,7 +43,9 @@ from memlab.memory.update_cues import (
     MAX_CLAUSE_TOKENS,
     MONTHS,
     NEW_CUE,
+    NOT_OWN_STATEMENT,
     NUMBER_WORDS,
+    OWN_STATEMENT,
     OLD_VALUE_PATTERNS,
     QUESTION_STARTS,
     STANDING,
@@ -309,7 +311,7 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
     first = next((t for t in toks if t not in LEADS), "")
     if low.rstrip().endswith("?") or first in QUESTION_STARTS:
         out["question"] = (first or "?",)
-    elif first == "please" and not STANDING.search(low):
+    elif first == "please" and not STANDING.search(low) and not _own_statement(low):
         out["request"] = ("please",)
     found: dict[str, list[str]] = {}
     excused: dict[str, set[int]] = {}
@@ -329,6 +331,12 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
             found[kind].append(marker)
     out.update((kind, tuple(markers)) for kind, markers in found.items())
     return out
+
+
+def _own_statement(low: str) -> bool:
+    """Whether a "please" clause also states the speaker's own fact ("please update
+    your notes, pacific/auckland is my time zone now"): then it is no one-off ask."""
+    return bool(OWN_STATEMENT.search(low)) and not NOT_OWN_STATEMENT.search(low)
 
 
 def _lead_also(low: str) -> bool:
