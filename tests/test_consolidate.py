@@ -252,6 +252,29 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
     assert note_after.text_at(None).split() == ["Calls", "work", "between", "9", "and", "11."]
 
 
+def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
+    """"Opsgenie was retired; our paging tool is PagerDuty now", corrected again:
+    the clause naming the retired value is no claim of its own, so the record is
+    superseded whole (its text would otherwise still say "Opsgenie"); next to a
+    claim of its own, it is cut with the replaced clause."""
+    recs = _records(
+        (("user", "Opsgenie was retired; our paging tool is PagerDuty now."),
+         ("user", "Opsgenie was retired; our paging tool is PagerDuty now. Our region is fra."),
+         ("user", "Actually, our paging tool is Rootly now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert not d.partial
+    store = InMemoryStore()
+    store.put(recs[1])
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert d.partial
+    done = consolidate(store, RULES, [recs[2]])
+    assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
+
+
 def test_the_clause_holding_the_value_is_the_one_replaced() -> None:
     """Two clauses of one record match at the same confidence: the one whose
     replaced words are the value (an e-mail), not a chat word, gets the span."""

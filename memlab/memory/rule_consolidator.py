@@ -375,10 +375,19 @@ class RuleConsolidator:
             return
         decision, old_keys, new_keys, frame = best
         span = decision.span
+        # a clause that only names a value as retired ("X was retired;" before "our
+        # tool is Y now") is no claim of its own: it goes with the replaced clause
+        retired = [c for c in old_clauses if _only_retires(c) and c.start != (span or (-1,))[0]]
         partial = any(
-            len(c.keys) >= 2 and (span is None or c.start != span[0]) for c in old_clauses
+            len(c.keys) >= 2 and (span is None or c.start != span[0]) and c not in retired
+            for c in old_clauses
         )
         cand.best = replace(decision, partial=partial)
+        if partial and retired:
+            cand.best = replace(
+                cand.best,
+                more_spans=(*cand.best.more_spans, *((c.start, c.end) for c in retired)),
+            )
         cand.old_keys, cand.new_keys, cand.frame = old_keys, new_keys, frame
 
     def _explicit(
@@ -652,8 +661,18 @@ def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
     """``best`` with the old record's other clauses that restate the same value."""
     if best.span is None or not best.partial:
         return best
-    more = tuple(s for s in _restated(best, p) if s != best.span)
+    more = tuple(
+        dict.fromkeys(
+            s for s in (*best.more_spans, *_restated(best, p)) if s != best.span
+        )
+    )
     return replace(best, more_spans=more) if more else best
+
+
+def _only_retires(c: Clause) -> bool:
+    """A clause that names values as old and nothing as new ("X was retired", "X is
+    out"): the first half of a correction, no claim of its own."""
+    return bool(c.olds) and not c.news
 
 
 #: Sources whose records are only retired as echoes or by a named old value.
