@@ -359,6 +359,15 @@ def test_no_false_markers(text: str) -> None:
     assert parse(text).clauses[0].markers == {}
 
 
+def test_a_dash_before_a_back_reference_does_not_end_the_clause() -> None:
+    one = parse("Small update on our log retention — it's 13 months going forward.")
+    assert [c.text for c in one.clauses] == [
+        "Small update on our log retention — it's 13 months going forward."
+    ]
+    two = parse("The export broke again — we lost rows. Our region is fra.")
+    assert len(two.clauses) == 3
+
+
 def test_a_cue_only_clause_lends_its_cue() -> None:
     clauses = parse("Correction: our primary region is us-east-2.").clauses
     assert len(clauses) == 1 and "correction" in clauses[0].cues

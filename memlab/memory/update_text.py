@@ -63,7 +63,12 @@ _TOKEN = re.compile(
     r"|[#@]?\w+(?:['’]\w+|[.\-/+&]\w+)*",  # words, fly.io, europe-west1, asia/jakarta
     re.UNICODE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])")
+# A dash ends a clause, unless what follows refers back to it ("small update on our
+# log retention — it's 13 months now": the topic before the dash, the value after).
+_SENTENCE = re.compile(
+    r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])"
+    r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
+)
 
 
 def _alternation(phrases: list[str]) -> re.Pattern[str]:
