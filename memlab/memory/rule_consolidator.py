@@ -377,7 +377,11 @@ class RuleConsolidator:
         span = decision.span
         # a clause that only names a value as retired ("X was retired;" before "our
         # tool is Y now") is no claim of its own: it goes with the replaced clause
-        retired = [c for c in old_clauses if _only_retires(c) and c.start != (span or (-1,))[0]]
+        retired = [
+            c for i, c in enumerate(old_clauses)
+            if span is not None and i + 1 < len(old_clauses)
+            and old_clauses[i + 1].start == span[0] and _only_retires(c)
+        ]  # fmt: skip
         partial = any(
             len(c.keys) >= 2 and (span is None or c.start != span[0]) and c not in retired
             for c in old_clauses
@@ -670,9 +674,15 @@ def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
 
 
 def _only_retires(c: Clause) -> bool:
-    """A clause that names values as old and nothing as new ("X was retired", "X is
-    out"): the first half of a correction, no claim of its own."""
-    return bool(c.olds) and not c.news
+    """A clause that only names values as old ("X was retired;", "X is out;"): every
+    content word belongs to a value it retires, and it names nothing as new; the
+    first half of a correction whose second half states the new value."""
+    if not c.olds or c.news:
+        return False
+    words = {k: t for t, k in zip(c.tokens, c.token_keys, strict=True)}
+    return all(
+        any(contains(loose(v), loose(words.get(k, k))) for v in c.olds) for k in c.keys
+    )
 
 
 #: Sources whose records are only retired as echoes or by a named old value.
