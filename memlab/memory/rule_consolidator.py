@@ -153,6 +153,7 @@ class _Candidate:
     new_keys: frozenset[str] = frozenset()
     frame: frozenset[str] = frozenset()  # the old clause's keys
     blocked: list[str] = field(default_factory=list)
+    note: MemoryRecord | None = None  # a folded episode: the summary note holding it
 
 
 # source code -> trusted (a lookup table: faster than np.isin on every write)
@@ -263,11 +264,35 @@ class RuleConsolidator:
             for rec in reader.get_many(list(sims))
             if rec.id != new.id and self._may_supersede(new, rec)
         ]
-        decided = self._judge_all(new, clauses, found, common)
+        folded = self._folded(new, reader, found)
+        decided = self._judge_all(new, clauses, [*found, *folded], common)
+        decided = _onto_notes(decided, {id(c): c.note for c in folded})
         decisions = [_with_restatements(c.best, c.parsed) for c in decided.values() if c.best]
         decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
         out = [d for d in decisions if d.confidence >= policy.min_confidence]
         out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def _folded(
+        self, new: MemoryRecord, reader: ScopeReader, found: list[_Candidate]
+    ) -> list[_Candidate]:
+        """The episodes that the summary notes among ``found`` folded, as candidates
+        of their own (their words and embedding, not the note's): a statement folded
+        before its correction came is judged as the statement it was, and a decision
+        on it becomes one on the note's sentence (``_onto_notes``)."""
+        notes = {
+            c.record.id: c for c in found
+            if c.record.meta.get("summary_of") and c.record.source not in _ECHO_ONLY
+        }  # fmt: skip
+        if not notes:
+            return []
+        wanted = {i: n for n in notes.values() for i in n.record.meta["summary_of"]}
+        out = []
+        for ep in reader.get_many(list(wanted)):
+            if ep.invalid_at is not None or not self._may_supersede(new, ep):
+                continue
+            sim = float(ep.embedding @ new.embedding) if ep.embedding is not None else 0.0
+            out.append(_Candidate(ep, parse(ep.content), sim, note=wanted[ep.id].record))
         return out
 
     def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
@@ -651,6 +676,32 @@ def _restated(best: Supersession, p: Parsed) -> list[tuple[int, int]]:
         and contains(c.loose, value)
         and not (best.new_value and contains(c.loose, best.new_value))
     ]
+
+
+def _onto_notes(decided: dict[str, _Candidate], notes: dict[int, MemoryRecord | None]) -> dict[str, _Candidate]:
+    """Decisions on folded episodes moved onto the notes that hold them: the
+    episode's replaced clause, found verbatim in the note, becomes a stale span of
+    the note (a note decided on its own keeps that decision; a clause the
+    summarizer did not keep verbatim is not moved)."""
+    out = {k: c for k, c in decided.items() if c.note is None}
+    for c in decided.values():
+        note = c.note
+        if note is None or c.best is None or c.best.span is None or note.id in out:
+            continue
+        a, b = c.best.span
+        claim = c.record.content[a:b].strip().rstrip(".!?;,").strip()
+        at = note.content.find(claim) if claim else -1
+        if at < 0:
+            continue
+        end = at + len(claim)
+        while end < len(note.content) and note.content[end] in ".!?;":
+            end += 1
+        best = replace(c.best, old_id=note.id, partial=True, span=(at, end), more_spans=())
+        out[note.id] = _Candidate(
+            note, parse(note.content), c.similarity, best=best,
+            old_keys=c.old_keys, new_keys=c.new_keys, frame=c.frame,
+        )  # fmt: skip
+    return out
 
 
 def _strength(decision: Supersession, oc: Clause) -> tuple[float, bool]:
