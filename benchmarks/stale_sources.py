@@ -153,15 +153,28 @@ def stale_items(
             if stale is None:
                 continue
             cause = classify(
-                transcript, index, item, fact, stale, spans_of.get(item.provenance, False),
+                transcript,
+                index,
+                item,
+                fact,
+                stale,
+                spans_of.get(item.provenance, False),
                 str(probe.probe.meta.get("update", "")),
             )
             correction = _correction_of(transcript, index, probe.scope, fact, stale)
             out.append(
                 StaleItem(
-                    transcript.id, probe.id, fact, k, k == first, cause, item.text, stale,
-                    s.current, correction.text if correction else "",
-                )  # fmt: skip
+                    transcript.id,
+                    probe.id,
+                    fact,
+                    k,
+                    k == first,
+                    cause,
+                    item.text,
+                    stale,
+                    s.current,
+                    correction.text if correction else "",
+                )
             )
     return out
 
@@ -283,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     c = counts(items)
     probes_stale = len({(i.transcript, i.probe, i.fact) for i in items})
     wins = sum(c["wins"].values())
-    print(f"corrected needed facts: {n_facts}; with a stale item: {probes_stale}; stale wins: {wins}")
+    print(
+        f"corrected needed facts: {n_facts}; with a stale item: {probes_stale}; stale wins: {wins}"
+    )
     print(f"{'cause':28s} {'items':>6s} {'facts':>6s} {'wins':>6s}")
     for cause in sorted(c["items"], key=lambda k: -c["facts"][k]):
         print(f"{cause:28s} {c['items'][cause]:6d} {c['facts'][cause]:6d} {c['wins'][cause]:6d}")

@@ -254,8 +254,9 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
 
 
 def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
-    """"Opsgenie was retired; our paging tool is PagerDuty now", corrected again:
-    the clause naming the retired value is no claim of its own, so the record is
+    """A correction corrected again ("Opsgenie was retired; our paging tool is
+    PagerDuty now", then Rootly): the clause naming the retired value is no claim
+    of its own, so the record is
     superseded whole (its text would otherwise still say "Opsgenie"); next to a
     claim of its own, it is cut with the replaced clause."""
     recs = _records(

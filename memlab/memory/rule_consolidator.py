@@ -266,7 +266,7 @@ class RuleConsolidator:
         ]
         folded = self._folded(new, reader, found)
         decided = self._judge_all(new, clauses, [*found, *folded], common)
-        decided = _onto_notes(decided, {id(c): c.note for c in folded})
+        decided = _onto_notes(decided)
         decisions = [_with_restatements(c.best, c.parsed) for c in decided.values() if c.best]
         decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
         out = [d for d in decisions if d.confidence >= policy.min_confidence]
@@ -678,7 +678,7 @@ def _restated(best: Supersession, p: Parsed) -> list[tuple[int, int]]:
     ]
 
 
-def _onto_notes(decided: dict[str, _Candidate], notes: dict[int, MemoryRecord | None]) -> dict[str, _Candidate]:
+def _onto_notes(decided: dict[str, _Candidate]) -> dict[str, _Candidate]:
     """Decisions on folded episodes moved onto the notes that hold them: the
     episode's replaced clause, found verbatim in the note, becomes a stale span of
     the note (a note decided on its own keeps that decision; a clause the
@@ -717,9 +717,7 @@ def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
     if best.span is None or not best.partial:
         return best
     more = tuple(
-        dict.fromkeys(
-            s for s in (*best.more_spans, *_restated(best, p)) if s != best.span
-        )
+        dict.fromkeys(s for s in (*best.more_spans, *_restated(best, p)) if s != best.span)
     )
     return replace(best, more_spans=more) if more else best
 
@@ -731,9 +729,7 @@ def _only_retires(c: Clause) -> bool:
     if not c.olds or c.news:
         return False
     words = {k: t for t, k in zip(c.tokens, c.token_keys, strict=True)}
-    return all(
-        any(contains(loose(v), loose(words.get(k, k))) for v in c.olds) for k in c.keys
-    )
+    return all(any(contains(loose(v), loose(words.get(k, k))) for v in c.olds) for k in c.keys)
 
 
 #: Sources whose records are only retired as echoes or by a named old value.
