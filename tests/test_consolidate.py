@@ -160,8 +160,7 @@ def test_supersession_is_validated(kw: dict, match: str) -> None:
 @pytest.mark.parametrize(
     "kw",
     [{"neighbours": 0}, {"cue_frame": 1.5}, {"min_similar": 2.0}, {"scan_rows": 0},
-     {"echo_after": -1}, {"min_confidence": -0.1}, {"supersede_from": {"robot"}},
-     {"min_similar_uncued": 3.0}],
+     {"echo_after": -1}, {"min_confidence": -0.1}, {"supersede_from": {"robot"}}],
 )  # fmt: skip
 def test_policy_is_validated(kw: dict) -> None:
     with pytest.raises((InputError, ValueError)):
@@ -311,30 +310,6 @@ def test_a_note_is_decided_through_the_episodes_it_folded() -> None:
     store.put_many(recs[:2])
     store.mark_archived("alice", ["r0", "r1"], recs[1].created_at)
     assert RULES.decide(recs[2], ScopeReader(store, "alice")) == []
-
-
-@pytest.mark.parametrize(
-    "old, new, expected",
-    [("Calls work for me between 09:00 and 12:00.", "My call window is 07:00 to 11:00.", True),
-     ("Send invoices to ap@acme.io.", "Accounts@acme.io is our invoice email.", True),
-     ("Our office is in Porto.", "My call window is 07:00 to 11:00.", False),  # no shared kind
-     ("Calls work for me between 09:00 and 12:00.", "Is my call window 07:00 to 11:00?", False)],
-)  # fmt: skip
-def test_without_a_cue_a_very_close_statement_with_a_value_of_one_kind(
-    old: str, new: str, expected: bool
-) -> None:
-    """No cue, no shared frame: the nearest statement by embedding is superseded when
-    it is very close (here: the same vector) and both hold a distinctive value of one
-    kind; never below ``min_similar_uncued``."""
-    recs = _records((("user", old), ("user", new)), HASH, "alice")
-    axis = np.eye(HASH.dims, dtype=np.float32)
-    recs[0].embedding = recs[1].embedding = axis[0]
-    store = InMemoryStore()
-    store.put(recs[0])
-    got = RULES.decide(recs[1], ScopeReader(store, "alice"))
-    assert [d.reason for d in got] == (["similar"] if expected else [])
-    never = RuleConsolidator(RulePolicy(min_similar_uncued=1.5))
-    assert never.decide(recs[1], ScopeReader(store, "alice")) == []
 
 
 def test_the_clause_holding_the_value_is_the_one_replaced() -> None:

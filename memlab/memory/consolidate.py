@@ -68,11 +68,10 @@ EXPLICIT = "explicit-old-value"  # the new record names the old value as old
 CUE_DIFF = "cue+value-diff"  # a change cue, and the same statement with another value
 VALUE_DIFF = "value-diff"  # no cue, but the same statement with another value
 CUE_SIMILAR = "cue+similar"  # a change cue, and the nearest statement by embedding
-SIMILAR = "similar"  # no cue, the nearest statement by embedding, very close, one value kind
 ECHO = "echo"  # repeats a superseded value (an agent's "Noted: Heroku.", an answer)
 LLM_UPDATE = "llm-update"  # a model said UPDATE
 LLM_DELETE = "llm-delete"  # a model said DELETE
-REASONS = (EXPLICIT, CUE_DIFF, VALUE_DIFF, CUE_SIMILAR, SIMILAR, ECHO, LLM_UPDATE, LLM_DELETE)
+REASONS = (EXPLICIT, CUE_DIFF, VALUE_DIFF, CUE_SIMILAR, ECHO, LLM_UPDATE, LLM_DELETE)
 
 
 @dataclass(frozen=True)
@@ -313,7 +312,6 @@ __all__ = [
     "LLM_DELETE",
     "LLM_UPDATE",
     "REASONS",
-    "SIMILAR",
     "VALUE_DIFF",
     "Consolidator",
     "ConsolidatorError",

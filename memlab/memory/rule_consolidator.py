@@ -20,7 +20,6 @@ from memlab.memory.consolidate import (
     CUE_SIMILAR,
     ECHO,
     EXPLICIT,
-    SIMILAR,
     VALUE_DIFF,
     ScopeReader,
     Supersession,
@@ -69,11 +68,6 @@ class RulePolicy:
             statements by embedding may be superseded without a shared word ...
         min_similar: ... if their cosine is at least this (embedder-dependent:
             MiniLM puts paraphrases around 0.5, the hash embedder rarely does).
-        min_similar_uncued: without a cue, the nearest statement is superseded
-            only if its cosine is at least this and both hold a distinctive value
-            of one kind (two times, two e-mails of one domain, two time zones) that
-            the other lacks ("calls work between 09:00 and 12:00" -> "my call
-            window is between 07:00 and 11:00"); above 1: never.
         min_confidence: decisions below this are dropped.
         supersede_from: sources whose records may supersede others (a list of
             source names; tool and web never do). The default, the user only: an agent's statements repeat the user's or the model's
@@ -100,7 +94,6 @@ class RulePolicy:
     echo_after: int = 2
     similar_rank: int = 1
     min_similar: float = 0.45
-    min_similar_uncued: float = 0.65
     min_confidence: float = 0.5
     supersede_from: tuple[str, ...] = (Source.USER.value,)
     supersede_untrusted: bool = False
@@ -123,10 +116,6 @@ class RulePolicy:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise InputError(f"consolidate.{name} must be in 0..1, got {value!r}")
-        if not -1.0 <= self.min_similar_uncued <= 2.0:
-            raise InputError(
-                f"consolidate.min_similar_uncued must be in -1..2, got {self.min_similar_uncued!r}"
-            )
         if not -1.0 <= self.min_similar <= 1.0:
             raise InputError(f"consolidate.min_similar must be in -1..1, got {self.min_similar!r}")
         if not -1.0 <= self.min_similarity <= 1.0:
@@ -467,13 +456,11 @@ class RuleConsolidator:
             return None  # nothing differs, or N adds nothing: no new value
         reason = ""
         why = ""
-        old_low, new_low = oc.loose, nc.loose
-        # kinds of distinctive value both state, each one the other lacks
-        shared_kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
-            vt for vt, t in oc.typed if not contains(new_low, t)
-        }
         if nc.cues:
-            kinds = set(shared_kinds)
+            old_low, new_low = oc.loose, nc.loose
+            kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
+                vt for vt, t in oc.typed if not contains(new_low, t)
+            }
             # a kind many facts share (money, a duration, a date) needs more: O must
             # be the nearest statement holding that kind, and alike in words or meaning
             kinds = {
@@ -550,18 +537,6 @@ class RuleConsolidator:
             why = (
                 f"cue {', '.join(nc.cues[:3])}; nearest statement "
                 f"(cosine {cand.similarity:.2f}, rank {cand.rank})"
-            )
-        elif (
-            not nc.cues
-            and shared_kinds
-            and 0 < cand.rank <= policy.similar_rank
-            and cand.similarity >= policy.min_similar_uncued
-            and len(d.old_only) <= 2 * policy.max_value_words
-        ):
-            reason, conf = SIMILAR, 0.55
-            why = (
-                f"no cue; nearest statement (cosine {cand.similarity:.2f}, rank {cand.rank}), "
-                f"two values of one kind ({sorted(shared_kinds)[0]})"
             )
         else:
             return None
