@@ -335,6 +335,14 @@ CASES: list[Case] = [
     case("topic, dash, it's value, lower case", "cue",
          [(U, "our log retention is 90 days.")],
          (U, "quick change to our log retention — it's 30 days from now on."), {0}),
+    # no cue, the same kind of value in another slot: must not fire (guards for any
+    # rule that links uncued statements by meaning and value kind)
+    case("no cue, same kind of value, another slot", "unrelated",
+         [(U, "Standup is at 09:30 every day.")],
+         (U, "The weekly retro is at 16:00 on Fridays."), set()),
+    case("no cue, same domain, another purpose", "unrelated",
+         [(U, "Send the invoices to billing@tallyho.org.")],
+         (U, "Security reports go to security@tallyho.org."), set()),
     case("dash before another statement", "unrelated",
          [(U, "Our office is in Porto.")],
          (U, "The export broke again — it's the third time this week."), set()),
