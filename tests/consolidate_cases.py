@@ -314,6 +314,38 @@ CASES: list[Case] = [
     case("a problem report about the topic", "unrelated",
          [(U, "Logins go through Okta.")],
          (U, "Actually, new hires can't log in through Okta now."), set()),
+    # -- round 3 (issue 12), written before the rules they test ran on them ----------
+    # a "please" that asks to record the speaker's own fact states it
+    case("please note: our X is Y now", "cue",
+         [(U, "Our team chat is Zulip.")],
+         (U, "Please update your records, Mattermost is our team chat now."), {0}),
+    case("please note my time zone", "cue",
+         [(U, "I'm on Europe/Lisbon time.")],
+         (U, "Please note my time zone is Asia/Tokyo now."), {0}),
+    case("please check whether ours is Y now", "question",
+         [(U, "Our database runs Postgres 14.")],
+         (U, "Please check whether our database is on Postgres 16 now."), set()),
+    case("please act on our X now", "unrelated",
+         [(U, "Our contract owner is Dana Kim.")],
+         (U, "Please email our contract owner now, it is urgent."), set()),
+    # "<topic> — it's <value>": the dash does not end the statement
+    case("topic, dash, it's value", "cue",
+         [(U, "The on-call rotation lead is Ines Duarte.")],
+         (U, "Small change on the on-call rotation lead — it's Omar Haddad now."), {0}),
+    case("topic, dash, it's value, lower case", "cue",
+         [(U, "our log retention is 90 days.")],
+         (U, "quick change to our log retention — it's 30 days from now on."), {0}),
+    # no cue, the same kind of value in another slot: must not fire (guards for any
+    # rule that links uncued statements by meaning and value kind)
+    case("no cue, same kind of value, another slot", "unrelated",
+         [(U, "Standup is at 09:30 every day.")],
+         (U, "The weekly retro is at 16:00 on Fridays."), set()),
+    case("no cue, same domain, another purpose", "unrelated",
+         [(U, "Send the invoices to billing@tallyho.org.")],
+         (U, "Security reports go to security@tallyho.org."), set()),
+    case("dash before another statement", "unrelated",
+         [(U, "Our office is in Porto.")],
+         (U, "The export broke again — it's the third time this week."), set()),
 ]  # fmt: skip
 
 STEPS: list[Steps] = [
@@ -338,6 +370,11 @@ STEPS: list[Steps] = [
           ((U, "Our CI is Jenkins."), (U, "Our region is eu-west-1."),
            (U, "Actually, our CI is Buildkite now."), (U, "Correction: our region is us-east-2.")),
           (frozenset(), frozenset(), frozenset({0}), frozenset({1}))),
+    Steps("a correction corrected again", "chain",
+          ((U, "Our paging tool is Opsgenie."),
+           (U, "Opsgenie was retired; our paging tool is PagerDuty now."),
+           (U, "Actually, our paging tool is Rootly now.")),
+          (frozenset(), frozenset({0}), frozenset({1}))),
 ]  # fmt: skip
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -252,6 +253,65 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
     assert note_after.text_at(None).split() == ["Calls", "work", "between", "9", "and", "11."]
 
 
+def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
+    """A correction corrected again ("Opsgenie was retired; our paging tool is
+    PagerDuty now", then Rootly): the clause naming the retired value is no claim
+    of its own, so the record is
+    superseded whole (its text would otherwise still say "Opsgenie"); next to a
+    claim of its own, it is cut with the replaced clause."""
+    recs = _records(
+        (("user", "Opsgenie was retired; our paging tool is PagerDuty now."),
+         ("user", "Opsgenie was retired; our paging tool is PagerDuty now. Our region is fra."),
+         ("user", "Actually, our paging tool is Rootly now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert not d.partial
+    store = InMemoryStore()
+    store.put(recs[1])
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert d.partial
+    done = consolidate(store, RULES, [recs[2]])
+    assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
+
+
+def test_a_note_is_decided_through_the_episodes_it_folded() -> None:
+    """A correction of a statement that was folded into a summary note before the
+    correction came is decided against the folded episode (its own words and
+    embedding: here the nearest statement, while the note as a whole is not) and
+    cuts that sentence from the note, not the note's other claims."""
+    recs = _records(
+        (("user", "Alerts go through FireHydrant."),
+         ("user", "Our office is in Porto."),
+         ("user", "Actually, pages go to PagerDuty now.")),
+        HASH, "alice",
+    )  # fmt: skip
+    axis = np.eye(HASH.dims, dtype=np.float32)
+    recs[0].embedding, recs[1].embedding, recs[2].embedding = axis[0], axis[1], axis[0]
+    note_text = "Alerts go through FireHydrant. Our office is in Porto."
+    note = MemoryRecord(
+        id="n0", content=note_text, embedding=axis[2],
+        kind=MemoryKind.SEMANTIC, scope="alice", salience=0.5, tokens=15,
+        created_at=recs[1].created_at, last_accessed_at=recs[1].created_at,
+        source=Source.USER, meta={"summary_of": ["r0", "r1"]},
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put_many([*recs[:2], note])
+    store.mark_archived("alice", ["r0", "r1"], recs[1].created_at)
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert d.old_id == "n0" and d.partial and d.span is not None
+    assert note_text[d.span[0] : d.span[1]] == "Alerts go through FireHydrant."
+    done = consolidate(store, RULES, [recs[2]])
+    assert done.updated[0].text_at(None).strip() == "Our office is in Porto."
+    # without the note, an archived episode is never superseded itself
+    store = InMemoryStore()
+    store.put_many(recs[:2])
+    store.mark_archived("alice", ["r0", "r1"], recs[1].created_at)
+    assert RULES.decide(recs[2], ScopeReader(store, "alice")) == []
+
+
 def test_the_clause_holding_the_value_is_the_one_replaced() -> None:
     """Two clauses of one record match at the same confidence: the one whose
     replaced words are the value (an e-mail), not a chat word, gets the span."""
@@ -334,6 +394,15 @@ def test_markers(text: str, kind: str) -> None:
 )
 def test_no_false_markers(text: str) -> None:
     assert parse(text).clauses[0].markers == {}
+
+
+def test_a_dash_before_a_back_reference_does_not_end_the_clause() -> None:
+    one = parse("Small update on our log retention — it's 13 months going forward.")
+    assert [c.text for c in one.clauses] == [
+        "Small update on our log retention — it's 13 months going forward."
+    ]
+    two = parse("The export broke again — we lost rows. Our region is fra.")
+    assert len(two.clauses) == 3
 
 
 def test_a_cue_only_clause_lends_its_cue() -> None:

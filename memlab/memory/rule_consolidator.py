@@ -153,6 +153,7 @@ class _Candidate:
     new_keys: frozenset[str] = frozenset()
     frame: frozenset[str] = frozenset()  # the old clause's keys
     blocked: list[str] = field(default_factory=list)
+    note: MemoryRecord | None = None  # a folded episode: the summary note holding it
 
 
 # source code -> trusted (a lookup table: faster than np.isin on every write)
@@ -263,11 +264,35 @@ class RuleConsolidator:
             for rec in reader.get_many(list(sims))
             if rec.id != new.id and self._may_supersede(new, rec)
         ]
-        decided = self._judge_all(new, clauses, found, common)
+        folded = self._folded(new, reader, found)
+        decided = self._judge_all(new, clauses, [*found, *folded], common)
+        decided = _onto_notes(decided)
         decisions = [_with_restatements(c.best, c.parsed) for c in decided.values() if c.best]
         decisions += self._echoes(new, parsed, reader, cands, eligible, decided, row_of)
         out = [d for d in decisions if d.confidence >= policy.min_confidence]
         out.sort(key=lambda d: (-d.confidence, d.old_id))
+        return out
+
+    def _folded(
+        self, new: MemoryRecord, reader: ScopeReader, found: list[_Candidate]
+    ) -> list[_Candidate]:
+        """The episodes that the summary notes among ``found`` folded, as candidates
+        of their own (their words and embedding, not the note's): a statement folded
+        before its correction came is judged as the statement it was, and a decision
+        on it becomes one on the note's sentence (``_onto_notes``)."""
+        notes = {
+            c.record.id: c for c in found
+            if c.record.meta.get("summary_of") and c.record.source not in _ECHO_ONLY
+        }  # fmt: skip
+        if not notes:
+            return []
+        wanted = {i: n for n in notes.values() for i in n.record.meta["summary_of"]}
+        out = []
+        for ep in reader.get_many(list(wanted)):
+            if ep.invalid_at is not None or not self._may_supersede(new, ep):
+                continue
+            sim = float(ep.embedding @ new.embedding) if ep.embedding is not None else 0.0
+            out.append(_Candidate(ep, parse(ep.content), sim, note=wanted[ep.id].record))
         return out
 
     def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
@@ -375,10 +400,23 @@ class RuleConsolidator:
             return
         decision, old_keys, new_keys, frame = best
         span = decision.span
+        # a clause that only names a value as retired ("X was retired;" before "our
+        # tool is Y now") is no claim of its own: it goes with the replaced clause
+        retired = [
+            c for i, c in enumerate(old_clauses)
+            if span is not None and i + 1 < len(old_clauses)
+            and old_clauses[i + 1].start == span[0] and _only_retires(c)
+        ]  # fmt: skip
         partial = any(
-            len(c.keys) >= 2 and (span is None or c.start != span[0]) for c in old_clauses
+            len(c.keys) >= 2 and (span is None or c.start != span[0]) and c not in retired
+            for c in old_clauses
         )
         cand.best = replace(decision, partial=partial)
+        if partial and retired:
+            cand.best = replace(
+                cand.best,
+                more_spans=(*cand.best.more_spans, *((c.start, c.end) for c in retired)),
+            )
         cand.old_keys, cand.new_keys, cand.frame = old_keys, new_keys, frame
 
     def _explicit(
@@ -640,6 +678,32 @@ def _restated(best: Supersession, p: Parsed) -> list[tuple[int, int]]:
     ]
 
 
+def _onto_notes(decided: dict[str, _Candidate]) -> dict[str, _Candidate]:
+    """Decisions on folded episodes moved onto the notes that hold them: the
+    episode's replaced clause, found verbatim in the note, becomes a stale span of
+    the note (a note decided on its own keeps that decision; a clause the
+    summarizer did not keep verbatim is not moved)."""
+    out = {k: c for k, c in decided.items() if c.note is None}
+    for c in decided.values():
+        note = c.note
+        if note is None or c.best is None or c.best.span is None or note.id in out:
+            continue
+        a, b = c.best.span
+        claim = c.record.content[a:b].strip().rstrip(".!?;,").strip()
+        at = note.content.find(claim) if claim else -1
+        if at < 0:
+            continue
+        end = at + len(claim)
+        while end < len(note.content) and note.content[end] in ".!?;":
+            end += 1
+        best = replace(c.best, old_id=note.id, partial=True, span=(at, end), more_spans=())
+        out[note.id] = _Candidate(
+            note, parse(note.content), c.similarity, best=best,
+            old_keys=c.old_keys, new_keys=c.new_keys, frame=c.frame,
+        )  # fmt: skip
+    return out
+
+
 def _strength(decision: Supersession, oc: Clause) -> tuple[float, bool]:
     """How a decision ranks among one old record's clauses: by confidence, then
     whether the replaced words look like a value ("billing@x.io", not "read"): in
@@ -652,8 +716,20 @@ def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
     """``best`` with the old record's other clauses that restate the same value."""
     if best.span is None or not best.partial:
         return best
-    more = tuple(s for s in _restated(best, p) if s != best.span)
+    more = tuple(
+        dict.fromkeys(s for s in (*best.more_spans, *_restated(best, p)) if s != best.span)
+    )
     return replace(best, more_spans=more) if more else best
+
+
+def _only_retires(c: Clause) -> bool:
+    """A clause that only names values as old ("X was retired;", "X is out;"): every
+    content word belongs to a value it retires, and it names nothing as new; the
+    first half of a correction whose second half states the new value."""
+    if not c.olds or c.news:
+        return False
+    words = {k: t for t, k in zip(c.tokens, c.token_keys, strict=True)}
+    return all(any(contains(loose(v), loose(words.get(k, k))) for v in c.olds) for k in c.keys)
 
 
 #: Sources whose records are only retired as echoes or by a named old value.

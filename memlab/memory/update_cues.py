@@ -186,6 +186,14 @@ STANDING = re.compile(
     r"instead|should|every|any ?more|no longer|until further notice)\b"
 )
 
+#: A "please" clause that also states the speaker's own fact ("please update your
+#: notes, X is our CI system now", "please note my time zone is Y") states it: a
+#: possessive first person joined to a copula. "whether"/"if" make it a check.
+OWN_STATEMENT = re.compile(
+    r"\b(?:my|our)\s+(?:[\w/.&'-]+\s+){0,3}(?:is|are)\b|\b(?:is|are)\s+(?:now\s+)?(?:my|our)\b"
+)
+NOT_OWN_STATEMENT = re.compile(r"\b(?:whether|if)\b")
+
 #: Sentence openers that make a clause a question or a request for information.
 QUESTION_STARTS: frozenset[str] = _words(
     """

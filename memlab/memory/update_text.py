@@ -43,8 +43,10 @@ from memlab.memory.update_cues import (
     MAX_CLAUSE_TOKENS,
     MONTHS,
     NEW_CUE,
+    NOT_OWN_STATEMENT,
     NUMBER_WORDS,
     OLD_VALUE_PATTERNS,
+    OWN_STATEMENT,
     QUESTION_STARTS,
     STANDING,
     UNIT_WORDS,
@@ -61,7 +63,12 @@ _TOKEN = re.compile(
     r"|[#@]?\w+(?:['’]\w+|[.\-/+&]\w+)*",  # words, fly.io, europe-west1, asia/jakarta
     re.UNICODE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])")
+# A dash ends a clause, unless what follows refers back to it ("small update on our
+# log retention — it's 13 months now": the topic before the dash, the value after).
+_SENTENCE = re.compile(
+    r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])"
+    r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
+)
 
 
 def _alternation(phrases: list[str]) -> re.Pattern[str]:
@@ -312,7 +319,7 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
     first = next((t for t in toks if t not in LEADS), "")
     if low.rstrip().endswith("?") or first in QUESTION_STARTS:
         out["question"] = (first or "?",)
-    elif first == "please" and not STANDING.search(low):
+    elif first == "please" and not STANDING.search(low) and not _own_statement(low):
         out["request"] = ("please",)
     found: dict[str, list[str]] = {}
     excused: dict[str, set[int]] = {}
@@ -332,6 +339,12 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
             found[kind].append(marker)
     out.update((kind, tuple(markers)) for kind, markers in found.items())
     return out
+
+
+def _own_statement(low: str) -> bool:
+    """Whether a "please" clause also states the speaker's own fact ("please update
+    your notes, pacific/auckland is my time zone now"): then it is no one-off ask."""
+    return bool(OWN_STATEMENT.search(low)) and not NOT_OWN_STATEMENT.search(low)
 
 
 def _lead_also(low: str) -> bool:
