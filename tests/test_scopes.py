@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -62,3 +63,15 @@ def test_split_budgets_add_up(budget: int, shares: list[float]) -> None:
     out = split_budgets(budget, norm)
     assert sum(out) == budget and all(b >= 0 for b in out)
     assert all(abs(b - budget * s) < 1 for b, s in zip(out, norm, strict=True))
+
+
+def test_chained_ids_read_the_parts_in_place() -> None:
+    from memlab.memory.scopes import ChainedIds
+
+    ids = ChainedIds([["a", "b", "dead"], [], ["c"]], [2, 0, 1])  # a part's list may run long
+    assert len(ids) == 3 and list(ids) == ["a", "b", "c"]
+    assert [ids[i] for i in range(3)] == ["a", "b", "c"] and ids[-1] == "c"
+    assert ids[1:] == ["b", "c"] and dict(enumerate(ids)) == {0: "a", 1: "b", 2: "c"}
+    with pytest.raises(IndexError):
+        ids[3]
+    assert ids[np.int64(2)] == "c"

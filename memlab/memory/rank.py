@@ -310,7 +310,7 @@ def ranked(
     tokens: np.ndarray,
     budget: int,
     *,
-    ids: list[str] | None = None,
+    ids: Sequence[str] | None = None,
     tiebreak: np.ndarray | None = None,
     min_score: float = -np.inf,
 ) -> Iterator[int]:
@@ -336,7 +336,7 @@ def pack(
     tokens: np.ndarray,
     budget: int,
     *,
-    ids: list[str] | None = None,
+    ids: Sequence[str] | None = None,
     tiebreak: np.ndarray | None = None,
     max_hits: int | None = None,
     min_score: float = -np.inf,
@@ -434,7 +434,7 @@ def adjacent_rows(
 
 
 def _order(
-    rows: np.ndarray, scores: np.ndarray, ids: list[str] | None, tiebreak: np.ndarray | None
+    rows: np.ndarray, scores: np.ndarray, ids: Sequence[str] | None, tiebreak: np.ndarray | None
 ) -> np.ndarray:
     """``rows`` best first: by score, then larger ``tiebreak``, then id. Ids are
     only compared inside a run of rows tied on both numbers (building a string

@@ -22,8 +22,12 @@ parts, for callers whose scopes follow that convention.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+import itertools
+import operator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
+from typing import overload
 
 import numpy as np
 
@@ -102,6 +106,46 @@ class LayerPolicy:
         return scopes[self.index(kind, len(scopes))]
 
 
+class ChainedIds(Sequence[str]):
+    """The ids of several candidate sets' rows, read in place: copying two 10k-id
+    lists into one at every layered recall cost more than ranking them."""
+
+    __slots__ = ("_lists", "_n", "_starts")
+
+    def __init__(self, lists: Sequence[Sequence[str]], sizes: Sequence[int]) -> None:
+        self._lists = list(lists)
+        self._starts = [0]
+        for size in sizes:
+            self._starts.append(self._starts[-1] + int(size))
+        self._n = self._starts.pop()
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, row: int) -> str: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> list[str]: ...
+
+    def __getitem__(self, row: int | slice) -> str | list[str]:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(self._n))]
+        i = operator.index(row)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"row {row} out of range for {self._n} rows")
+        part = bisect.bisect_right(self._starts, i) - 1
+        return self._lists[part][i - self._starts[part]]
+
+    def __iter__(self) -> Iterator[str]:
+        for ids, start, end in zip(
+            self._lists, self._starts, [*self._starts[1:], self._n], strict=True
+        ):
+            yield from itertools.islice(ids, end - start)
+
+
 @dataclass
 class Layered:
     """The candidates of several scopes, side by side, without copying embeddings.
@@ -112,7 +156,7 @@ class Layered:
 
     scopes: tuple[str, ...]
     parts: list[Candidates]
-    ids: list[str]
+    ids: Sequence[str]
     created_at: np.ndarray
     tokens: np.ndarray
     source: np.ndarray
@@ -129,13 +173,10 @@ class Layered:
                        np.zeros(len(c), dtype=np.int16), np.zeros(1, dtype=np.int64),
                        c.invalid_at)  # fmt: skip
         sizes = [len(c) for c in parts]
-        ids: list[str] = []
-        for c in parts:
-            ids += c.ids[: len(c)]
         return cls(
             scopes,
             parts,
-            ids,
+            ChainedIds([c.ids for c in parts], sizes),
             np.concatenate([c.created_at for c in parts]),
             np.concatenate([c.tokens for c in parts]),
             np.concatenate([c.source for c in parts]),
