@@ -158,6 +158,7 @@ BACKENDS = {
     "onnx fp32, run order": ({"backend": "onnx"}, False),
     "onnx fp32, sorted": ({"backend": "onnx"}, True),
     "onnx int8, sorted": ({"backend": "onnx", "variant": "int8"}, True),
+    "torch bf16, sorted": ({"backend": "torch", "variant": "bf16"}, True),
     "static, sorted": ("static", True),
 }
 BASE = "torch, run order (today)"

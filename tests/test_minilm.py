@@ -112,6 +112,31 @@ def test_minilm_bad_settings(tmp_path: Path) -> None:
         MiniLMEmbedder(batch_size=0)
     with pytest.raises(ConfigError, match="threads"):
         MiniLMEmbedder(threads=0)
+    with pytest.raises(ConfigError, match="variant 'bf16' needs backend=torch"):
+        MiniLMEmbedder(variant="bf16")
+    with pytest.raises(ConfigError, match="variant 'int8' needs backend=onnx"):
+        MiniLMEmbedder(backend="torch", variant="int8")
+    with pytest.raises(ConfigError, match="variant must be one of"):
+        MiniLMEmbedder(backend="torch", variant="fp16")
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_bf16_stays_at_fp32s_vectors(minilm: MiniLMEmbedder) -> None:
+    from tests.test_minilm_onnx import parity_sample
+
+    texts = parity_sample()
+    bf16 = MiniLMEmbedder(backend="torch", variant="bf16")
+    ref, got = minilm.embed(texts), bf16.embed(texts)
+    assert got.shape == ref.shape and got.dtype == np.float32 and got.flags.c_contiguous
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cos = (ref * got).sum(1)
+    print(f"bf16 vs fp32 on {len(texts)} texts: mean {cos.mean():.6f} min {cos.min():.6f}")
+    assert cos.min() >= 0.999, (cos.min(), texts[int(cos.argmin())][:80])
+    # the cache never mixes them: fp32 keeps its name, bf16 says what it is
+    fp = model_fingerprint(minilm.model_path)[:12]
+    assert minilm.name == f"st-v1-all-MiniLM-L6-v2-{fp}-384"
+    assert bf16.name == f"st-v1-all-MiniLM-L6-v2-{fp}-bf16-384" and bf16.batch_size == 32
 
 
 def test_minilm_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
