@@ -10,6 +10,7 @@ is built, never at import time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -278,26 +279,21 @@ class MiniLMEmbedder:
         try:
             if self._onnx is not None:
                 out = self._onnx.embed(items)
-            elif self.variant == "bf16":
-                with self._autocast():
+            else:
+                bf16 = self.variant == "bf16"
+                with self._autocast() if bf16 else contextlib.nullcontext():
                     vectors = self._model.encode(
                         items,
                         batch_size=self.batch_size,
                         normalize_embeddings=True,
-                        convert_to_tensor=True,
+                        convert_to_tensor=bf16,
+                        convert_to_numpy=not bf16,
                         show_progress_bar=False,
                     )
-                # bfloat16 sums are normalized again in float32
-                out = vectors.float().cpu().numpy()
-                out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-            else:
-                out = self._model.encode(
-                    items,
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+                if bf16:  # bfloat16 sums are normalized again in float32
+                    vectors = vectors.float().cpu().numpy()
+                    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+                out = vectors
         except Exception as exc:
             raise EmbedderError(
                 f"MiniLMEmbedder: encoding {len(items)} texts failed: {type(exc).__name__}: {exc}"
