@@ -18,7 +18,7 @@ from memlab.memory import (
     MemoryLayer,
     RecallQuery,
 )
-from memlab.memory.stores.base import MemoryStore
+from memlab.memory.stores.base import Candidates, MemoryStore
 from tests.conftest import DIMS, StoreBackend, make_record, vec
 
 ADVERSARIAL_SCOPES = [
@@ -310,6 +310,34 @@ def test_candidates_stay_in_step_after_many_deletes(store: MemoryStore) -> None:
     store.delete("alice", [r.id for r in rs[:200]])
     cands = store.candidates("alice", vec(0))
     assert {cands.ids[i] for i in np.flatnonzero(cands.mask)} == {r.id for r in rs[200:]}
+
+
+def test_scope_columns_are_every_record_of_the_scope(store: MemoryStore) -> None:
+    # what maintenance reads instead of listing the scope at every turn
+    from memlab.memory.stores.base import scope_columns
+
+    rs = [
+        make_record(content=f"f{i}", created_at=i, kind="semantic" if i % 3 else "episodic")
+        for i in range(30)
+    ]
+    store.put_many(rs)
+    store.put_many([make_record("bob", content=f"b{i}") for i in range(5)])
+    store.delete("alice", [rs[0].id])
+    store.mark_archived("alice", [rs[3].id], at=50)
+
+    def live(cands: Candidates) -> set[str]:
+        return {cands.ids[i] for i in np.flatnonzero(cands.mask)}
+
+    assert live(scope_columns(store, "alice")) == {r.id for r in store.list("alice")}
+    every = scope_columns(store, "alice", include_archived=True)
+    assert live(every) == {r.id for r in store.list("alice", include_archived=True)}
+    episodic = scope_columns(store, "alice", kinds=["episodic"], include_archived=True)
+    assert live(episodic) == {
+        r.id for r in store.list("alice", kinds=["episodic"], include_archived=True)
+    }
+    i = every.ids.index(rs[3].id)
+    assert every.archived_at[i] == 50 and every.tokens[i] == rs[3].tokens
+    assert scope_columns(store, "nobody").n_active == 0
 
 
 @pytest.mark.parametrize("scope", ADVERSARIAL_SCOPES)

@@ -225,7 +225,8 @@ class MemoryStore(Protocol):
         ``pool`` records with the best ``weights["similarity"] * cos(query) +
         weights["salience"] * salience`` (by cosine alone when ``weights`` is None),
         plus the most recent records, since recency depends on the time of the
-        query. ``weights`` maps signal names to the ranker's weights
+        query; a scope with at most ``pool`` matching records is returned whole
+        (``scope_columns`` relies on it). ``weights`` maps signal names to the ranker's weights
         (``RankWeights.as_dict()``); other keys are ignored. With ``text``,
         ``Candidates.lexical`` holds each row's BM25 score for it over the scope's
         active records (see memlab.memory.lexical).
