@@ -329,3 +329,24 @@ def test_a_damaged_superseded_column_is_reported(tmp_path: Path) -> None:
             s.list("alice")
     finally:
         s.close()
+
+
+def test_reads_and_deletes_by_id_use_the_primary_key(tmp_path: Path) -> None:
+    # Without table statistics SQLite picks the scope index for "scope = ? AND id IN
+    # (...)" and scans every row of the scope: a 35-id read took 0.2 s at 200k records.
+    from memlab.memory.stores.sqlite import _COLUMNS, by_ids
+
+    store = SqliteStore(tmp_path / "m.db")
+    store.put_many([make_record(content=f"f{i}") for i in range(50)])
+    store.close()
+    db = sqlite3.connect(tmp_path / "m.db")
+    try:
+        for statement in (f"SELECT {_COLUMNS} FROM records", "DELETE FROM records"):
+            sql = by_ids(statement, 3)
+            plan = " ".join(
+                str(row[-1])
+                for row in db.execute("EXPLAIN QUERY PLAN " + sql, ("alice", "a", "b", "c"))
+            )
+            assert "(id=?)" in plan and "scope" not in plan, (statement, plan)
+    finally:
+        db.close()

@@ -222,6 +222,14 @@ def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
         delay = min(0.2, delay * 2)
 
 
+def by_ids(statement: str, n: int) -> str:
+    """``statement`` restricted to one scope's rows with ``n`` given ids (parameters:
+    the scope, then the ids). ``+scope`` keeps SQLite on the primary key: without
+    table statistics its planner picks the scope index for ``scope = ?`` and scans
+    every row of the scope (a 35-id read took 0.2 s at 200k records)."""
+    return f"{statement} WHERE +scope = ? AND id IN ({','.join('?' * n)})"
+
+
 @STORES.register("sqlite")
 class SqliteStore:
     """A durable MemoryStore backed by SQLite.
@@ -541,7 +549,7 @@ class SqliteStore:
         with self._tx() as db:
             for chunk in _chunks(ids):
                 cur = db.execute(
-                    f"DELETE FROM records WHERE scope = ? AND id IN ({','.join('?' * len(chunk))})",
+                    by_ids("DELETE FROM records", len(chunk)),
                     (scope, *chunk),
                 )
                 n += cur.rowcount
@@ -594,10 +602,7 @@ class SqliteStore:
         ids = scoped_ids(scope, ids)
         found: dict[str, MemoryRecord] = {}
         for chunk in _chunks(ids):
-            q = (
-                f"SELECT {_COLUMNS} FROM records "
-                f"WHERE scope = ? AND id IN ({','.join('?' * len(chunk))})"
-            )
+            q = by_ids(f"SELECT {_COLUMNS} FROM records", len(chunk))
             for row in self._select(q, (scope, *chunk)):
                 found[row[0]] = self._decode(row)
         return [found[i] for i in ids if i in found]
