@@ -218,14 +218,14 @@ def test_pack_stops_on_the_smallest_row_it_could_still_take(
     import memlab.memory.rank as rank
 
     drawn: list[int] = []
-    real = rank.ranked
+    real = rank._best_first
 
     def counting(*args: Any, **kw: Any) -> Iterator[int]:
         for row in real(*args, **kw):
             drawn.append(row)
             yield row
 
-    monkeypatch.setattr(rank, "ranked", counting)
+    monkeypatch.setattr(rank, "_best_first", counting)
     scores = np.array([3.0, 2.0, 1.0, -np.inf] + [0.5] * 50)
     tokens = np.array([40, 40, 40, 1] + [30] * 50)
     assert pack(scores, tokens, 100) == [0, 1]

@@ -25,7 +25,7 @@ from memlab.memory.checks import check_number
 from memlab.memory.rank import HOUR, HybridRanker
 from memlab.memory.records import (
     KIND_CODES,
-    SOURCE_CODES,
+    UNTRUSTED_CODES,
     UNTRUSTED_SOURCES,
     MemoryKind,
     MemoryRecord,
@@ -140,12 +140,10 @@ class EvictionPolicy:
         if report.expired:
             store.delete(scope, report.expired)
         if self.max_records is not None:
-            gone = set(report.expired)
-            # the expired are deleted already: the columns count what is left
+            # the expired are deleted already: the columns and the list hold what is left
             excess = scope_columns(store, scope).n_active - self.max_records
             if excess > 0:
-                active = [r for r in store.list(scope) if r.id not in gone]
-                evictable = [r for r in active if not self.protects(r)]
+                evictable = [r for r in store.list(scope) if not self.protects(r)]
                 order = _keep_order(evictable, now, ranker or HybridRanker())
                 report.dropped = [evictable[i].id for i in order[:excess]]
                 if report.dropped:
@@ -173,7 +171,7 @@ class EvictionPolicy:
             maybe |= old & (cols.kind == KIND_CODES[MemoryKind.EPISODIC])
         if self.untrusted_ttl is not None:
             old = cols.created_at < now - self.untrusted_ttl * HOUR
-            untrusted = np.isin(cols.source, [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES])
+            untrusted = np.isin(cols.source, UNTRUSTED_CODES)
             maybe |= old & untrusted & (cols.kind != KIND_CODES[MemoryKind.PROCEDURAL])
         rows = np.flatnonzero(live & maybe)
         if len(rows) == 0:

@@ -49,7 +49,7 @@ from memlab.memory.rank import (
     ranked,
 )
 from memlab.memory.records import (
-    SOURCE_CODES,
+    UNTRUSTED_CODES,
     UNTRUSTED_SOURCES,
     MemoryKind,
     MemoryRecord,
@@ -655,8 +655,10 @@ class MemoryLayer:
             for scope in scopes
         ]
         if not query.include_untrusted:
-            codes = [SOURCE_CODES[s] for s in UNTRUSTED_SOURCES]
-            parts = [dataclasses.replace(c, mask=c.mask & ~np.isin(c.source, codes)) for c in parts]
+            parts = [
+                dataclasses.replace(c, mask=c.mask & ~np.isin(c.source, UNTRUSTED_CODES))
+                for c in parts
+            ]
         cands = Layered.of(scopes, parts)
         if len(cands) == 0:
             return now, text, window, cands, None

@@ -9,17 +9,9 @@ import numpy as np
 
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
-from memlab.memory.records import (
-    SOURCE_CODES,
-    UNTRUSTED_SOURCES,
-    MemoryKind,
-    MemoryRecord,
-    Source,
-)
+from memlab.memory.records import UNTRUSTED_CODES, MemoryKind, MemoryRecord, Source
 from memlab.memory.reflect import reflect_scope
 from memlab.memory.stores.base import scope_columns
-
-UNTRUSTED_CODES = np.array([SOURCE_CODES[s] for s in UNTRUSTED_SOURCES], dtype=np.int8)
 
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer

@@ -320,7 +320,19 @@ def ranked(
     tokens is almost always filled from it, and a full argsort of 100k rows would
     dominate recall.
     """
-    rows = np.flatnonzero(np.isfinite(scores) & (scores >= min_score) & (tokens <= budget))
+    return _best_first(_rankable(scores, tokens, budget, min_score), scores, ids, tiebreak)
+
+
+def _rankable(scores: np.ndarray, tokens: np.ndarray, budget: int, min_score: float) -> np.ndarray:
+    """The rows ``ranked`` yields: a finite score of at least ``min_score``, and
+    tokens within the budget."""
+    return np.flatnonzero(np.isfinite(scores) & (scores >= min_score) & (tokens <= budget))
+
+
+def _best_first(
+    rows: np.ndarray, scores: np.ndarray, ids: Sequence[str] | None, tiebreak: np.ndarray | None
+) -> Iterator[int]:
+    """``rows`` best first, a head of the ranking sorted at a time (see ``ranked``)."""
     head = 256
     while rows.size:
         batch = rows[np.argpartition(-scores[rows], head - 1)[:head]] if rows.size > head else rows
@@ -364,12 +376,12 @@ def pack(
         The chosen row indices in context order; their tokens sum to at most
         ``budget``, and no row appears twice.
     """
+    rows = _rankable(scores, tokens, budget, min_score)
+    if not rows.size:
+        return []
     # the smallest row that could still be taken: once less than it is left, stop
     # (masked rows score -inf and are never taken, so they must not set it)
-    fits = (tokens <= budget) & np.isfinite(scores) & (scores >= min_score)
-    if not fits.any():
-        return []
-    smallest = int(tokens[fits].min())
+    smallest = int(tokens[rows].min())
     limit = max_hits if max_hits is not None else len(scores)
     chosen: list[int] = []
     taken: set[int] = set()
@@ -397,7 +409,7 @@ def pack(
                 remaining += int(tokens[older])
         return True
 
-    for row in ranked(scores, tokens, budget, ids=ids, tiebreak=tiebreak, min_score=min_score):
+    for row in _best_first(rows, scores, ids, tiebreak):
         if not take(row):
             continue
         if expand is not None and (expand_top is None or anchors < expand_top):

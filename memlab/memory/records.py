@@ -46,6 +46,8 @@ class Source(StrEnum):
 UNTRUSTED_SOURCES = frozenset({Source.TOOL, Source.WEB})
 KIND_CODES: dict[MemoryKind, int] = {k: i for i, k in enumerate(MemoryKind)}
 SOURCE_CODES: dict[Source, int] = {s: i for i, s in enumerate(Source)}
+#: The ``SOURCE_CODES`` of untrusted sources, for masks over a store's ``source`` column.
+UNTRUSTED_CODES = np.array(sorted(SOURCE_CODES[s] for s in UNTRUSTED_SOURCES), dtype=np.int8)
 
 
 def new_id() -> str:

@@ -291,7 +291,7 @@ class RuleConsolidator:
         for ep in reader.get_many(list(wanted)):
             if ep.invalid_at is not None or not self._may_supersede(new, ep):
                 continue
-            sim = float(ep.embedding @ new.embedding) if ep.embedding is not None else 0.0
+            sim = float(ep.embedding @ new.embedding)
             out.append(_Candidate(ep, parse(ep.content), sim, note=wanted[ep.id].record))
         return out
 
