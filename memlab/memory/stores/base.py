@@ -128,8 +128,14 @@ def scope_columns(
     returned whole). Maintenance reads these to decide which few records it must
     load (``get_many``) instead of listing the scope at every turn.
     """
-    whole = max(1, store.count(scope, include_archived=True))
-    return store.candidates(scope, kinds=kinds, include_archived=include_archived, pool=whole)
+    # a pool no scope reaches: exact stores ignore it, an approximate one returns
+    # the scope whole, and nobody counts the scope first
+    return store.candidates(
+        scope, kinds=kinds, include_archived=include_archived, pool=_WHOLE_SCOPE
+    )
+
+
+_WHOLE_SCOPE = 2**62  # fits PostgreSQL's bigint with room for the store's "pool + 1"
 
 
 def valid_mask(
