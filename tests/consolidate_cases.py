@@ -346,6 +346,26 @@ CASES: list[Case] = [
     case("dash before another statement", "unrelated",
          [(U, "Our office is in Porto.")],
          (U, "The export broke again — it's the third time this week."), set()),
+    # the same words around one replaced span (memlab.memory.frames); written with
+    # that rule, as regression cases, not as part of the blind set above
+    case("same frame, two-word value", "implicit",
+         [(U, "Code's all in Azure Repos.")],
+         (U, "Code's all in Gitea."), {0}),
+    case("same frame, lower case, value shares a stem with the frame", "implicit",
+         [(U, "source is hosted on aws codecommit")],
+         (U, "source is hosted on sourcehut"), {0}),
+    case("same frame, the person is the slot", "implicit",
+         [(U, "Hiroshi Sato is on call for us this week.")],
+         (U, "Valentina Russo is on call for us this week."), {0}),
+    case("same frame, anaphoric, a money value for a name", "unrelated",
+         [(U, "bare-metal kubernetes is out as our hosting platform; aws ecs took its place.")],
+         (U, "$50,000 a month is out as our spend cap; $800 a month took its place."), set()),
+    case("same frame, two tickets", "unrelated",
+         [(U, "Invoice INV-5321 was charged twice this month.")],
+         (U, "Invoice INV-7790 was charged twice this month."), set()),
+    case("same frame, another environment", "unrelated",
+         [(U, "The staging database is Postgres 15.")],
+         (U, "The production database is Postgres 15."), set()),
 ]  # fmt: skip
 
 STEPS: list[Steps] = [

@@ -26,6 +26,7 @@ from memlab.memory.consolidate import (
     eligible_rows,
     neighbour_rows,
 )
+from memlab.memory.frames import same_frame
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source
 from memlab.memory.stores.base import Candidates
 from memlab.memory.update_cues import ACK_WORDS, BROAD_KINDS, FUNCTION_WORDS
@@ -184,7 +185,11 @@ class RuleConsolidator:
          with one prefix, two #channels), or they share a frame (``cue_frame``)
          and each states a value the other lacks (at most ``max_value_words``).
        - ``value-diff`` (0.6): no cue, but the same statement with another value:
-         a stronger frame (``implicit_frame``, two shared words) and short values.
+         a stronger frame (``implicit_frame``, two shared words) and short values,
+         or the same words around one replaced span (``memlab.memory.frames``:
+         "Code's all in Azure Repos." -> "Code's all in Gitea."; 0.8 with a cue).
+         Two identifiers (INV-5321, INV-7790) are two things, never one slot
+         without a cue.
        - ``cue+similar`` (0.6): a change cue, O is N's nearest user statement by
          embedding (``similar_rank``, ``min_similar``) and each states a value the
          other lacks (a correction phrased unlike the original).
@@ -451,6 +456,23 @@ class RuleConsolidator:
         self, new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, cand: _Candidate
     ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
         policy = self.policy
+        framed = same_frame(oc, nc, policy.max_value_words)
+        if framed is not None:
+            # the same words around one replaced span: the clearest shape of an update
+            reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
+            frame = " ".join(framed.frame[:6])
+            decision = Supersession(
+                old.id,
+                new.id,
+                reason,
+                conf,
+                f'same words around one value ({frame}): "{framed.old_value}" -> '
+                f'"{framed.new_value}"',
+                old_value=framed.old_value,
+                new_value=framed.new_value,
+                span=(oc.start, oc.end),
+            )
+            return decision, framed.old_keys, framed.new_keys
         d = diff(oc, nc)
         if not d.old_only or not d.new_only:
             return None  # nothing differs, or N adds nothing: no new value
@@ -520,6 +542,9 @@ class RuleConsolidator:
             # in cased text both differing parts must look like values (names,
             # numbers): "glad" -> "tips" is chat, "Tekton" -> "CircleCI" a value
             and (not (oc.cased and nc.cased) or (old_vals & oc.valuey and new_vals & nc.valuey))
+            # two identifiers name two things (INV-5321, INV-7790): without a cue a
+            # statement about the other one is another fact
+            and not (old_classes & new_classes & {"id"})
         ):
             # two shared words, or one shared word and a one-word old value:
             # "builds run on Tekton" -> "builds run on CircleCI"
