@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from memlab.errors import InputError
 from memlab.lab import metrics, synth
 from memlab.lab.synth import catalog as cat
+from memlab.lab.synth import updates as upd
 from memlab.lab.transcripts import Transcript, Turn, dumps, load_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -505,3 +506,55 @@ def test_write_reports_and_refuses_to_overwrite(tmp_path: Path) -> None:
     for n, seed in ((0, 1), (-2, 1), (1, -1)):
         with pytest.raises(InputError):
             synth.write(out, n, seed)
+
+
+# -- phrasing sets -------------------------------------------------------------------
+def _pools() -> list[upd.Pool]:
+    pools = [upd.IMPLICIT, upd.UNLIKE, upd.EXPLICIT, upd.REVERT, upd.TOOL_ASKS]
+    return pools + list(upd.FALSE.values())
+
+
+def _template_re(template: str) -> re.Pattern[str]:
+    """A template as a case-insensitive pattern, each slot any text."""
+    parts = re.split(r"\{\{|\}\}|\{\w+\}", template)
+    return re.compile(".+?".join(re.escape(p) for p in parts), re.I)
+
+
+def _distinctive(template: str) -> bool:
+    return len(re.findall(r"[A-Za-z']+", re.sub(r"\{\w+\}", "", template))) >= 4
+
+
+def test_phrasing_sets_are_disjoint_and_all_is_dev_plus_heldout() -> None:
+    for pool in _pools():
+        assert pool.dev and pool.heldout and pool.fresh
+        assert not (set(pool.dev) | set(pool.heldout)) & set(pool.fresh)
+        assert not set(pool.dev) & set(pool.heldout)
+        assert pool.get("all") == pool.dev + pool.heldout  # the shipped set: no fresh
+        assert pool.get("fresh") == pool.fresh
+
+
+@pytest.mark.parametrize("phrasings", ["dev", "heldout", "fresh"])
+def test_a_phrasing_set_draws_only_its_own_templates(phrasings: str) -> None:
+    own = [_template_re(t) for p in _pools() for t in p.get(phrasings) if _distinctive(t)]
+    others = [
+        _template_re(t)
+        for other in ("dev", "heldout", "fresh")
+        if other != phrasings
+        for p in _pools()
+        for t in p.get(other)
+        if _distinctive(t)
+    ]
+    texts = [
+        x.text
+        for seed in range(9001, 9007)
+        for x in synth.generate(seed, phrasings=phrasings).turns
+        if x.source in ("user", "tool")
+    ]
+    assert any(r.search(t) for r in own for t in texts)
+    assert not [t for t in texts if any(r.search(t) for r in others)]
+    assert synth.generate(9001, phrasings=phrasings).meta["phrasings"] == phrasings
+
+
+def test_fresh_phrasings_are_rejected_with_a_mix() -> None:
+    with pytest.raises(InputError, match="fresh"):
+        synth.generate(1, synth.Mix(turns=(100, 100)), phrasings="fresh")

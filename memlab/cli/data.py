@@ -7,6 +7,7 @@ from pathlib import Path
 from memlab.cli.common import INTERRUPTED, OK, ArgumentParser, _no_progress, echo, fail
 from memlab.cli.hydra_apps import _app_args, _wants_help
 from memlab.errors import InputError
+from memlab.lab.synth.updates import PHRASINGS
 
 
 # -- synth and convert ----------------------------------------------------------------------
@@ -66,11 +67,12 @@ def synth(args: list[str]) -> int:
     )
     parser.add_argument(
         "--phrasings",
-        choices=["all", "dev", "heldout"],
+        choices=list(PHRASINGS),
         default="all",
-        help="which half of the update phrasings corrections and false corrections come "
-        "from: all (default, the shipped set), dev (for developing rules) or heldout "
-        "(for reporting figures on phrasings no rule was developed on)",
+        help="which set of update phrasings corrections and false corrections come "
+        "from: all (default, the shipped set: dev and heldout), dev or heldout (the two "
+        "halves rules were developed on) or fresh (for reporting figures on phrasings no "
+        "rule was developed on)",
     )
     _no_progress(parser)
     ns = parser.parse_args(args)

@@ -199,11 +199,11 @@ class _Planner:
 
     def _style(self, kind: cat.FactKind) -> str:
         """The style of one update of ``kind`` (see FIRST_STYLES); ``cued`` needs the
-        catalog's templates, which the held-out phrasings leave out."""
+        catalog's templates, which the held-out and fresh phrasings leave out."""
         options = [
             (s, w)
             for s, w in FIRST_STYLES
-            if s != "cued" or (kind.fix_new and self.phrasings != "heldout")
+            if s != "cued" or (kind.fix_new and self.phrasings not in upd.REPORT_PHRASINGS)
         ]
         style: str = _weighted(self.rng, options)
         return style

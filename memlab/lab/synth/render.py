@@ -268,7 +268,7 @@ class _Renderer:
             "old": noun.ref(old), "new": noun.ref(new), "v": noun.ref(new),
             "prev": noun.ref(old), "noun": noun.noun, "our": noun.our, "Our": _cap(noun.our),
         }  # fmt: skip
-        catalog = self.phrasings != "heldout"
+        catalog = self.phrasings not in upd.REPORT_PHRASINGS
         lead = ""
         if style == "named":
             pool = tuple(kind.fix_both) if catalog else ()

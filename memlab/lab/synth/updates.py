@@ -24,6 +24,11 @@ correction and false correction comes from the held-out half (the catalog's own
 correction templates, seen by the stage-1 rules, are left out there). The shipped
 transcripts use ``phrasings="all"``.
 
+A third set, ``fresh``, was written on 2026-12-01, after rounds of rules had been
+developed on the dev half and the held-out half had been looked at (a rule's failure
+on it was examined): it is the report set from then on, and development may use both
+halves. It is not part of ``all``, so the shipped transcripts do not change.
+
 Slots: ``{new}``, ``{old}``, ``{v}`` (the value returned to), ``{prev}`` (the value
 dropped by a revert), ``{x}`` (a false correction's other value), each with its
 article when the kind needs one ("the Growth plan", "a flat white"); ``{our}`` /
@@ -35,7 +40,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PHRASINGS = ("all", "dev", "heldout")
+PHRASINGS = ("all", "dev", "heldout", "fresh")
+#: the phrasing sets that leave out the catalog's own correction templates
+REPORT_PHRASINGS = ("heldout", "fresh")
 
 #: update styles of a true correction (``probe.meta["update"]``)
 STYLES = ("explicit", "implicit", "unlike", "chain", "revert")
@@ -45,17 +52,22 @@ FALSE_KINDS = ("hypothetical", "other", "addition", "history", "question", "tool
 
 @dataclass(frozen=True)
 class Pool:
-    """Phrasings of one case, in a development and a held-out half."""
+    """Phrasings of one case, in a development and a held-out half, and a ``fresh``
+    set written later (see the module docstring)."""
 
     dev: tuple[str, ...]
     heldout: tuple[str, ...]
+    fresh: tuple[str, ...] = ()
 
     def get(self, phrasings: str) -> tuple[str, ...]:
-        """The phrasings of one half (``dev`` / ``heldout``) or both (``all``)."""
+        """The phrasings of one half (``dev`` / ``heldout``), the ``fresh`` set, or
+        both halves (``all``: the shipped transcripts; ``fresh`` is not in it)."""
         if phrasings == "dev":
             return self.dev
         if phrasings == "heldout":
             return self.heldout
+        if phrasings == "fresh":
+            return self.fresh
         return self.dev + self.heldout
 
 
@@ -150,6 +162,13 @@ IMPLICIT = Pool(
         "{Our} {noun}: {new}.",
         "You can take {new} as {our} {noun}.",
     ),
+    fresh=(
+        "As for {our} {noun}, it's {new}.",
+        "{new} is what we have for {our} {noun}.",
+        "Note {new} as {our} {noun}.",
+        "{new}, that's {our} {noun}.",
+        "On file, {our} {noun} should read {new}.",
+    ),
 )
 #: a change phrased unlike the original statement, naming only the new value
 UNLIKE = Pool(
@@ -167,6 +186,13 @@ UNLIKE = Pool(
         "Your records are out of date: {our} {noun} became {new}.",
         "As of this week {our} {noun} is {new}.",
     ),
+    fresh=(
+        "Quick correction on {our} {noun}: it's {new} now.",
+        "{Our} {noun} has moved over to {new}.",
+        "These days we're on {new} for {our} {noun}.",
+        "{new} is {our} new {noun}, just so you know.",
+        "We made the jump to {new} for {our} {noun} last month.",
+    ),
 )
 #: new phrasings naming the old and the new value
 EXPLICIT = Pool(
@@ -182,6 +208,12 @@ EXPLICIT = Pool(
         "We traded {old} for {new}, so that's {our} {noun}.",
         "{Our} {noun} is no longer {old} but {new}.",
     ),
+    fresh=(
+        "We dropped {old}; {our} {noun} is {new} now.",
+        "{new} replaced {old} as {our} {noun}.",
+        "{old} isn't {our} {noun} anymore, it's {new}.",
+        "We said goodbye to {old} — {our} {noun} is {new} from here on.",
+    ),
 )
 #: back to a former value ({v}); {prev} is the value being dropped
 REVERT = Pool(
@@ -196,6 +228,12 @@ REVERT = Pool(
         "Reverting: {our} {noun} returns to {v}, {prev} was a mistake.",
         "{v} is once more {our} {noun}; the switch to {prev} is undone.",
         "Old setup restored, {our} {noun} is back to {v}.",
+    ),
+    fresh=(
+        "{prev} didn't stick, so {our} {noun} is {v} once again.",
+        "We've returned to {v} for {our} {noun}.",
+        "Going back to how it was: {our} {noun} is {v}.",
+        "After trying {prev}, we switched {our} {noun} back to {v}.",
     ),
 )
 
@@ -214,6 +252,12 @@ FALSE: dict[str, Pool] = {
             "If the board approves it, {our} {noun} would become {x}, maybe in Q3.",
             "In case {our} {noun} ends up being {x} one day, is there a guide for that?",
         ),
+        fresh=(
+            "What if {our} {noun} were {x} — would that cause problems?",
+            "We could end up moving {our} {noun} to {x} if the budget allows.",
+            "Assuming we picked {x} as {our} {noun}, what would change?",
+            "There's talk of making {x} {our} {noun}, nothing final.",
+        ),
     ),
     "other": Pool(
         dev=(
@@ -228,6 +272,12 @@ FALSE: dict[str, Pool] = {
             "A client of ours mentioned {x} is their {noun}, small world.",
             "My cofounder's old startup had {x} as the {noun} there.",
         ),
+        fresh=(
+            "My brother-in-law's firm uses {x} as their {noun}.",
+            "Our old competitor has {x} for its {noun}.",
+            "A team down the hall picked {x} as their {noun}.",
+            "The consultant we hired said {x} was the {noun} at her last job.",
+        ),
     ),
     "addition": Pool(
         dev=(
@@ -239,6 +289,11 @@ FALSE: dict[str, Pool] = {
             "Besides the main one, there's {x} as an additional {noun} for a legacy service.",
             "A second {noun}, {x}, covers our internal tools too.",
             "In addition, the data team keeps {x} as its own {noun}.",
+        ),
+        fresh=(
+            "Alongside that, we keep {x} as a backup {noun}.",
+            "There's also a secondary {noun}, {x}, for the EU entity.",
+            "Plus {x} serves as a spare {noun} for the mobile team.",
         ),
     ),
     "history": Pool(
@@ -252,6 +307,11 @@ FALSE: dict[str, Pool] = {
             "Historically {x} was {our} {noun}, ages ago.",
             "In the early days {our} {noun} was {x}, long before this setup.",
         ),
+        fresh=(
+            "A long time ago {our} {noun} used to be {x}.",
+            "Originally, when we started out, {x} was {our} {noun}.",
+            "Before the 2021 migration, {our} {noun} was {x}.",
+        ),
     ),
     "question": Pool(
         dev=(
@@ -264,6 +324,11 @@ FALSE: dict[str, Pool] = {
             "Should we be looking at {x} for {our} {noun}?",
             "How would {x} compare as {our} {noun}?",
         ),
+        fresh=(
+            "Any thoughts on {x} as {our} {noun}?",
+            "Could {x} be {our} {noun} instead, do you think?",
+            "What do other customers say about {x} as a {noun}?",
+        ),
     ),
     "tool": Pool(
         dev=(
@@ -273,6 +338,10 @@ FALSE: dict[str, Pool] = {
         heldout=(
             'directory.sync() -> {{"{field}": "{x}", "stale": false}}',
             "account.settings.get() -> {field}: {x}",
+        ),
+        fresh=(
+            'profile.fetch() -> {{"{field}": "{x}", "synced": "2019-04-02"}}',
+            "org.export() -> {field}={x}; origin=legacy-import",
         ),
     ),
 }
@@ -287,6 +356,10 @@ TOOL_ASKS = Pool(
     heldout=(
         "What does your side show for our account profile?",
         "Can you look up our account record real quick?",
+    ),
+    fresh=(
+        "Could you read me what's in our account profile?",
+        "What does your system list for us right now?",
     ),
 )
 #: the agent's reply to a false correction: no value, no echo
