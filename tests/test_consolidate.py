@@ -403,6 +403,12 @@ def test_a_dash_before_a_back_reference_does_not_end_the_clause() -> None:
     ]
     two = parse("The export broke again — we lost rows. Our region is fra.")
     assert len(two.clauses) == 3
+    # a short value after a dash, ending the sentence, is the clause's value
+    value = parse("Heads-up, our log retention is different now — two years. We use Slack.")
+    assert [c.text for c in value.clauses] == [
+        "Heads-up, our log retention is different now — two years.",
+        "We use Slack.",
+    ]
 
 
 def test_a_cue_only_clause_lends_its_cue() -> None:

@@ -12,10 +12,11 @@ its value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlab.memory.update_cues import CUE_WORDS, FUNCTION_WORDS
-from memlab.memory.update_text import Clause, key, value_class, value_type
+from memlab.memory.update_cues import CUE_WORDS, FUNCTION_WORDS, NUMBER_WORDS
+from memlab.memory.update_text import TOKEN, Clause, key, value_class, value_type
 
 MIN_FRAME_TOKENS = 3
 
@@ -61,6 +62,8 @@ def same_frame(old: Clause, new: Clause, max_value_words: int) -> Frame | None:
         return None
     if not any(_content(t) for t in frame):
         return None
+    if p == 0 and (_set_off(old, len(mo)) or _set_off(new, len(mn))):
+        return None  # "ty, will try that" -> "much appreciated, will try that": a greeting
     old_words = [t for t in mo if _content(t)]
     new_words = [t for t in mn if _content(t)]
     if not old_words or not new_words:
@@ -76,17 +79,30 @@ def same_frame(old: Clause, new: Clause, max_value_words: int) -> Frame | None:
     # digits and symbols show in any casing: a value written with them (money, a
     # time, an e-mail) is only replaced by one of its class, even in lower case
     # ("aws ecs took its place" is not "$800 a month took its place")
-    if _symbolic(mo) != _symbolic(mn):
+    if symbolic(mo) != symbolic(mn):
         return None
     if any((value_type(t) or "").startswith("id:") for t in (*mo, *mn)):
         return None
     return Frame(tuple(frame), _words(old, p, len(mo)), _words(new, p, len(mn)), old_keys, new_keys)
 
 
-def _symbolic(value: tuple[str, ...]) -> frozenset[str]:
-    """The classes of a value's tokens written with digits or symbols."""
+def _set_off(clause: Clause, count: int) -> bool:
+    """Whether the clause's first ``count`` tokens are set off by a comma (an
+    interjection or an address before the statement, not a slot in it)."""
+    found = list(TOKEN.finditer(clause.text))
+    lead = len(found) - len(clause.tokens)  # tokens of a lead phrase cut off by parse()
+    if lead < 0 or lead + count > len(found):
+        return False
+    return clause.text[found[lead + count - 1].end() :].lstrip().startswith(",")
+
+
+def symbolic(value: Sequence[str]) -> frozenset[str]:
+    """The classes (``value_class``) of a value's tokens that look like values in any
+    casing: written with digits or symbols, or number words ("two", "four-hour")."""
     return frozenset(
-        value_class(t, t) for t in value if not t.isalpha() and any(c.isalnum() for c in t)
+        value_class(t, t)
+        for t in value
+        if any(c.isdigit() or c in "@#$%€£/:" for c in t) or t.split("-")[0] in NUMBER_WORDS
     )
 
 

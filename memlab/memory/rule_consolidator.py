@@ -26,7 +26,7 @@ from memlab.memory.consolidate import (
     eligible_rows,
     neighbour_rows,
 )
-from memlab.memory.frames import same_frame
+from memlab.memory.frames import same_frame, symbolic
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source
 from memlab.memory.stores.base import Candidates
 from memlab.memory.update_cues import ACK_WORDS, BROAD_KINDS, FUNCTION_WORDS
@@ -478,21 +478,30 @@ class RuleConsolidator:
             return None  # nothing differs, or N adds nothing: no new value
         reason = ""
         why = ""
-        if nc.cues:
+        if nc.cues or d.shared:
             old_low, new_low = oc.loose, nc.loose
             kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
                 vt for vt, t in oc.typed if not contains(new_low, t)
             }
-            # a kind many facts share (money, a duration, a date) needs more: O must
-            # be the nearest statement holding that kind, and alike in words or meaning
-            kinds = {
-                k for k in kinds
-                if k not in BROAD_KINDS
-                or (cand.kind_ranks.get(k) == 1 and d.shared)
-            }  # fmt: skip
+            if nc.cues:
+                # a kind many facts share (money, a duration, a date) needs more: O must
+                # be the nearest statement holding that kind, and alike in words or meaning
+                kinds = {
+                    k for k in kinds
+                    if k not in BROAD_KINDS
+                    or (cand.kind_ranks.get(k) == 1 and d.shared)
+                }  # fmt: skip
+            else:
+                # no cue: a distinctive kind (two e-mails of one domain, two #channels,
+                # two time zones) and a topic word in common ("invoice": "send invoices
+                # to a@x" -> "b@x as our invoice email"); never two identifiers
+                kinds = {k for k in kinds if k not in BROAD_KINDS and not k.startswith("id:")}
             if kinds:
-                reason, conf = CUE_DIFF, 0.8
-                why = f"cue {', '.join(nc.cues[:3])}; two values of one kind ({sorted(kinds)[0]})"
+                reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
+                why = (
+                    f"cue {', '.join(nc.cues[:3])}; " if nc.cues else
+                    f"no cue, a shared topic ({' '.join(d.shared[:3])}); "
+                ) + f"two values of one kind ({sorted(kinds)[0]})"  # fmt: skip
                 olds = [t for vt, t in oc.typed if vt in kinds and not contains(new_low, t)]
                 news = [t for vt, t in nc.typed if vt in kinds and not contains(old_low, t)]
                 decision = Supersession(
@@ -507,6 +516,14 @@ class RuleConsolidator:
                 )
                 return decision, _keys(" ".join(olds)), _keys(" ".join(news))
         if not _shapes_agree(oc, nc, d.old_only, d.new_only):
+            return None
+        if len(d.shared) < 2 and symbolic(_words_of(oc, d.old_only)) != symbolic(
+            _words_of(nc, d.new_only)
+        ):
+            # digits and symbols show in any casing: on one shared word or none, a
+            # value written with them is only replaced by one of its class ("the
+            # primary database is aurora postgres" is not "our primary region is
+            # different now — ap-southeast-2")
             return None
         # the kinds of the values must agree; where words look like values, those
         # are the values ("logs stay for 30 days" -> "logs are kept for 7 days")
@@ -777,6 +794,12 @@ def _named(
         old_value=old_value, new_value=new_value, span=(oc.start, oc.end),
     )  # fmt: skip
     return decision, _keys(old_value), _keys(new_value)
+
+
+def _words_of(clause: Clause, keys: Sequence[str]) -> list[str]:
+    """The clause's tokens whose keys are ``keys`` (keys cut words to five letters)."""
+    wanted = set(keys)
+    return [t for t, k in zip(clause.tokens, clause.token_keys, strict=True) if k in wanted]
 
 
 def _keys(value: str) -> frozenset[str]:

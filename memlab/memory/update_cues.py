@@ -82,7 +82,12 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("X swapped with Y", re.compile(
         rf"(?:^|[,;:—–-] ){_OLD} (?:swapped|traded|switched|handed over|handed off) "
         rf"(?:shifts |places |roles |the rotation )?(?:with|to) {_NEW}{_END}")),
+    ("forget X", re.compile(
+        rf"(?:^|[,;:—–-] )(?:forget(?: about)?|disregard) (?:the |our |my )?"
+        rf"{_OLD}(?=,|;| —| –|:)")),
     ("instead of X", re.compile(rf"\b(?:instead of|rather than|in place of) (?:the |our |my )?{_OLD}{_END}")),
+    ("no longer X but Y", re.compile(
+        rf"\bno longer (?:the |our |my )?{_OLD},? but (?:rather )?(?:the |a |an )?{_NEW}{_END}")),
     ("no longer X", re.compile(
         r"\bno longer (?:use|using|on|in|at|with|run|running|have|having|go|going|be|"
         rf"send|sending|work|working|live|living|based in|located in)? ?(?:the |our |my )?{_OLD}{_END}")),
@@ -90,15 +95,20 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:\bnot|n't|\bno) (?:use |using |run |running |have |on |in |at |with |using |go to "
         rf"|send to )?(?:the |our |my )?{_OLD} any ?more\b")),
     ("not X but Y", re.compile(rf"\bnot (?!sure\b)(?:the |our |my )?{_OLD},? but (?:the |a )?{_NEW}{_END}")),
-    ("X became Y", re.compile(rf"(?:^|[,;:—–-] |\b(?:the|our|my) ){_OLD} (?:became|becomes|turned into|is now|are now|changed to|went to) (?:the |a )?{_NEW}{_END}")),
+    # not after "our"/"my": "our code host became Sourcehut" names the fact, not its
+    # old value (the change cue "became" still applies)
+    ("X became Y", re.compile(rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) ){_OLD} (?:became|becomes|turned into|is now|are now|changed to|went to) (?:the |a )?{_NEW}{_END}")),
     ("X -> Y", re.compile(rf"{_OLD} (?:->|→|=>) {_NEW}{_END}")),
+    ("the switch to X is undone", re.compile(
+        rf"\b(?:the )?(?:switch|move|change) to {_OLD} (?:is|was|has been|got) "
+        r"(?:undone|reversed|rolled back|cancell?ed|off)\b")),
     ("X is out", re.compile(
         rf"(?:^|[,;:—–-] |\b(?:the|our|my) ){_OLD} (?:is|are|was|were|has been|have been) "
-        r"(?:out|gone|over|done|closed|retired|deprecated|decommissioned|shut down|dead|"
-        r"cancell?ed|no more)\b")),
+        r"(?:out(?! of)|gone|over|done|closed|retired|deprecated|decommissioned|shut down|dead|"
+        r"cancell?ed|no more|a mistake|undone)\b")),
     ("X contract ended", re.compile(rf"(?:^|[,;:—–-] ){_OLD} (?:contract|subscription|plan|account|deal) (?:ended|expired|lapsed|was cancell?ed)\b")),
     ("used to X, now", re.compile(rf"\bused to (?:be |use |run |have |live |work |go )?(?:on |in |at |with |to )?(?:the |our |my )?{_OLD}{_END}(?=.*\b(?:now|these days|currently|instead|today)\b)")),
-    ("back to Y", re.compile(rf"\b(?:back to|revert(?:ed|ing)? to|return(?:ed|ing)? to) (?:the |using |our )?{_NEW}{_END}")),
+    ("back to Y", re.compile(rf"\b(?:back to|revert(?:s|ed|ing)? to|return(?:s|ed|ing)? to) (?:the |using |our )?{_NEW}{_END}")),
 )  # fmt: skip
 
 #: Markers of a clause that states no current fact of the speaker's own, by kind.
@@ -134,6 +144,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "colleague's", "coworker's", "co-worker's", "friend's", "wife's", "husband's",
         "partner's", "boss's", "manager's", "brother's", "sister's", "mom's", "dad's",
         "client's", "customer's", "neighbor's", "neighbour's", "teammate's", "cousin's",
+        "my cofounder", "my co-founder", "cofounder's", "co-founder's",
     ),
     "addition": (
         "also", "as well", "too", "another", "additionally", "in addition", "a second",
@@ -142,7 +153,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "new office", "as a backup", "backup",
     ),
     "history": (
-        "used to", "previously", "formerly", "back then", "before that", "in the past",
+        "used to", "previously", "formerly", "historically", "ages ago", "back in", "way back",
+        "back then", "before that", "in the past",
         "originally", "at first", "at the time", "years ago", "once", "growing up",
         "as a kid", "in college", "when i was", "when we were", "until last", "till last",
         "we were in", "i was in", "ex-", "former", "old office", "last job", "previous job",
@@ -168,7 +180,8 @@ MARKER_EXCEPTIONS: dict[str, str] = {
     "could": r"\bcould (?:you|u)\b",
     "too": r"\btoo (?:many|much|few|little|long|big|small|late|early|slow|fast|high|low|"
     r"often|soon|far|old|expensive|busy|hard)\b",
-    "once": r"\b(?:at|all at|once a|once an|once per|once every|once you|once we|once i|once it)\b",
+    "once": r"\b(?:at|all at|once a|once an|once per|once every|once you|once we|once i|once it|"
+    r"once more|once again)\b",
     "if": r"\bif (?:(?:a|an|the|any|anything|something|it|you|they)\b[^.?!]*\b(?:page|alert|"
     r"fails|down|breaks|isn't|is not|doesn't|goes|needed|possible|urgent)\b|nobody|no one|"
     r"not|unacked|unacknowledged|needed|necessary|possible|urgent|in doubt)",
@@ -176,6 +189,8 @@ MARKER_EXCEPTIONS: dict[str, str] = {
     "she": r"\bshe\b(?=[^.?!]*\bmy\b)",
     "he": r"\bhe\b(?=[^.?!]*\bmy\b)",
     "plus": r"\bplus\b(?= ?\d)",
+    # "back in 2019" is history; "back in the office", "back in business" are not
+    "back in": r"\bback in (?!(?:19|20)\d\d\b|the day\b|the days\b)",
     "extra": r"\bextra (?:cost|charge|fee)",
 }
 

@@ -56,7 +56,7 @@ from memlab.memory.update_cues import (
 # Tokens and clauses
 # ---------------------------------------------------------------------------
 
-_TOKEN = re.compile(
+TOKEN = re.compile(
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail
     r"|https?://\S+"  # url
     r"|[$€£]?\d[\d,.:/]*\d%?|[$€£]?\d%?"  # numbers, money, times, dates
@@ -87,7 +87,8 @@ _VALUE_TRIGGER = re.compile(
     r"\b(?:from|off|left|ditched|dropped|abandoned|quit|dumped|replaced|swapped|traded|"
     r"exchanged|substituted|instead|rather|place|longer|not|n't|no|became|becomes|turned|"
     r"now|changed|went|is|are|was|were|has|have|contract|subscription|plan|account|deal|"
-    r"used|back|revert\w*|return\w*|renamed|rebranded|retitled|switched|handed)\b|n't\b|->|→|=>"
+    r"used|back|revert\w*|return\w*|renamed|rebranded|retitled|switched|handed|forget|"
+    r"disregard)\b|n't\b|->|→|=>"
 )
 _LOOSE = re.compile(r"[^\w@#$%]+", re.UNICODE)
 
@@ -105,7 +106,7 @@ def tokens(text: str) -> list[str]:
     E-mails, URLs, numbers (``$30,000``, ``02:00``), dotted, slashed and hyphenated
     names (``fly.io``, ``asia/jakarta``, ``europe-west1``) stay one token.
     """
-    return [t for t in (_norm_token(m.group(0)) for m in _TOKEN.finditer(text)) if t]
+    return [t for t in (_norm_token(m.group(0)) for m in TOKEN.finditer(text)) if t]
 
 
 _ID = re.compile(r"^([a-z]{2,})-\d{2,}$")
@@ -378,8 +379,12 @@ def _values(low: str) -> tuple[list[str], list[str], list[str]]:
     names: list[str] = []
     if not _VALUE_TRIGGER.search(low):
         return olds, news, names
+    taken: list[tuple[int, int]] = []  # the first pattern to match a span wins it
     for name, pat in OLD_VALUE_PATTERNS:
         for m in pat.finditer(low):
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue
+            taken.append(m.span())
             groups = m.groupdict()
             old = _strip_value(groups.get("old") or "")
             new = _strip_value(groups.get("new") or "")
@@ -392,16 +397,38 @@ def _values(low: str) -> tuple[list[str], list[str], list[str]]:
     return list(dict.fromkeys(olds)), list(dict.fromkeys(news)), list(dict.fromkeys(names))
 
 
+DASH_VALUE_TOKENS = 4
+_SUBJECTS = frozenset(("i", "we", "you", "they", "he", "she", "it", "there", "that", "this"))
+
+
+def _add_span(text: str, spans: list[tuple[int, int]], start: int, end: int, dash: bool) -> None:
+    """Append a clause span; a short fragment after a dash that ends its sentence is
+    the value of the clause before it ("our log retention is different now — two
+    years."), so it joins that clause."""
+    words = [w.casefold() for w in TOKEN.findall(text[start:end])]
+    if (
+        dash
+        and spans
+        and len(words) <= DASH_VALUE_TOKENS
+        and not _SUBJECTS.intersection(words)  # "— we lost rows" is a clause of its own
+    ):
+        spans[-1] = (spans[-1][0], end)
+    else:
+        spans.append((start, end))
+
+
 @lru_cache(maxsize=16384)
 def parse(text: str) -> Parsed:
     """Split a record's text into analysed clauses (cached: a record is parsed once
     however many writes compare against it)."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     pos = 0
+    dash = False  # whether the span was cut off from the one before by a dash
     for m in _SENTENCE.finditer(text):
-        spans.append((pos, m.start()))
+        _add_span(text, spans, pos, m.start(), dash)
+        dash = m.group(0).strip() in ("—", "–")
         pos = m.end()
-    spans.append((pos, len(text)))
+    _add_span(text, spans, pos, len(text), dash)
     clauses: list[Clause] = []
     lent: list[str] = []  # cues of a cue-only clause, lent to the clauses after it
     for start, end in spans:
@@ -413,7 +440,7 @@ def parse(text: str) -> Parsed:
         cut = lead.end() if lead else 0
         body = low[cut:]
         raw_body = " ".join(raw.split())[cut:] if cut else raw
-        raws = [m.group(0) for m in _TOKEN.finditer(raw_body)]
+        raws = [m.group(0) for m in TOKEN.finditer(raw_body)]
         if len(raws) > MAX_CLAUSE_TOKENS:
             continue  # a log line or a data dump, not a statement of a fact
         toks = [_norm_token(r) for r in raws]
@@ -553,6 +580,7 @@ __all__ = [
     "FUNCTION_WORDS",
     "MARKERS",
     "OLD_VALUE_PATTERNS",
+    "TOKEN",
     "Clause",
     "Diff",
     "Parsed",
