@@ -158,6 +158,11 @@ class _Candidate:
 
 
 # source code -> trusted (a lookup table: faster than np.isin on every write)
+#: value kinds (``update_text.value_type``) that name one slot of a fact, so two
+#: values of one kind with a topic word in common replace each other without a cue
+SLOT_KINDS = ("email@", "channel", "area/city", "url:")
+
+
 @CONSOLIDATORS.register("rules")
 class RuleConsolidator:
     """The LLM-free default: similarity and BM25 pick a few neighbours, text rules
@@ -478,7 +483,8 @@ class RuleConsolidator:
             return None  # nothing differs, or N adds nothing: no new value
         reason = ""
         why = ""
-        if nc.cues or d.shared:
+        topic = [k for k in d.shared if k.isalpha()]
+        if nc.cues or topic:
             old_low, new_low = oc.loose, nc.loose
             kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
                 vt for vt, t in oc.typed if not contains(new_low, t)
@@ -492,15 +498,17 @@ class RuleConsolidator:
                     or (cand.kind_ranks.get(k) == 1 and d.shared)
                 }  # fmt: skip
             else:
-                # no cue: a distinctive kind (two e-mails of one domain, two #channels,
-                # two time zones) and a topic word in common ("invoice": "send invoices
-                # to a@x" -> "b@x as our invoice email"); never two identifiers
-                kinds = {k for k in kinds if k not in BROAD_KINDS and not k.startswith("id:")}
+                # no cue: a kind that names one slot (two e-mails of one domain, two
+                # #channels, two time zones, two URLs of one host) and a topic word in
+                # common ("invoice": "send invoices to a@x" -> "b@x as our invoice
+                # email"); never two identifiers or two codes (k3s-prod, k3s-staging:
+                # two environments)
+                kinds = {k for k in kinds if k.startswith(SLOT_KINDS)}
             if kinds:
                 reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
                 why = (
                     f"cue {', '.join(nc.cues[:3])}; " if nc.cues else
-                    f"no cue, a shared topic ({' '.join(d.shared[:3])}); "
+                    f"no cue, a shared topic ({' '.join(topic[:3])}); "
                 ) + f"two values of one kind ({sorted(kinds)[0]})"  # fmt: skip
                 olds = [t for vt, t in oc.typed if vt in kinds and not contains(new_low, t)]
                 news = [t for vt, t in nc.typed if vt in kinds and not contains(old_low, t)]
@@ -562,6 +570,10 @@ class RuleConsolidator:
             # two identifiers name two things (INV-5321, INV-7790): without a cue a
             # statement about the other one is another fact
             and not (old_classes & new_classes & {"id"})
+            # two separate value-looking spans changed on either side is another
+            # subject, not another value ("the EU team deploys to eu-west-1" -> "the
+            # US team deploys to us-east-1")
+            and max(_value_runs(oc, d.old_only), _value_runs(nc, d.new_only)) < 2
         ):
             # two shared words, or one shared word and a one-word old value:
             # "builds run on Tekton" -> "builds run on CircleCI"
@@ -794,6 +806,23 @@ def _named(
         old_value=old_value, new_value=new_value, span=(oc.start, oc.end),
     )  # fmt: skip
     return decision, _keys(old_value), _keys(new_value)
+
+
+def _value_runs(clause: Clause, keys: Sequence[str]) -> int:
+    """How many separate runs of adjacent tokens with keys in ``keys`` hold a
+    value-looking word (cased text: a name or number; any casing: digits, symbols,
+    number words)."""
+    wanted = set(keys)
+    runs, inside, valued = 0, False, False
+    for t, k in zip(clause.tokens, clause.token_keys, strict=True):
+        if k in wanted:
+            inside = True
+            valued = valued or k in clause.valuey or bool(symbolic([t]))
+            continue
+        if inside and valued:
+            runs += 1
+        inside = valued = False
+    return runs + int(inside and valued)
 
 
 def _words_of(clause: Clause, keys: Sequence[str]) -> list[str]:
