@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memlab.memory.update_cues import CUE_WORDS, FUNCTION_WORDS, NUMBER_WORDS
 from memlab.memory.update_text import TOKEN, Clause, key, value_class, value_type
@@ -99,11 +100,14 @@ def _set_off(clause: Clause, count: int) -> bool:
 def symbolic(value: Sequence[str]) -> frozenset[str]:
     """The classes (``value_class``) of a value's tokens that look like values in any
     casing: written with digits or symbols, or number words ("two", "four-hour")."""
-    return frozenset(
-        value_class(t, t)
-        for t in value
-        if any(c.isdigit() or c in "@#$%€£/:" for c in t) or t.split("-")[0] in NUMBER_WORDS
-    )
+    return frozenset(c for c in map(_symbol_class, value) if c is not None)
+
+
+@lru_cache(maxsize=1 << 16)  # the recall guard compares the same hits' tokens again
+def _symbol_class(token: str) -> str | None:
+    if any(c.isdigit() or c in "@#$%€£/:" for c in token) or token.split("-")[0] in NUMBER_WORDS:
+        return value_class(token, token)
+    return None
 
 
 def _content(token: str) -> bool:
