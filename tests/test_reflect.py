@@ -309,3 +309,15 @@ def test_greetings_to_the_user_are_covered_not_kept() -> None:
                                       ("user", "We deploy on Fly.io."), ("agent", "Talk soon!")])  # fmt: skip
     report = layer.end_session("alice").reflection
     assert report is not None and set(report.archived) == {e.id for e in eps}
+
+
+def test_an_echo_of_a_fact_reflected_in_an_earlier_pass_is_covered() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "Our CDN is Fastly.")])
+    layer.end_session("alice")
+    (echo,) = say(layer, clock, "alice", [("agent", "Saved: Fastly.")])
+    (other,) = say(layer, clock, "alice", [("agent", "Noted: Akamai.")])
+    report = layer.end_session("alice").reflection
+    assert report is not None and echo.id in report.archived  # Fastly was reflected before
+    assert other.id not in report.archived  # Akamai never was

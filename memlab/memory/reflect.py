@@ -323,7 +323,8 @@ class RuleReflector:
                     count=count,
                 )
             )
-        lifted_words = set().union(*(g["key"] for g in groups)) if groups else set()
+        # an agent's echo of a fact reflected in an earlier pass is covered too
+        lifted_words = set().union(*(g["key"] for g in groups), *(kk for _, kk in known_keys))
         covered = []
         for r in episodes:
             if r.source in UNTRUSTED_SOURCES or r.id not in n_sentences:
