@@ -1,0 +1,398 @@
+"""The rules that decide one pair of clauses for ``RuleConsolidator``: does a new
+record's clause supersede an earlier record's clause, by which rule, with which
+confidence, and which value keys does the decision replace (for echoes).
+
+``explicit`` handles a new clause that names the value it replaces ("from X to Y",
+"no longer X", a revert); ``value_diff`` the same statement with another value (a
+change cue and two values of one kind, one frame with one replaced span, or the
+nearest statement with a cue). ``RulePolicy`` holds their knobs; the consolidator
+(``memlab.memory.rule_consolidator``) finds the candidates and applies the decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memlab.errors import InputError
+from memlab.memory.consolidate import (
+    CUE_DIFF,
+    CUE_SIMILAR,
+    EXPLICIT,
+    VALUE_DIFF,
+    Supersession,
+)
+from memlab.memory.frames import same_frame, symbolic
+from memlab.memory.records import MemoryRecord, Source
+from memlab.memory.update_cues import BROAD_KINDS, FUNCTION_WORDS
+from memlab.memory.update_text import Clause, Parsed, contains, diff, key, loose, tokens
+
+
+@dataclass(frozen=True)
+class RulePolicy:
+    """The knobs of ``RuleConsolidator``.
+
+    Args:
+        neighbours: the new record is compared with this many nearest earlier
+            records by embedding similarity ...
+        lexical_neighbours: ... and this many by BM25 over the new text.
+        old_value_matches: records looked up per value the new text names as old.
+        min_similarity: neighbours by similarity need at least this cosine.
+        cue_frame: with a change cue, the two statements must share at least this
+            share of content words (``Diff.frame``) ...
+        implicit_frame: ... and without a cue at least this share, and two words,
+        implicit_max_words: ... in clauses of at most this many content words.
+        max_value_words: a differing value may span at most this many content words
+            on either side; more means the statements are about different things.
+        common_value_records: a value named as old that occurs in more active
+            records than this is a common word, not a value: it then supersedes
+            only records that share the new statement's frame too.
+        echo_extra_words: an echo may hold this many words besides the value,
+            acknowledgement words and the words of the statements it echoes.
+        echo_after: records made right after a superseded one that are checked as
+            its echo, besides those found by the value.
+        similar_rank: with a change cue, the nearest ``similar_rank`` user
+            statements by embedding may be superseded without a shared word ...
+        min_similar: ... if their cosine is at least this (embedder-dependent:
+            MiniLM puts paraphrases around 0.5, the hash embedder rarely does).
+        min_confidence: decisions below this are dropped.
+        supersede_from: sources whose records may supersede others (a list of
+            source names; tool and web never do). The default, the user only: an agent's statements repeat the user's or the model's
+            own, and a model's slip must not retire what the user said.
+        supersede_untrusted: whether trusted records may supersede tool/web ones.
+        scan_rows: similarity is computed over at most this many of the scope's
+            newest rows (the last rows of the store's columns, which stores append in
+            write order; None: all); BM25 still covers the whole scope. A cost cap
+            for very large scopes.
+        read_all: read every eligible record instead of the neighbours (O(scope):
+            for measuring what the neighbour preselection misses, not for use).
+    """
+
+    neighbours: int = 8
+    lexical_neighbours: int = 8
+    old_value_matches: int = 8
+    min_similarity: float = 0.05
+    cue_frame: float = 0.25
+    implicit_frame: float = 0.5
+    implicit_max_words: int = 8
+    max_value_words: int = 4
+    common_value_records: int = 6
+    echo_extra_words: int = 1
+    echo_after: int = 2
+    similar_rank: int = 1
+    min_similar: float = 0.45
+    min_confidence: float = 0.5
+    supersede_from: tuple[str, ...] = (Source.USER.value,)
+    supersede_untrusted: bool = False
+    scan_rows: int | None = None
+    read_all: bool = False
+
+    def __post_init__(self) -> None:
+        for name in (
+            "neighbours", "lexical_neighbours", "old_value_matches", "max_value_words",
+            "similar_rank", "implicit_max_words",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"consolidate.{name} must be an integer >= 1, got {value!r}")
+        for name in ("common_value_records", "echo_extra_words", "echo_after"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise InputError(f"consolidate.{name} must be an integer >= 0, got {value!r}")
+        for name in ("cue_frame", "implicit_frame", "min_confidence"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise InputError(f"consolidate.{name} must be in 0..1, got {value!r}")
+        if not -1.0 <= self.min_similar <= 1.0:
+            raise InputError(f"consolidate.min_similar must be in -1..1, got {self.min_similar!r}")
+        if not -1.0 <= self.min_similarity <= 1.0:
+            raise InputError(
+                f"consolidate.min_similarity must be in -1..1, got {self.min_similarity!r}"
+            )
+        if self.scan_rows is not None and (
+            not isinstance(self.scan_rows, int) or self.scan_rows < 1
+        ):
+            raise InputError(f"consolidate.scan_rows must be >= 1 or None, got {self.scan_rows!r}")
+        if isinstance(self.supersede_from, str):
+            raise InputError(
+                f"consolidate.supersede_from must be a list of sources, e.g. "
+                f"[{self.supersede_from!r}], not a string"
+            )
+        try:
+            sources = tuple(dict.fromkeys(Source(s) for s in self.supersede_from))
+        except (TypeError, ValueError):
+            raise InputError(
+                f"consolidate.supersede_from must be a list of sources "
+                f"({[s.value for s in Source]}), got {self.supersede_from!r}"
+            ) from None
+        object.__setattr__(self, "supersede_from", sources)
+
+
+@dataclass
+class Candidate:
+    """An earlier record read for a decision, with what the rules found on it."""
+
+    record: MemoryRecord
+    parsed: Parsed
+    similarity: float
+    rank: int = 0  # by similarity among the user statements read (1 = nearest)
+    kind_ranks: dict[str, int] = field(default_factory=dict)  # the same, per value kind
+    best: Supersession | None = None
+    old_keys: frozenset[str] = frozenset()  # the replaced value's keys (for echoes)
+    new_keys: frozenset[str] = frozenset()
+    frame: frozenset[str] = frozenset()  # the old clause's keys
+    blocked: list[str] = field(default_factory=list)
+    note: MemoryRecord | None = None  # a folded episode: the summary note holding it
+
+
+#: value kinds (``update_text.value_type``) that name one slot of a fact, so two
+#: values of one kind with a topic word in common replace each other without a cue
+SLOT_KINDS = ("email@", "channel", "area/city", "url:")
+
+
+def explicit(
+    new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, common: set[str]
+) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
+    low = oc.loose
+    for value in nc.olds:
+        if not contains(low, value) or any(contains(loose(v), value) for v in oc.olds):
+            continue  # O does not state it, or names it as old itself
+        if any(contains(low, v) for v in nc.news):
+            continue  # O already states the new value (an earlier correction)
+        plain = " " not in value and value not in nc.valuey and value.isalpha()
+        if (value in common or plain) and not diff(oc, nc).shared:
+            continue  # a common or plain word ("action"): needs the frame too
+        new_value = nc.news[0] if nc.news else ""
+        why = f'names "{value}" as old ({", ".join(nc.patterns) or "cue"})'
+        return named(old, new, oc, 0.9, why, value, new_value)
+    if nc.cues:
+        # a revert: N states a value O named as the one it replaced ("back to GKE"
+        # after "we moved off GKE to EKS"), so O's value is what N replaces
+        new_low = nc.loose
+        for value in oc.olds:
+            if contains(new_low, value) and not any(contains(new_low, v) for v in oc.news):
+                replaced = oc.news[0] if oc.news else ""
+                why = f'reverts to "{value}", which it had replaced' + (
+                    f' with "{replaced}"' if replaced else ""
+                )
+                return named(old, new, oc, 0.8, why, replaced, value)
+    return None
+
+
+def value_diff(
+    policy: RulePolicy,
+    new: MemoryRecord,
+    nc: Clause,
+    old: MemoryRecord,
+    oc: Clause,
+    cand: Candidate,
+) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
+    framed = same_frame(oc, nc, policy.max_value_words)
+    if framed is not None:
+        # the same words around one replaced span: the clearest shape of an update
+        reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
+        frame = " ".join(framed.frame[:6])
+        decision = Supersession(
+            old.id,
+            new.id,
+            reason,
+            conf,
+            f'same words around one value ({frame}): "{framed.old_value}" -> "{framed.new_value}"',
+            old_value=framed.old_value,
+            new_value=framed.new_value,
+            span=(oc.start, oc.end),
+        )
+        return decision, framed.old_keys, framed.new_keys
+    d = diff(oc, nc)
+    if not d.old_only or not d.new_only:
+        return None  # nothing differs, or N adds nothing: no new value
+    reason = ""
+    why = ""
+    topic = [k for k in d.shared if k.isalpha()]
+    if nc.cues or topic:
+        old_low, new_low = oc.loose, nc.loose
+        kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
+            vt for vt, t in oc.typed if not contains(new_low, t)
+        }
+        if nc.cues:
+            # a kind many facts share (money, a duration, a date) needs more: O must
+            # be the nearest statement holding that kind, and alike in words or meaning
+            kinds = {
+                k for k in kinds
+                if k not in BROAD_KINDS
+                or (cand.kind_ranks.get(k) == 1 and d.shared)
+            }  # fmt: skip
+        else:
+            # no cue: a kind that names one slot (two e-mails of one domain, two
+            # #channels, two time zones, two URLs of one host) and a topic word in
+            # common ("invoice": "send invoices to a@x" -> "b@x as our invoice
+            # email"); never two identifiers or two codes (k3s-prod, k3s-staging:
+            # two environments)
+            kinds = {k for k in kinds if k.startswith(SLOT_KINDS)}
+        if kinds:
+            reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
+            why = (
+                f"cue {', '.join(nc.cues[:3])}; " if nc.cues else
+                f"no cue, a shared topic ({' '.join(topic[:3])}); "
+            ) + f"two values of one kind ({sorted(kinds)[0]})"  # fmt: skip
+            olds = [t for vt, t in oc.typed if vt in kinds and not contains(new_low, t)]
+            news = [t for vt, t in nc.typed if vt in kinds and not contains(old_low, t)]
+            decision = Supersession(
+                old.id,
+                new.id,
+                reason,
+                conf,
+                f'{why}: "{olds[0]}" -> "{news[0]}"',
+                old_value=olds[0],
+                new_value=news[0],
+                span=(oc.start, oc.end),
+            )
+            return decision, keys_of(" ".join(olds)), keys_of(" ".join(news))
+    if not _shapes_agree(oc, nc, d.old_only, d.new_only):
+        return None
+    if len(d.shared) < 2 and symbolic(_words_of(oc, d.old_only)) != symbolic(
+        _words_of(nc, d.new_only)
+    ):
+        # digits and symbols show in any casing: on one shared word or none, a
+        # value written with them is only replaced by one of its class ("the
+        # primary database is aurora postgres" is not "our primary region is
+        # different now — ap-southeast-2")
+        return None
+    # the kinds of the values must agree; where words look like values, those
+    # are the values ("logs stay for 30 days" -> "logs are kept for 7 days")
+    old_vals = (set(d.old_only) & oc.valuey) or set(d.old_only)
+    new_vals = (set(d.new_only) & nc.valuey) or set(d.new_only)
+    old_classes = {oc.classes[k] for k in old_vals if k in oc.classes}
+    new_classes = {nc.classes[k] for k in new_vals if k in nc.classes}
+    if old_classes and new_classes and not old_classes & new_classes:
+        return None  # a number does not replace a #channel
+    if len(d.shared) < 2 and old_classes - {"name"} and not new_classes:
+        # one shared word is weak evidence of one statement: a value written with
+        # digits or symbols (a date, an address) always looks like a value, so a
+        # replacement that looks like none is another fact ("the subscription is
+        # up on december 31" is not replaced by "our subscription returns to the
+        # enterprise plan")
+        return None
+    # a statement that differs in more words than a value's is another statement
+    short = (
+        len(d.old_only) <= policy.max_value_words and len(d.new_only) <= policy.max_value_words + 1
+    )
+    if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
+        reason, conf = CUE_DIFF, 0.8
+        why = f"cue {', '.join(nc.cues[:3])}; same statement ({' '.join(d.shared[:4])})"
+    elif (
+        d.shared
+        and short
+        and d.frame >= policy.implicit_frame
+        # without a cue only a short statement can be "the same with another
+        # value"; long conversational sentences share words by chance
+        and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
+        and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
+        # in cased text both differing parts must look like values (names,
+        # numbers): "glad" -> "tips" is chat, "Tekton" -> "CircleCI" a value
+        and (not (oc.cased and nc.cased) or (old_vals & oc.valuey and new_vals & nc.valuey))
+        # two identifiers name two things (INV-5321, INV-7790): without a cue a
+        # statement about the other one is another fact
+        and not (old_classes & new_classes & {"id"})
+        # two separate value-looking spans changed on either side is another
+        # subject, not another value ("the EU team deploys to eu-west-1" -> "the
+        # US team deploys to us-east-1")
+        and max(_value_runs(oc, d.old_only), _value_runs(nc, d.new_only)) < 2
+    ):
+        # two shared words, or one shared word and a one-word old value:
+        # "builds run on Tekton" -> "builds run on CircleCI"
+        reason, conf = VALUE_DIFF, 0.6
+        why = f"same statement ({' '.join(d.shared[:4])}), no cue"
+    elif (
+        nc.cues
+        and (not nc.cased or set(d.new_only) & nc.valuey)  # N names a value
+        and (not oc.cased or set(d.old_only) & oc.valuey)  # and so does O
+        and 0 < cand.rank <= policy.similar_rank
+        and cand.similarity >= policy.min_similar
+        and len(d.old_only) <= 2 * policy.max_value_words
+    ):
+        reason, conf = CUE_SIMILAR, 0.6
+        why = (
+            f"cue {', '.join(nc.cues[:3])}; nearest statement "
+            f"(cosine {cand.similarity:.2f}, rank {cand.rank})"
+        )
+    else:
+        return None
+    decision = Supersession(
+        old.id,
+        new.id,
+        reason,
+        conf,
+        f'{why}: "{d.old_value}" -> "{d.new_value}"',
+        old_value=d.old_value,
+        new_value=d.new_value,
+        span=(oc.start, oc.end),
+    )
+    # echoes are found by the value's words: those that look like a value if any
+    # do ("Okta", "$7,500"; not "logins")
+    old_keys = (set(d.old_only) & oc.valuey) or set(d.old_only)
+    return decision, frozenset(old_keys), frozenset(d.new_only)
+
+
+def named(
+    old: MemoryRecord,
+    new: MemoryRecord,
+    oc: Clause,
+    confidence: float,
+    why: str,
+    old_value: str,
+    new_value: str,
+) -> tuple[Supersession, frozenset[str], frozenset[str]]:
+    """An ``explicit-old-value`` decision, with the keys of the two values."""
+    decision = Supersession(
+        old.id, new.id, EXPLICIT, confidence, why,
+        old_value=old_value, new_value=new_value, span=(oc.start, oc.end),
+    )  # fmt: skip
+    return decision, keys_of(old_value), keys_of(new_value)
+
+
+def _value_runs(clause: Clause, keys: Sequence[str]) -> int:
+    """How many separate runs of adjacent tokens with keys in ``keys`` hold a
+    value-looking word (cased text: a name or number; any casing: digits, symbols,
+    number words)."""
+    wanted = set(keys)
+    runs, inside, valued = 0, False, False
+    for t, k in zip(clause.tokens, clause.token_keys, strict=True):
+        if k in wanted:
+            inside = True
+            valued = valued or k in clause.valuey or bool(symbolic([t]))
+            continue
+        if inside and valued:
+            runs += 1
+        inside = valued = False
+    return runs + int(inside and valued)
+
+
+def _words_of(clause: Clause, keys: Sequence[str]) -> list[str]:
+    """The clause's tokens whose keys are ``keys`` (keys cut words to five letters)."""
+    wanted = set(keys)
+    return [t for t, k in zip(clause.tokens, clause.token_keys, strict=True) if k in wanted]
+
+
+def keys_of(value: str) -> frozenset[str]:
+    return frozenset(key(t) for t in tokens(value) if t not in FUNCTION_WORDS)
+
+
+def _shapes_agree(
+    old: Clause, new: Clause, old_only: Sequence[str], new_only: Sequence[str]
+) -> bool:
+    """The differing words must be the values: a clause that holds value-looking
+    words (names, numbers, symbols) must hold one among its differing words, so
+    "new hires can't log in through Okta" does not replace "logins go through Okta"
+    (the value is the same, the frame differs). In cased text the two values must
+    look alike too: each holds such a word, or neither does."""
+    old_v = bool(set(old_only) & old.valuey)
+    new_v = bool(set(new_only) & new.valuey)
+    if (old.valuey and not old_v) or (new.valuey and not new_v):
+        return False
+    if not (old.cased and new.cased):
+        return True
+    return old_v == new_v
+
+
+__all__ = ["SLOT_KINDS", "Candidate", "RulePolicy", "explicit", "keys_of", "named", "value_diff"]

@@ -1,0 +1,71 @@
+"""memlab.memory.clause_rules: the decision on one pair of clauses (the whole
+consolidator, with candidates and echoes, is tested in test_consolidate.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memlab.errors import InputError
+from memlab.memory import MemoryKind, MemoryRecord, Source
+from memlab.memory.clause_rules import Candidate, RulePolicy, explicit, keys_of, value_diff
+from memlab.memory.consolidate import CUE_DIFF, EXPLICIT, VALUE_DIFF
+from memlab.memory.update_text import parse
+
+
+def rec(rid: str, text: str, t: float) -> MemoryRecord:
+    return MemoryRecord(rid, text, np.ones(4, np.float32) / 2, MemoryKind.EPISODIC, "alice", 0.5,
+                        8, t, t, source=Source.USER)  # fmt: skip
+
+
+def pair(old: str, new: str):
+    o, n = rec("o", old, 1.0), rec("n", new, 2.0)
+    oc = next(c for c in parse(old).clauses if c.states)
+    nc = next(c for c in parse(new).clauses if c.states or c.olds)
+    return o, oc, n, nc, Candidate(o, parse(old), 0.5, rank=1)
+
+
+def test_explicit_names_the_old_value() -> None:
+    o, oc, n, nc, _ = pair("Our CI is Jenkins.", "We dropped Jenkins for GitHub Actions.")
+    hit = explicit(n, nc, o, oc, set())
+    assert hit is not None
+    decision, old_keys, new_keys = hit
+    assert decision.reason == EXPLICIT and decision.old_value == "jenkins"
+    assert old_keys == keys_of("jenkins") and new_keys == keys_of("github actions")
+    o, oc, n, nc, _ = pair("Our CI is CircleCI.", "We dropped Jenkins for GitHub Actions.")
+    assert explicit(n, nc, o, oc, set()) is None  # the old clause does not state Jenkins
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("Code's all in Azure Repos.", "Code's all in Gitea.", VALUE_DIFF),
+        ("Builds run on Tekton.", "Builds run on CircleCI.", VALUE_DIFF),
+        ("Standup is at 9:30.", "Actually, standup is at 10:00 now.", CUE_DIFF),
+        ("Send invoices to billing@acme.io.", "Put down ap@acme.io as our invoice email.",
+         VALUE_DIFF),
+    ],
+)  # fmt: skip
+def test_value_diff_fires(old: str, new: str, reason: str) -> None:
+    o, oc, n, nc, cand = pair(old, new)
+    hit = value_diff(RulePolicy(), n, nc, o, oc, cand)
+    assert hit is not None and hit[0].reason == reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The EU team deploys to eu-west-1.", "The US team deploys to us-east-1."),
+        ("Invoice INV-5321 was charged twice.", "Invoice INV-7790 was charged twice."),
+        ("Send the invoices to billing@acme.io.", "Security reports go to security@acme.io."),
+        ("the primary database is aurora postgres.", "our primary region is ap-southeast-2."),
+    ],
+)
+def test_value_diff_holds_back(old: str, new: str) -> None:
+    o, oc, n, nc, cand = pair(old, new)
+    assert value_diff(RulePolicy(), n, nc, o, oc, cand) is None
+
+
+def test_policy_checks_its_fields() -> None:
+    with pytest.raises(InputError):
+        RulePolicy(max_value_words=0)
