@@ -34,7 +34,7 @@ from memlab.memory.consolidate import (
 )
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.supersede import consolidate
-from memlab.memory.update_text import contains, key, loose, parse, tokens, value_type
+from memlab.memory.update_text import contains, key, loose, parse, parse_said, tokens, value_type
 from tests.consolidate_cases import (
     CASES,
     START,
@@ -488,3 +488,48 @@ def test_decisions_keep_the_invariants(conv: list[tuple[str, str, str]]) -> None
         if ids:
             store.mark_archived(scope, ids, rec.created_at)
             retired.update(ids)
+
+
+# -- group chats: speakers, attribution tags and bracketed asides ------------------
+def test_parse_said_blanks_the_speaker_tag_and_bracketed_asides() -> None:
+    text = "Caroline: Our CDN is Fastly. [shares a photo: a dog on a beach] We use Jira."
+    p = parse_said(text, "Caroline")
+    assert [c.text for c in p.clauses] == ["Our CDN is Fastly.", "We use Jira."]
+    assert all(text[c.start : c.end].strip() == c.text for c in p.clauses)  # offsets hold
+    assert "carol" in parse(text).clauses[0].keys  # plain parse keeps the name
+    assert parse_said("Melanie: Our CDN is Fastly.", "Caroline").clauses[0].keys[0] == "melan"
+
+
+def test_went_to_after_a_person_is_a_trip_not_a_change() -> None:
+    assert parse("Last week I went to a pride parade.").clauses[0].olds == ()
+    assert parse("Standup became 10:00.").clauses[0].olds == ("standup",)
+
+
+def _said(recs: list[tuple[str, str]]) -> list[MemoryRecord]:
+    """User records of a two-person chat: ``(speaker, text)``, text tagged as
+    LoCoMo tags it."""
+    out = _records(tuple(("user", f"{who}: {text}") for who, text in recs), HashEmbedder(), "chat")
+    for r, (who, _) in zip(out, recs, strict=True):
+        r.meta = {"speaker": who}
+    return out
+
+
+def test_one_speakers_statement_never_supersedes_anothers() -> None:
+    rc = RuleConsolidator()
+    old, other, same = _said([("Caroline", "My office is in Porto."),
+                              ("Melanie", "My office is in Lisbon."),
+                              ("Caroline", "My office is in Lisbon.")])  # fmt: skip
+    store = InMemoryStore()
+    store.put(old)
+    assert rc.decide(other, ScopeReader(store, "chat")) == []
+    assert [d.old_id for d in rc.decide(same, ScopeReader(store, "chat"))] == [old.id]
+    assert rc.judge(other, [old]) == [] and [d.old_id for d in rc.judge(same, [old])] == [old.id]
+
+
+def test_the_speaker_tag_does_not_make_two_lines_one_statement() -> None:
+    rc = RuleConsolidator()
+    a, b = _said([("Caroline", "Hey Mel! Good to see you!"),
+                  ("Caroline", "I went to a LGBTQ support group yesterday.")])  # fmt: skip
+    store = InMemoryStore()
+    store.put(a)
+    assert rc.decide(b, ScopeReader(store, "chat")) == []

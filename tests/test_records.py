@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memlab.errors import InputError
-from memlab.memory import MemoryKind, RecallQuery, Source
+from memlab.memory import MemoryKind, MemoryRecord, RecallQuery, Source
 from memlab.memory.records import check_scope
 from tests.conftest import make_record
 
@@ -73,3 +73,17 @@ def test_copy_normalizes_fields_changed_after_construction() -> None:
     c = r.copy()
     assert c.kind is MemoryKind.SEMANTIC and c.embedding.dtype == np.float32
     assert c.provenance == ("t1",)
+
+
+def test_same_speaker_only_tells_two_named_speakers_apart() -> None:
+    from memlab.memory import same_speaker
+    from memlab.memory.records import speaker_of
+
+    def r(speaker: object) -> MemoryRecord:
+        meta = {} if speaker is None else {"speaker": speaker}
+        return MemoryRecord("x", "hi there", np.ones(4, np.float32), MemoryKind.EPISODIC,
+                            "alice", 0.5, 2, 1.0, 1.0, meta=meta)  # fmt: skip
+
+    assert same_speaker(r("Caroline"), r("caroline ")) and not same_speaker(r("Caroline"), r("Mel"))
+    assert same_speaker(r(None), r("Mel")) and same_speaker(r(None), r(None))
+    assert speaker_of(r(" ")) is None and speaker_of(r(3)) is None and speaker_of(r("Jo")) == "Jo"

@@ -156,3 +156,16 @@ def test_memory_ranking_is_the_layers_full_ranking_with_provenance(t: Transcript
     # Records made behind the strategy's back are still ranked with their provenance.
     s.layer.remember("alice:support", "We deploy on GKE, said the ops log.", provenance=["x1"])
     assert ("x1",) in s.ranking(probe)
+
+
+def test_memory_keeps_the_speaker_of_a_group_chat_turn() -> None:
+    s = memory()
+    said = Turn("d1", "2024-01-01T00:00:00Z", 1.7e9, "chat", "user", "user",
+                "Caroline: My office is in Porto.", meta={"speaker": "Caroline"})  # fmt: skip
+    plain = Turn("d2", "2024-01-01T00:01:00Z", 1.7e9 + 60, "chat", "user", "user",
+                 "Our CDN is Fastly.")  # fmt: skip
+    s.observe(said)
+    s.observe(plain)
+    by_id = {r.provenance[0]: r for r in s.layer.store.list("chat")}
+    assert by_id["d1"].meta["speaker"] == "Caroline"
+    assert "speaker" not in by_id["d2"].meta

@@ -55,12 +55,14 @@ from memlab.memory.procedural import (
 from memlab.memory.procedure_recorder import ProcedureRecorder
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import (
+    SPEAKER_KEY,
     Hit,
     MemoryKind,
     MemoryRecord,
     RecallQuery,
     Source,
     Superseded,
+    same_speaker,
 )
 from memlab.memory.reflect import (
     REFLECTORS,
@@ -91,6 +93,7 @@ __all__ = [
     "CONSOLIDATORS",
     "EMBEDDERS",
     "REFLECTORS",
+    "SPEAKER_KEY",
     "STORES",
     "SUMMARIZERS",
     "AgentDeps",
@@ -171,4 +174,5 @@ __all__ = [
     "record_outcome",
     "remember_procedure",
     "run_turn",
+    "same_speaker",
 ]

@@ -418,6 +418,27 @@ class MemoryRecord:
         )
 
 
+#: The ``meta`` key naming the person who said a record, where a conversation has
+#: several (a group chat; LoCoMo's two speakers). Consolidators never let one
+#: speaker's statement supersede another's.
+SPEAKER_KEY = "speaker"
+
+
+def speaker_of(record: MemoryRecord) -> str | None:
+    """The record's ``meta["speaker"]``, if it names one."""
+    name = record.meta.get(SPEAKER_KEY)
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def same_speaker(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether two records may be by the same person: True unless both name a
+    speaker (``meta["speaker"]``) and the names differ (case-insensitively)."""
+    x, y = speaker_of(a), speaker_of(b)
+    if x is None or y is None:
+        return True
+    return x.strip().casefold() == y.strip().casefold()
+
+
 @dataclass(frozen=True)
 class RecallQuery:
     """What to recall.

@@ -25,7 +25,7 @@ from memlab.memory.consolidate import (
     eligible_rows,
     neighbour_rows,
 )
-from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source
+from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source, same_speaker, speaker_of
 from memlab.memory.stores.base import Candidates
 from memlab.memory.update_cues import ACK_WORDS
 from memlab.memory.update_text import (
@@ -34,7 +34,7 @@ from memlab.memory.update_text import (
     contains,
     key,
     loose,
-    parse,
+    parse_said,
 )
 
 
@@ -113,7 +113,7 @@ class RuleConsolidator:
             )
         if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
             return []
-        parsed = parse(new.content)
+        parsed = parse_said(new.content, speaker_of(new))
         clauses = [c for c in parsed.clauses if c.states or c.olds]
         if not clauses:
             return []
@@ -145,7 +145,7 @@ class RuleConsolidator:
         sims = {cands.ids[row]: sim for row, sim in rows.items()}
         row_of = {cands.ids[row]: row for row in rows}
         found = [
-            Candidate(rec, parse(rec.content), sims.get(rec.id, 0.0))
+            Candidate(rec, parse_said(rec.content, speaker_of(rec)), sims.get(rec.id, 0.0))
             for rec in reader.get_many(list(sims))
             if rec.id != new.id and self._may_supersede(new, rec)
         ]
@@ -177,7 +177,11 @@ class RuleConsolidator:
             if ep.invalid_at is not None or not self._may_supersede(new, ep):
                 continue
             sim = float(ep.embedding @ new.embedding)
-            out.append(Candidate(ep, parse(ep.content), sim, note=wanted[ep.id].record))
+            out.append(
+                Candidate(
+                    ep, parse_said(ep.content, speaker_of(ep)), sim, note=wanted[ep.id].record
+                )
+            )
         return out
 
     def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
@@ -187,11 +191,13 @@ class RuleConsolidator:
         policy = self.policy
         if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
             return []
-        clauses = [c for c in parse(new.content).clauses if c.states or c.olds]
+        clauses = [
+            c for c in parse_said(new.content, speaker_of(new)).clauses if c.states or c.olds
+        ]
         if not clauses:
             return []
         found = [
-            Candidate(o, parse(o.content), float(o.embedding @ new.embedding))
+            Candidate(o, parse_said(o.content, speaker_of(o)), float(o.embedding @ new.embedding))
             for o in olds
             if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
         ]
@@ -226,6 +232,8 @@ class RuleConsolidator:
     def _may_supersede(self, new: MemoryRecord, old: MemoryRecord) -> bool:
         if old.source in UNTRUSTED_SOURCES and not self.policy.supersede_untrusted:
             return False
+        if not same_speaker(new, old):
+            return False  # one person's statement never retires another's
         return old.created_at <= new.created_at
 
     def _eligible(self, cands: Candidates, new: MemoryRecord) -> np.ndarray:
@@ -344,7 +352,7 @@ class RuleConsolidator:
         for rec in reader.get_many(ids):
             if not self._may_supersede(new, rec):
                 continue
-            p = parse(rec.content)
+            p = parse_said(rec.content, speaker_of(rec))
             if not p.clauses:
                 continue
             keys = {k for k in p.keys if k not in _ACK_KEYS}
@@ -447,7 +455,7 @@ def _onto_notes(decided: dict[str, Candidate]) -> dict[str, Candidate]:
             end += 1
         best = replace(c.best, old_id=note.id, partial=True, span=(at, end), more_spans=())
         out[note.id] = Candidate(
-            note, parse(note.content), c.similarity, best=best,
+            note, parse_said(note.content, speaker_of(note)), c.similarity, best=best,
             old_keys=c.old_keys, new_keys=c.new_keys, frame=c.frame,
         )  # fmt: skip
     return out

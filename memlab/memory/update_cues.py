@@ -97,7 +97,8 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("not X but Y", re.compile(rf"\bnot (?!sure\b)(?:the |our |my )?{_OLD},? but (?:the |a )?{_NEW}{_END}")),
     # not after "our"/"my": "our code host became Sourcehut" names the fact, not its
     # old value (the change cue "became" still applies)
-    ("X became Y", re.compile(rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) ){_OLD} (?:became|becomes|turned into|is now|are now|changed to|went to) (?:the |a )?{_NEW}{_END}")),
+    # "went to" after a person ("last week I went to a parade") is a trip, not a change
+    ("X became Y", re.compile(rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) ){_OLD} (?:became|becomes|turned into|is now|are now|changed to|(?<!\bi )(?<!\bwe )(?<!\byou )(?<!\bthey )(?<!\bhe )(?<!\bshe )went to) (?:the |a )?{_NEW}{_END}")),
     ("X -> Y", re.compile(rf"{_OLD} (?:->|→|=>) {_NEW}{_END}")),
     ("the switch to X is undone", re.compile(
         rf"\b(?:the )?(?:switch|move|change) to {_OLD} (?:is|was|has been|got) "

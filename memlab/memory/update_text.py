@@ -417,6 +417,26 @@ def _add_span(text: str, spans: list[tuple[int, int]], start: int, end: int, das
         spans.append((start, end))
 
 
+_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
+
+
+def parse_said(text: str, speaker: str | None = None) -> Parsed:
+    """``parse`` of a record said by ``speaker``, without what is not its statements:
+    a leading ``"<speaker>:"`` tag is attribution (in a group chat every line of one
+    person would otherwise share the name as a word), and a bracketed aside
+    ("[shares a photo: a dog on a beach]", "[laughs]") is an attachment or stage
+    direction, not something the speaker states. Both are blanked, not cut, so
+    clause offsets still index the record's text."""
+    out = _BRACKETED.sub(lambda m: " " * len(m.group(0)), text) if "[" in text else text
+    if speaker:
+        tag = speaker.strip() + ":"
+        head = out.lstrip()
+        if tag and head[: len(tag)].casefold() == tag.casefold():
+            cut = len(out) - len(head) + len(tag)
+            out = " " * cut + out[cut:]
+    return parse(out)
+
+
 @lru_cache(maxsize=16384)
 def parse(text: str) -> Parsed:
     """Split a record's text into analysed clauses (cached: a record is parsed once
@@ -435,6 +455,9 @@ def parse(text: str) -> Parsed:
         raw = text[start:end].strip()
         if not raw:
             continue
+        # the span is the clause itself (a blanked speaker tag is not part of it)
+        start += len(text[start:end]) - len(text[start:end].lstrip())
+        end = start + len(raw)
         low = " ".join(raw.casefold().replace("’", "'").split())
         lead = LEAD_PHRASES.match(low)
         cut = lead.end() if lead else 0
@@ -589,5 +612,6 @@ __all__ = [
     "key",
     "loose",
     "parse",
+    "parse_said",
     "tokens",
 ]

@@ -42,6 +42,7 @@ from memlab.lab.strategies.base import (
 )
 from memlab.lab.transcripts import Turn
 from memlab.memory import (
+    SPEAKER_KEY,
     Embedder,
     EvictionPolicy,
     HalfLives,
@@ -144,6 +145,9 @@ class MemoryStrategy:
         meta = {"role": turn.role}
         if turn.session is not None:
             meta["session"] = turn.session
+        speaker = (turn.meta or {}).get(SPEAKER_KEY)
+        if isinstance(speaker, str) and speaker.strip():
+            meta[SPEAKER_KEY] = speaker  # a group chat: whose statement it is
         record = self.layer.remember(
             self.scope_of(turn),
             turn.text,
