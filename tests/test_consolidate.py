@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memlab.errors import InputError
@@ -533,3 +533,30 @@ def test_the_speaker_tag_does_not_make_two_lines_one_statement() -> None:
     store = InMemoryStore()
     store.put(a)
     assert rc.decide(b, ScopeReader(store, "chat")) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.lists(st.sampled_from([None, "Ana", "Ben"]), min_size=9, max_size=9))
+@example(
+    [("alice", "user", "Our CI is Jenkins."), ("alice", "user", "Actually, our CI is Tekton now.")],
+    ["Ana", "Ben", *[None] * 7],
+)  # the case that fails without the speaker rule
+def test_no_decision_crosses_speakers(
+    conv: list[tuple[str, str, str]], speakers: list[str | None]
+) -> None:
+    """In a group chat (lines tagged "<speaker>: " as LoCoMo tags them), a decision
+    only ever retires a record of the same speaker, or one that names none."""
+    store = InMemoryStore()
+    texts = [f"{who}: {t}" if who else t for (_, _, t), who in zip(conv, speakers, strict=False)]
+    vecs = HASH.embed(texts)
+    written: dict[str, MemoryRecord] = {}
+    for i, ((scope, source, _), who) in enumerate(zip(conv, speakers, strict=False)):
+        rec = MemoryRecord(f"m{i}", texts[i], vecs[i], MemoryKind.EPISODIC, scope, 0.5, 1,
+                           START + i, START + i, source=Source(source),
+                           meta={"speaker": who} if who else {})  # fmt: skip
+        for d in RULES.decide(rec, ScopeReader(store, scope)):
+            old = written[d.old_id]
+            mine, theirs = rec.meta.get("speaker"), old.meta.get("speaker")
+            assert mine is None or theirs is None or mine == theirs
+        store.put(rec)
+        written[rec.id] = rec
