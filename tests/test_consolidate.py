@@ -560,3 +560,25 @@ def test_no_decision_crosses_speakers(
             assert mine is None or theirs is None or mine == theirs
         store.put(rec)
         written[rec.id] = rec
+
+
+def test_a_pasted_document_supersedes_nothing() -> None:
+    rc = RuleConsolidator()
+    old = _records((("user", "Our CI is Jenkins."),), HASH, "alice")[0]
+    store = InMemoryStore()
+    store.put(old)
+    filler = " ".join(f"Paragraph {i} of the article says many things." for i in range(12))
+    doc = "Translate this text: Our CI is CircleCI now. " + filler
+    (new,) = _records((("user", "x"), ("user", doc)), HASH, "alice")[1:]
+    assert len(parse(doc).clauses) > RulePolicy().max_clauses  # type: ignore[operator]
+    assert rc.decide(new, ScopeReader(store, "alice")) == [] and rc.judge(new, [old]) == []
+    unlimited = RuleConsolidator(RulePolicy(max_clauses=None))
+    assert [d.old_id for d in unlimited.decide(new, ScopeReader(store, "alice"))] == [old.id]
+    with pytest.raises(InputError, match="max_clauses"):
+        RulePolicy(max_clauses=0)
+
+
+def test_code_is_no_statement() -> None:
+    assert parse('$("#posts").append(card);').clauses == ()
+    assert parse('var card = `<div class="card">`').clauses == ()
+    assert len(parse("Our SLA (the contract one) is 4 hours.").clauses) == 1

@@ -66,6 +66,9 @@ class RulePolicy:
             for very large scopes.
         read_all: read every eligible record instead of the neighbours (O(scope):
             for measuring what the neighbour preselection misses, not for use).
+        max_clauses: a new record of more clauses than this is a document (a pasted
+            article, a transcript to translate), not the speaker's own statement,
+            and supersedes nothing (None: no limit).
     """
 
     neighbours: int = 8
@@ -86,6 +89,7 @@ class RulePolicy:
     supersede_untrusted: bool = False
     scan_rows: int | None = None
     read_all: bool = False
+    max_clauses: int | None = 12
 
     def __post_init__(self) -> None:
         for name in (
@@ -108,6 +112,12 @@ class RulePolicy:
         if not -1.0 <= self.min_similarity <= 1.0:
             raise InputError(
                 f"consolidate.min_similarity must be in -1..1, got {self.min_similarity!r}"
+            )
+        if self.max_clauses is not None and (
+            not isinstance(self.max_clauses, int) or self.max_clauses < 1
+        ):
+            raise InputError(
+                f"consolidate.max_clauses must be >= 1 or None, got {self.max_clauses!r}"
             )
         if self.scan_rows is not None and (
             not isinstance(self.scan_rows, int) or self.scan_rows < 1

@@ -114,6 +114,8 @@ class RuleConsolidator:
         if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
             return []
         parsed = parse_said(new.content, speaker_of(new))
+        if policy.max_clauses is not None and len(parsed.clauses) > policy.max_clauses:
+            return []  # a pasted document, not a statement
         clauses = [c for c in parsed.clauses if c.states or c.olds]
         if not clauses:
             return []
@@ -191,9 +193,10 @@ class RuleConsolidator:
         policy = self.policy
         if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
             return []
-        clauses = [
-            c for c in parse_said(new.content, speaker_of(new)).clauses if c.states or c.olds
-        ]
+        parsed = parse_said(new.content, speaker_of(new))
+        if policy.max_clauses is not None and len(parsed.clauses) > policy.max_clauses:
+            return []  # a pasted document, not a statement
+        clauses = [c for c in parsed.clauses if c.states or c.olds]
         if not clauses:
             return []
         found = [

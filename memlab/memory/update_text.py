@@ -397,6 +397,17 @@ def _values(low: str) -> tuple[list[str], list[str], list[str]]:
     return list(dict.fromkeys(olds)), list(dict.fromkeys(news)), list(dict.fromkeys(names))
 
 
+_CODE_MARKS = frozenset("{}[];=<>`")
+
+
+def _looks_like_code(raw: str) -> bool:
+    """A line of code or markup ('$("#posts").append(card);', '<p class="x">'):
+    two or more of ``{}[];=<>` `` or four or more of those and parentheses. A sentence
+    with a parenthesis or two ("our SLA (the contract one) is 4 hours") is not."""
+    marks = sum(c in _CODE_MARKS for c in raw)
+    return marks >= 2 or marks + raw.count("(") + raw.count(")") >= 4
+
+
 DASH_VALUE_TOKENS = 4
 _SUBJECTS = frozenset(("i", "we", "you", "they", "he", "she", "it", "there", "that", "this"))
 
@@ -464,8 +475,8 @@ def parse(text: str) -> Parsed:
         body = low[cut:]
         raw_body = " ".join(raw.split())[cut:] if cut else raw
         raws = [m.group(0) for m in TOKEN.finditer(raw_body)]
-        if len(raws) > MAX_CLAUSE_TOKENS:
-            continue  # a log line or a data dump, not a statement of a fact
+        if len(raws) > MAX_CLAUSE_TOKENS or _looks_like_code(raw):
+            continue  # a log line, a data dump or code, not a statement of a fact
         toks = [_norm_token(r) for r in raws]
         # a clause written with capitals at all (even only the first letter) shows
         # how its names look; all-lower-case writing does not
