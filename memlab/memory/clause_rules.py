@@ -202,16 +202,8 @@ def value_diff(
         # the same words around one replaced span: the clearest shape of an update
         reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
         frame = " ".join(framed.frame[:6])
-        decision = Supersession(
-            old.id,
-            new.id,
-            reason,
-            conf,
-            f'same words around one value ({frame}): "{framed.old_value}" -> "{framed.new_value}"',
-            old_value=framed.old_value,
-            new_value=framed.new_value,
-            span=(oc.start, oc.end),
-        )
+        why = f"same words around one value ({frame})"
+        decision = _on_clause(old, new, oc, reason, conf, why, framed.old_value, framed.new_value)
         return decision, framed.old_keys, framed.new_keys
     d = diff(oc, nc)
     if not d.old_only or not d.new_only:
@@ -247,16 +239,7 @@ def value_diff(
             ) + f"two values of one kind ({sorted(kinds)[0]})"  # fmt: skip
             olds = [t for vt, t in oc.typed if vt in kinds and not contains(new_low, t)]
             news = [t for vt, t in nc.typed if vt in kinds and not contains(old_low, t)]
-            decision = Supersession(
-                old.id,
-                new.id,
-                reason,
-                conf,
-                f'{why}: "{olds[0]}" -> "{news[0]}"',
-                old_value=olds[0],
-                new_value=news[0],
-                span=(oc.start, oc.end),
-            )
+            decision = _on_clause(old, new, oc, reason, conf, why, olds[0], news[0])
             return decision, keys_of(" ".join(olds)), keys_of(" ".join(news))
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
         return None
@@ -328,16 +311,7 @@ def value_diff(
         )
     else:
         return None
-    decision = Supersession(
-        old.id,
-        new.id,
-        reason,
-        conf,
-        f'{why}: "{d.old_value}" -> "{d.new_value}"',
-        old_value=d.old_value,
-        new_value=d.new_value,
-        span=(oc.start, oc.end),
-    )
+    decision = _on_clause(old, new, oc, reason, conf, why, d.old_value, d.new_value)
     # echoes are found by the value's words: those that look like a value if any
     # do ("Okta", "$7,500"; not "logins")
     old_keys = (set(d.old_only) & oc.valuey) or set(d.old_only)
@@ -359,6 +333,24 @@ def named(
         old_value=old_value, new_value=new_value, span=(oc.start, oc.end),
     )  # fmt: skip
     return decision, keys_of(old_value), keys_of(new_value)
+
+
+def _on_clause(
+    old: MemoryRecord,
+    new: MemoryRecord,
+    oc: Clause,
+    reason: str,
+    confidence: float,
+    why: str,
+    old_value: str,
+    new_value: str,
+) -> Supersession:
+    """A decision that ``new`` replaces old clause ``oc``'s value, explained as
+    ``why: "old" -> "new"``."""
+    return Supersession(
+        old.id, new.id, reason, confidence, f'{why}: "{old_value}" -> "{new_value}"',
+        old_value=old_value, new_value=new_value, span=(oc.start, oc.end),
+    )  # fmt: skip
 
 
 def _value_runs(clause: Clause, keys: Sequence[str]) -> int:
