@@ -70,8 +70,10 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("off X (to Y)", re.compile(
         rf"\b(?:moved|moving|move|got|get|switched|migrated|came|off of)\s+off (?:of )?"
         rf"(?:the |our )?{_OLD}(?: (?:to|onto|for|in favou?r of) (?:the |a )?{_NEW})?{_END}")),
+    # a negated verb changes nothing ("I won't quit on my dreams", "we never left X")
     ("left X for Y", re.compile(
-        rf"\b(?:left|ditched|dropped|abandoned|quit|dumped) (?:the |our |my )?{_OLD}"
+        rf"(?<!n't )(?<!not )(?<!never )\b(?:left|ditched|dropped|abandoned|quit|dumped) "
+        rf"(?:the |our |my )?{_OLD}"
         rf"(?: (?:for|in favou?r of) (?:the |a )?{_NEW})?{_END}")),
     ("replaced X with Y", re.compile(
         rf"\b(?:replaced|swapped|traded|exchanged|substituted) (?:the |our |my )?{_OLD}"
