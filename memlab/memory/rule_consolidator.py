@@ -111,14 +111,10 @@ class RuleConsolidator:
             raise InputError(
                 f"record {new.id} is in scope {new.scope!r} but the reader reads {reader.scope!r}"
             )
-        if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
+        claims = self._claims(new)
+        if claims is None:
             return []
-        parsed = parse_said(new.content, speaker_of(new))
-        if policy.max_clauses is not None and len(parsed.clauses) > policy.max_clauses:
-            return []  # a pasted document, not a statement
-        clauses = [c for c in parsed.clauses if c.states or c.olds]
-        if not clauses:
-            return []
+        parsed, clauses = claims
         cands = reader.candidates(new.embedding, text=new.content)
         if len(cands) == 0:
             return []
@@ -147,7 +143,7 @@ class RuleConsolidator:
         sims = {cands.ids[row]: sim for row, sim in rows.items()}
         row_of = {cands.ids[row]: row for row in rows}
         found = [
-            Candidate(rec, parse_said(rec.content, speaker_of(rec)), sims.get(rec.id, 0.0))
+            Candidate(rec, _parsed(rec), sims.get(rec.id, 0.0))
             for rec in reader.get_many(list(sims))
             if rec.id != new.id and self._may_supersede(new, rec)
         ]
@@ -179,11 +175,7 @@ class RuleConsolidator:
             if ep.invalid_at is not None or not self._may_supersede(new, ep):
                 continue
             sim = float(ep.embedding @ new.embedding)
-            out.append(
-                Candidate(
-                    ep, parse_said(ep.content, speaker_of(ep)), sim, note=wanted[ep.id].record
-                )
-            )
+            out.append(Candidate(ep, _parsed(ep), sim, note=wanted[ep.id].record))
         return out
 
     def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
@@ -191,16 +183,12 @@ class RuleConsolidator:
         (older records of ``new``'s scope) ``new`` supersedes. The recall guard uses
         this on the records a recall packed."""
         policy = self.policy
-        if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
+        claims = self._claims(new)
+        if claims is None:
             return []
-        parsed = parse_said(new.content, speaker_of(new))
-        if policy.max_clauses is not None and len(parsed.clauses) > policy.max_clauses:
-            return []  # a pasted document, not a statement
-        clauses = [c for c in parsed.clauses if c.states or c.olds]
-        if not clauses:
-            return []
+        clauses = claims[1]
         found = [
-            Candidate(o, parse_said(o.content, speaker_of(o)), float(o.embedding @ new.embedding))
+            Candidate(o, _parsed(o), float(o.embedding @ new.embedding))
             for o in olds
             if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
         ]
@@ -231,6 +219,20 @@ class RuleConsolidator:
             if cand.best is not None:
                 decided[cand.record.id] = cand
         return decided
+
+    def _claims(self, new: MemoryRecord) -> tuple[Parsed, list[Clause]] | None:
+        """``new``'s analysis and the clauses that may supersede something; None
+        when nothing can: an untrusted source or one not in ``supersede_from``, a
+        pasted document (more than ``max_clauses`` clauses), or no clause that
+        states a value or names an old one."""
+        policy = self.policy
+        if new.source in UNTRUSTED_SOURCES or new.source not in policy.supersede_from:
+            return None
+        parsed = _parsed(new)
+        if policy.max_clauses is not None and len(parsed.clauses) > policy.max_clauses:
+            return None  # a pasted document, not a statement
+        clauses = [c for c in parsed.clauses if c.states or c.olds]
+        return (parsed, clauses) if clauses else None
 
     def _may_supersede(self, new: MemoryRecord, old: MemoryRecord) -> bool:
         if old.source in UNTRUSTED_SOURCES and not self.policy.supersede_untrusted:
@@ -355,7 +357,7 @@ class RuleConsolidator:
         for rec in reader.get_many(ids):
             if not self._may_supersede(new, rec):
                 continue
-            p = parse_said(rec.content, speaker_of(rec))
+            p = _parsed(rec)
             if not p.clauses:
                 continue
             keys = {k for k in p.keys if k not in _ACK_KEYS}
@@ -438,6 +440,11 @@ def _restated(best: Supersession, p: Parsed) -> list[tuple[int, int]]:
     ]
 
 
+def _parsed(record: MemoryRecord) -> Parsed:
+    """A record's clauses, without its speaker tag (``update_text.parse_said``)."""
+    return parse_said(record.content, speaker_of(record))
+
+
 def _onto_notes(decided: dict[str, Candidate]) -> dict[str, Candidate]:
     """Decisions on folded episodes moved onto the notes that hold them: the
     episode's replaced clause, found verbatim in the note, becomes a stale span of
@@ -458,7 +465,7 @@ def _onto_notes(decided: dict[str, Candidate]) -> dict[str, Candidate]:
             end += 1
         best = replace(c.best, old_id=note.id, partial=True, span=(at, end), more_spans=())
         out[note.id] = Candidate(
-            note, parse_said(note.content, speaker_of(note)), c.similarity, best=best,
+            note, _parsed(note), c.similarity, best=best,
             old_keys=c.old_keys, new_keys=c.new_keys, frame=c.frame,
         )  # fmt: skip
     return out
