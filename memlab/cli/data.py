@@ -7,13 +7,13 @@ from pathlib import Path
 from memlab.cli.common import INTERRUPTED, OK, ArgumentParser, _no_progress, echo, fail
 from memlab.cli.hydra_apps import _app_args, _wants_help
 from memlab.errors import InputError
-from memlab.lab.synth.updates import PHRASINGS
 
 
 # -- synth and convert ----------------------------------------------------------------------
 def synth(args: list[str]) -> int:
     """``memlab synth --n N --seed S --out DIR [--turns N|LO-HI] [mix options] [--force]``."""
     from memlab.lab import synth as generator
+    from memlab.lab.synth.updates import PHRASINGS
 
     parser = ArgumentParser(
         prog="memlab synth",

@@ -416,16 +416,13 @@ def _add_span(text: str, spans: list[tuple[int, int]], start: int, end: int, das
     """Append a clause span; a short fragment after a dash that ends its sentence is
     the value of the clause before it ("our log retention is different now — two
     years."), so it joins that clause."""
-    words = [w.casefold() for w in TOKEN.findall(text[start:end])]
-    if (
-        dash
-        and spans
-        and len(words) <= DASH_VALUE_TOKENS
-        and not _SUBJECTS.intersection(words)  # "— we lost rows" is a clause of its own
-    ):
-        spans[-1] = (spans[-1][0], end)
-    else:
-        spans.append((start, end))
+    if dash and spans:
+        words = [w.casefold() for w in TOKEN.findall(text[start:end])]
+        # "— we lost rows" is a clause of its own
+        if len(words) <= DASH_VALUE_TOKENS and not _SUBJECTS.intersection(words):
+            spans[-1] = (spans[-1][0], end)
+            return
+    spans.append((start, end))
 
 
 _BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
