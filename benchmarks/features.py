@@ -10,6 +10,11 @@ the final stores:
 - ``synthetic`` (transcripts/synthetic, the 20 shipped support conversations):
   not used while building them.
 
+``--dir NAME=FOLDER`` measures another transcript folder too (for example seeds
+of the generators that were not used while building: ``memlab synth --seed 7001
+--out DIR``); a run folder that already holds a ``summary.csv`` is read, not
+replayed again.
+
 Writes ``results/features/summary.csv`` (one row per set and strategy) and
 ``results/features/features.png``, and prints the table as markdown (the docs
 table in docs/features.md). Columns:
@@ -59,9 +64,14 @@ SETS = {"sessions": Path("transcripts/sessions"), "synthetic": Path("transcripts
 UNTRUSTED_CAP = default_of(MemoryLayer, "untrusted_salience_cap")  # the lab's too
 
 
-def replay(name: str, out: Path) -> None:
+def replay(name: str, out: Path, folder: Path | None = None) -> None:
+    source = (
+        [f"transcripts={name}"]
+        if folder is None
+        else ["transcripts=dir", f"transcripts.path={folder}"]
+    )
     cmd = [
-        str(Path(sys.executable).parent / "memlab"), "run", f"transcripts={name}", "store=sqlite",
+        str(Path(sys.executable).parent / "memlab"), "run", *source, "store=sqlite",
         f"strategies=[{','.join(STRATEGIES)}]", f"hydra.run.dir={out}", "progress=false",
     ]  # fmt: skip
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -110,8 +120,8 @@ def promoted(run: Path, transcripts: list[Transcript], strategy: str) -> int:
     return n
 
 
-def measure(name: str, run: Path) -> pd.DataFrame:
-    transcripts = load_dir(SETS[name])
+def measure(name: str, run: Path, folder: Path) -> pd.DataFrame:
+    transcripts = load_dir(folder)
     where = probe_where(transcripts)
     probes = pd.read_csv(run / "probes.csv")
     probes["where"] = [
@@ -208,14 +218,32 @@ def markdown(df: pd.DataFrame) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.features", description=__doc__)
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument(
+        "--sets",
+        nargs="*",
+        default=None,
+        choices=list(SETS),
+        help="shipped sets to measure (default: all, unless --dir is given)",
+    )
+    parser.add_argument("--dir", action="append", default=[], metavar="NAME=FOLDER",
+                        help="also measure a transcript folder (e.g. generated seeds that were "
+                        "not used while building), repeatable")  # fmt: skip
     ns = parser.parse_args(argv)
+    folders: dict[str, tuple[Path, bool]] = {
+        name: (SETS[name], True)
+        for name in (ns.sets if ns.sets is not None else [] if ns.dir else SETS)
+    }
+    for item in ns.dir:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not folder:
+            parser.error(f"--dir takes NAME=FOLDER, got {item!r}")
+        folders[name] = (Path(folder), False)
     frames = []
-    for name in ns.sets:
+    for name, (folder, shipped) in folders.items():
         run = ns.out / "runs" / name
         if not (run / "summary.csv").exists():
-            replay(name, run)
-        frames.append(measure(name, run))
+            replay(name, run, None if shipped else folder.resolve())
+        frames.append(measure(name, run, folder))
     df = pd.concat(frames, ignore_index=True)
     ns.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(ns.out / "summary.csv", index=False, float_format="%.4f")

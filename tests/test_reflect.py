@@ -50,6 +50,13 @@ def reflections(layer: MemoryLayer, scope: str) -> list[MemoryRecord]:
     return [r for r in layer.store.list(scope, kinds=[MemoryKind.SEMANTIC]) if is_reflection(r)]
 
 
+def statements(layer: MemoryLayer, scope: str) -> list[str]:
+    """What the scope's reflections say in force, statement by statement (a bundle
+    holds several), oldest record first."""
+    recs = sorted(reflections(layer, scope), key=lambda r: (r.created_at, r.id))
+    return [s for r in recs for s in sentences(r.text_at())]
+
+
 def test_rule_reflector_lifts_preferences_and_folds_repeats() -> None:
     clock = Clock()
     layer = make_layer(clock, every=None, trigger_tokens=None)
@@ -121,7 +128,11 @@ def test_reflection_runs_on_the_schedule() -> None:
     say(layer, clock, "alice", [("user", "Our pager is Opsgenie.")])
     report = layer.maintain("alice").reflection
     assert report is not None and len(report.read) == 3
-    assert len(reflections(layer, "alice")) == 3
+    assert statements(layer, "alice") == [
+        "We deploy on Fly.io.",
+        "Our CI is Buildkite.",
+        "Our pager is Opsgenie.",
+    ]
     # nothing new: not due again
     again = layer.maintain("alice").reflection
     assert again is not None and again.read == []
@@ -136,7 +147,10 @@ def test_reflection_runs_when_unreflected_tokens_exceed_the_trigger() -> None:
     say(layer, clock, "alice",
         [("user", "Our production database is Postgres 16 running in the Frankfurt region.")])  # fmt: skip
     layer.maintain("alice")
-    assert len(reflections(layer, "alice")) == 2
+    assert statements(layer, "alice") == [
+        "We deploy on Fly.io.",
+        "Our production database is Postgres 16 running in the Frankfurt region.",
+    ]
 
 
 def test_policy_checks_its_fields() -> None:
@@ -286,7 +300,8 @@ def test_layer_maintain_with_input_items() -> None:
     layer.remember_many([MemoryInput("alice", "We deploy on Fly.io."),
                          MemoryInput("alice", "Our CI is Buildkite.")])  # fmt: skip
     report = layer.maintain("alice")
-    assert report.reflection is not None and len(report.reflection.written) == 2
+    assert report.reflection is not None and len(report.reflection.read) == 2
+    assert statements(layer, "alice") == ["We deploy on Fly.io.", "Our CI is Buildkite."]
 
 
 def test_a_fact_never_supersedes_a_preference() -> None:
@@ -321,3 +336,156 @@ def test_an_echo_of_a_fact_reflected_in_an_earlier_pass_is_covered() -> None:
     report = layer.end_session("alice").reflection
     assert report is not None and echo.id in report.archived  # Fastly was reflected before
     assert other.id not in report.archived  # Akamai never was
+
+
+def test_a_pass_bundles_its_facts_and_keeps_preferences_apart() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    eps = say(layer, clock, "alice", [
+        ("user", "We deploy on Fly.io."),
+        ("user", "Please always answer in British English."),
+        ("user", "Our CI is Buildkite."),
+    ])  # fmt: skip
+    layer.end_session("alice")
+    got = sorted(reflections(layer, "alice"), key=lambda r: r.meta[META_KEY]["label"])
+    assert [(r.meta[META_KEY]["label"], r.content) for r in got] == [
+        ("fact", "We deploy on Fly.io. Our CI is Buildkite."),
+        ("preference", "Please always answer in British English."),
+    ]
+    assert got[0].meta[META_KEY]["sources"] == [eps[0].id, eps[2].id]
+    assert got[0].meta[META_KEY]["count"] == 2
+    # one record per statement without bundles
+    plain = make_layer(clock, RuleReflector(bundle_words=0), every=None, trigger_tokens=None)
+    say(plain, clock, "alice", [("user", "We deploy on Fly.io."), ("user", "Our CI is Buildkite.")])
+    plain.end_session("alice")
+    assert sorted(r.content for r in reflections(plain, "alice")) == [
+        "Our CI is Buildkite.",
+        "We deploy on Fly.io.",
+    ]
+
+
+def test_a_bundle_holds_at_most_bundle_words() -> None:
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=8), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [
+        ("user", "We deploy on Fly.io."),  # 4 words
+        ("user", "Our CI is Buildkite."),  # 4
+        ("user", "Our pager is Opsgenie."),  # 4: a new bundle
+    ])  # fmt: skip
+    layer.end_session("alice")
+    assert sorted(r.content for r in reflections(layer, "alice")) == [
+        "Our pager is Opsgenie.",
+        "We deploy on Fly.io. Our CI is Buildkite.",
+    ]
+
+
+def test_a_later_pass_tops_up_the_newest_bundle() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "We deploy on Fly.io."), ("user", "Our CI is Buildkite.")])
+    layer.end_session("alice")
+    (first,) = reflections(layer, "alice")
+    (pager,) = say(layer, clock, "alice", [("user", "Our pager is Opsgenie.")])
+    report = layer.end_session("alice").reflection
+    assert report is not None and report.retired == [first.id]
+    (merged,) = reflections(layer, "alice")
+    assert merged.content == "We deploy on Fly.io. Our CI is Buildkite. Our pager is Opsgenie."
+    assert set(first.provenance) <= set(merged.provenance)
+    assert merged.meta[META_KEY]["sources"] == [pager.id]
+    assert merged.meta[META_KEY]["count"] == 3
+    # the old bundle is archived, not deleted
+    assert layer.store.get("alice", first.id) is not None
+    # a bundle without room is left as it is
+    small = make_layer(clock, RuleReflector(bundle_words=8), every=None, trigger_tokens=None)
+    say(small, clock, "alice", [("user", "We deploy on Fly.io."), ("user", "Our CI is Buildkite.")])
+    small.end_session("alice")
+    say(small, clock, "alice", [("user", "Our pager is Opsgenie.")])
+    small.end_session("alice")
+    assert len(reflections(small, "alice")) == 2
+
+
+def test_a_correction_marks_one_statement_of_a_bundle_stale() -> None:
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=12), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [
+        ("user", "Our standup is at 9:30 every morning."),
+        ("user", "We deploy on Fly.io."),
+    ])  # fmt: skip
+    layer.end_session("alice")
+    (bundle,) = reflections(layer, "alice")
+    say(layer, clock, "alice", [("user", "Our standup moved to 10:00 every morning.")])
+    layer.end_session("alice")
+    # the 9:30 claim is marked stale (a span), the bundle's other fact stays in force;
+    # the bundle then had room for the new fact, so the two were written as one
+    old = layer.store.get("alice", bundle.id)
+    assert old is not None and old.text_at() == "We deploy on Fly.io."
+    assert [s.span for s in old.superseded] == [(0, len("Our standup is at 9:30 every morning."))]
+    assert old.archived_at is not None  # retired by the top-up, kept on disk
+    assert statements(layer, "alice") == [
+        "We deploy on Fly.io.",
+        "Our standup moved to 10:00 every morning.",
+    ]
+    text = " ".join(h.record.text_at() for h in layer.recall(RecallQuery("alice", "standup")).hits)
+    assert "10:00" in text and "9:30" not in text
+    # without room for a top-up the corrected bundle stays active, with its stale span
+    tight = make_layer(clock, RuleReflector(bundle_words=12), every=None, trigger_tokens=None)
+    say(tight, clock, "alice", [
+        ("user", "Our standup is at 9:30 every morning."),
+        ("user", "We deploy on Fly.io today."),
+    ])  # fmt: skip
+    tight.end_session("alice")
+    (bundle,) = reflections(tight, "alice")
+    say(tight, clock, "alice", [("user", "Our standup moved to 10:00 every single morning.")])
+    tight.end_session("alice")
+    kept = tight.store.get("alice", bundle.id)
+    assert kept is not None and kept.archived_at is None and kept.invalid_at is None
+    assert kept.text_at() == "We deploy on Fly.io today."
+
+
+def test_a_statement_said_again_after_its_correction_is_news() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "our cdn is keycdn"), ("user", "we deploy on fly")])
+    layer.end_session("alice")
+    say(layer, clock, "alice", [("user", "our cdn is no longer keycdn but cloudflare")])
+    layer.end_session("alice")
+    assert "our cdn is keycdn." not in statements(layer, "alice")
+    # the same content words as the stale statement: a revert, written again
+    say(layer, clock, "alice", [("user", "our cdn is keycdn again")])
+    layer.end_session("alice")
+    said = statements(layer, "alice")
+    assert said[-1].rstrip(".") == "our cdn is keycdn again"
+    assert "our cdn is no longer keycdn but cloudflare." not in said
+
+
+def test_a_word_for_word_repeat_of_a_bundled_statement_is_not_written_again() -> None:
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=8), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "We deploy on Fly.io."), ("user", "Our CI is Buildkite.")])
+    layer.end_session("alice")
+    before = {r.id for r in reflections(layer, "alice")}
+    eps = say(layer, clock, "alice", [("user", "our ci is buildkite")])
+    report = layer.end_session("alice").reflection
+    assert report is not None and report.written == [] and report.archived == [eps[0].id]
+    assert {r.id for r in reflections(layer, "alice")} == before
+
+
+def test_a_statement_without_a_cue_word_is_lifted_or_kept() -> None:
+    clock = Clock()
+    text = "give me a sec. we're bound by fedramp, so keep that in mind."
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    (ep,) = say(layer, clock, "alice", [("user", text)])
+    layer.end_session("alice")
+    assert "we're bound by fedramp, so keep that in mind." in statements(layer, "alice")
+    # with a cue score required, the statement is not lifted and its episode stays
+    strict = make_layer(clock, RuleReflector(min_score=1), every=None, trigger_tokens=None)
+    (ep,) = say(strict, clock, "alice", [("user", text)])
+    report = strict.end_session("alice").reflection
+    assert report is not None and ep.id not in report.archived
+    assert strict.store.get("alice", ep.id).archived_at is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "64"])
+def test_bundle_words_is_checked(bad: object) -> None:
+    with pytest.raises(InputError, match="bundle_words"):
+        RuleReflector(bundle_words=bad)  # type: ignore[arg-type]

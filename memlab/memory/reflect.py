@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memlab.errors import InputError, MemlabError
-from memlab.memory.consolidate import Consolidator, ScopeReader
+from memlab.memory.consolidate import Consolidator, ScopeReader, Supersession
 from memlab.memory.models.embedder import check_embeddings
 from memlab.memory.models.summarizer import ExtractiveSummarizer
 from memlab.memory.records import (
@@ -37,6 +37,7 @@ from memlab.memory.records import (
     MemoryKind,
     MemoryRecord,
     Source,
+    Superseded,
     new_id,
 )
 from memlab.memory.salience import PLEASANTRY
@@ -205,41 +206,57 @@ class RuleReflector:
 
     From each trusted user episode (and agent episodes, with ``sources``), every
     sentence that states something becomes a candidate: declarative (no question,
-    no pleasantry) with at least ``min_score`` by the extractive summarizer's cue
-    score (hard rules, identity and preference phrases, corrections, specifics,
-    decision verbs). Sentences with a preference or constraint cue (always, never,
+    no pleasantry, at least one content word) and, with ``min_score`` > 0, at least
+    that score by the extractive summarizer's cues (hard rules, identity and
+    preference phrases, corrections, specifics, decision verbs). The default lifts
+    every statement: a fact said in plain lower case without a cue word ("we're
+    bound by fedramp") is a fact all the same, and the cue rules missed such
+    statements. Sentences with a preference or constraint cue (always, never,
     prefer, must, only ever, make sure, avoid...) are labelled ``preference`` and
     get at least ``preference_salience``. Then:
 
     - repeated statements (content words overlapping at least ``repeat_overlap``,
       Jaccard) fold into one reflection in the latest wording, with every source
       and a count;
-    - a statement that restates a known reflection replaces it (count + 1);
-    - the value in force is left to the layer's consolidator (``ReflectPolicy.supersede``).
+    - a statement that restates a known one-statement reflection replaces it
+      (count + 1); one that repeats a statement of a known bundle word for word
+      (the same content words) adds nothing and is not written again;
+    - the facts of one pass are bundled, in the order they were stated, into
+      records of at most ``bundle_words`` words (a profile of what the pass
+      learned, as a summary note folds episodes); a preference, a statement that
+      replaces a known reflection, and a fact longer than the bound keep a record
+      of their own. ``bundle_words=0`` writes one record per statement;
+    - the value in force is left to the layer's consolidator (``ReflectPolicy.supersede``):
+      a correction of one statement of a bundle marks that statement stale (a
+      stale span), the bundle's other statements stay in force.
 
     An episode is covered when every sentence of it was lifted or says nothing
     (a pleasantry, a question; for an agent, a short acknowledgement or an echo
-    of lifted values).
+    of lifted values). A statement below ``min_score`` is neither: its episode is
+    not covered and stays, so nothing the rules did not lift is archived.
 
     Args:
-        min_score: a sentence needs this cue score (``ExtractiveSummarizer.score``).
+        min_score: a sentence needs this cue score (``ExtractiveSummarizer.score``)
+            to be lifted; 0 (default) lifts every statement.
         repeat_overlap: Jaccard of content words above which two statements repeat.
         preference_salience: the lowest salience of a preference.
         sources: whose episodes are lifted (default: the user's).
         ack_words: an agent sentence of at most this many words with no specifics
             is an acknowledgement.
+        bundle_words: the most words of a bundle of facts (0: no bundles).
     """
 
     def __init__(
         self,
-        min_score: int = 1,
+        min_score: int = 0,
         repeat_overlap: float = 0.7,
         preference_salience: float = 0.85,
         sources: Sequence[Source | str] = (Source.USER,),
         ack_words: int = 12,
+        bundle_words: int = 64,
     ) -> None:
-        if not isinstance(min_score, int) or min_score < 1:
-            raise InputError(f"RuleReflector: min_score must be an integer >= 1, got {min_score!r}")
+        if isinstance(min_score, bool) or not isinstance(min_score, int) or min_score < 0:
+            raise InputError(f"RuleReflector: min_score must be an integer >= 0, got {min_score!r}")
         if not 0.0 < repeat_overlap <= 1.0:
             raise InputError(
                 f"RuleReflector: repeat_overlap must be in (0, 1], got {repeat_overlap!r}"
@@ -255,11 +272,17 @@ class RuleReflector:
         if self.sources & UNTRUSTED_SOURCES:
             raise InputError("RuleReflector: sources may only name trusted sources (user, agent)")
         self.ack_words = ack_words
+        if isinstance(bundle_words, bool) or not isinstance(bundle_words, int) or bundle_words < 0:
+            raise InputError(
+                f"RuleReflector: bundle_words must be an integer >= 0, got {bundle_words!r}"
+            )
+        self.bundle_words = bundle_words
 
     @property
     def name(self) -> str:
         who = "+".join(sorted(s.value for s in self.sources))
-        return f"rules-v1-{who}-{self.min_score}-{self.repeat_overlap:g}"
+        bundles = f"-b{self.bundle_words}" if self.bundle_words else ""
+        return f"rules-v1-{who}-{self.min_score}-{self.repeat_overlap:g}{bundles}"
 
     def __repr__(self) -> str:
         return f"RuleReflector({self.name})"
@@ -282,10 +305,11 @@ class RuleReflector:
                     continue
                 if r.source not in self.sources:
                     continue
-                score = ExtractiveSummarizer.score(s)
-                if score < self.min_score:  # states nothing worth a record
+                if not content_words(s):  # "ok then.", "same here": says nothing
                     content_free[r.id] = content_free.get(r.id, 0) + 1
                     continue
+                if self.min_score and ExtractiveSummarizer.score(s) < self.min_score:
+                    continue  # not lifted: the episode is not covered, it stays
                 label = "preference" if PREFERENCE.search(s) else "fact"
                 salience = float(r.salience)
                 if label == "preference":
@@ -304,11 +328,21 @@ class RuleReflector:
                     group["sources"].append(r.id)
                     group["count"] += 1
                 lifted_by[r.id] = lifted_by.get(r.id, 0) + 1
-        known_keys = [(k, _key(k.content)) for k in known]
+        # what a known reflection still says: a statement marked stale (a correction
+        # superseded it) is no longer held, so saying it again is news ("back to X")
+        known_keys = [(k, _key(k.text_at())) for k in known]
+        # a bundle is matched statement by statement: only a one-statement
+        # reflection is replaced by a restatement (a bundle's other facts stand)
+        known_parts = [(k, [_key(p) for p in sentences(k.text_at())]) for k in known]
+        singles = [(k, kk) for (k, kk), (_, parts) in zip(known_keys, known_parts, strict=True)
+                   if len(parts) <= 1]  # fmt: skip
+        bundled = {kk for _, parts in known_parts if len(parts) > 1 for kk in parts}
         items: list[Reflection] = []
         for g in groups:
+            if g["key"] in bundled:
+                continue  # said again word for word: a known bundle already holds it
             replaces = tuple(
-                k.id for k, kk in known_keys if _overlap(kk, g["key"]) >= self.repeat_overlap
+                k.id for k, kk in singles if _overlap(kk, g["key"]) >= self.repeat_overlap
             )
             count = g["count"] + sum(
                 int(k.meta.get(META_KEY, {}).get("count", 1)) for k in known if k.id in replaces
@@ -323,6 +357,8 @@ class RuleReflector:
                     count=count,
                 )
             )
+        if self.bundle_words:
+            items = _bundled(items, self.bundle_words)
         # an agent's echo of a fact reflected in an earlier pass is covered too
         lifted_words = set().union(*(g["key"] for g in groups), *(kk for _, kk in known_keys))
         covered = []
@@ -350,6 +386,48 @@ class RuleReflector:
                 continue
             return False
         return True
+
+
+def _bundled(items: list[Reflection], limit: int) -> list[Reflection]:
+    """Consecutive facts joined into records of at most ``limit`` words, each
+    sentence ended with a full stop so a later correction can mark one of them
+    stale; preferences, replacements and long facts stay on their own."""
+    out: list[Reflection] = []
+    run: list[Reflection] = []
+    words = 0
+
+    def close() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            out.append(
+                Reflection(
+                    content=" ".join(_ended(r.content) for r in run),
+                    sources=tuple(dict.fromkeys(i for r in run for i in r.sources)),
+                    label="fact",
+                    salience=max(r.salience for r in run),
+                    count=sum(r.count for r in run),
+                )
+            )
+        run.clear()
+
+    for item in items:
+        n = len(item.content.split())
+        if item.label != "fact" or item.replaces or n > limit:
+            out.append(item)
+            continue
+        if words + n > limit:
+            close()
+            words = 0
+        run.append(item)
+        words += n
+    close()
+    return out
+
+
+def _ended(sentence: str) -> str:
+    s = sentence.strip()
+    return s if s[-1:] in (".", "!", "?") else s + "."
 
 
 def _specifics(sentence: str) -> set[str]:
@@ -439,13 +517,18 @@ def reflect_scope(
     retired: dict[str, None] = {}
     for item, _ in proposals:
         retired.update(dict.fromkeys(i for i in item.replaces if i in known_by_id))
+    marked: list[MemoryRecord] = []
     if policy.supersede and consolidator is not None and records:
-        records, superseded, dropped = _value_in_force(layer, consolidator, target_scope, records,
-                                                       known_by_id, retired)  # fmt: skip
+        records, superseded, dropped, marked = _value_in_force(
+            layer, consolidator, target_scope, records, known_by_id, retired
+        )
         retired.update(dict.fromkeys(superseded))
         report.dropped += dropped
-    if records:
-        layer.store.put_many(records)
+    limit = getattr(reflector, "bundle_words", 0)
+    if limit and records:
+        records, marked = _top_up(layer, records, known_by_id, marked, retired, limit)
+    if records or marked:
+        layer.store.put_many(records + marked)
     report.written = records
     if retired:
         layer.store.mark_archived(target_scope, list(retired), now)
@@ -531,34 +614,117 @@ def _value_in_force(
     records: list[MemoryRecord],
     known: dict[str, MemoryRecord],
     retired: dict[str, None],
-) -> tuple[list[MemoryRecord], list[str], int]:
+) -> tuple[list[MemoryRecord], list[str], int, list[MemoryRecord]]:
     """Keep the value in force: a new reflection that supersedes a known one retires
-    it; one that supersedes an earlier proposal of the same pass drops it. Only a
-    reflection of the same label (fact, preference) is ever superseded, and only
-    reflections (the consolidator may name other semantic records: they stay)."""
+    it; one that supersedes an earlier proposal of the same pass drops it; one that
+    supersedes a single statement of a bundle marks that statement stale (a stale
+    span; the bundle's other statements stay in force). Only a reflection of the
+    same label (fact, preference) is ever superseded, and only reflections (the
+    consolidator may name other semantic records: they stay).
+
+    Returns the records to write, the known ids to retire, how many proposals were
+    dropped, and the known reflections given stale spans (to write back)."""
     keep: list[MemoryRecord] = []
     superseded: list[str] = []
     dropped: set[str] = set()
+    marked: dict[str, MemoryRecord] = {}
     for rec in records:
         if rec.source in UNTRUSTED_SOURCES:
             keep.append(rec)  # an untrusted record never supersedes anything
             continue
-        reader = ScopeReader(layer.store, scope, pending=keep, pool=layer.pool,
-                             weights=layer.ranker.weights.as_dict())  # fmt: skip
+        reader = ScopeReader(layer.store, scope, pending=[*keep, *marked.values()],
+                             pool=layer.pool, weights=layer.ranker.weights.as_dict())  # fmt: skip
         label = _label(rec)
         for s in consolidator.decide(rec, reader):
-            old = known.get(s.old_id) or next((k for k in keep if k.id == s.old_id), None)
-            if old is None or _label(old) != label:
+            in_pass = next((i for i, k in enumerate(keep) if k.id == s.old_id), None)
+            old = marked.get(s.old_id) or known.get(s.old_id)
+            if in_pass is not None:
+                old = keep[in_pass]
+            if old is None or _label(old) != label or s.old_id in retired:
                 # a preference is only ever replaced by a preference, a fact by a fact:
                 # "we prefer to deploy on Tuesdays" is not the value of "we deploy on X"
                 continue
-            if s.old_id in known and s.old_id not in retired:
-                superseded.append(s.old_id)
-            elif any(k.id == s.old_id for k in keep):
+            if s.partial and s.span is not None:
+                stale = _with_stale(old, rec, s)
+                if stale is None:
+                    continue
+                if in_pass is not None:
+                    keep[in_pass] = stale
+                else:
+                    marked[old.id] = stale
+            elif in_pass is not None:
                 dropped.add(s.old_id)
+            elif s.old_id not in superseded:
+                superseded.append(s.old_id)
+                marked.pop(s.old_id, None)
         keep.append(rec)
     kept = [r for r in keep if r.id not in dropped]
-    return kept, superseded, len(dropped)
+    return kept, superseded, len(dropped), list(marked.values())
+
+
+def _top_up(
+    layer: MemoryLayer,
+    records: list[MemoryRecord],
+    known: dict[str, MemoryRecord],
+    marked: list[MemoryRecord],
+    retired: dict[str, None],
+    limit: int,
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """A bundling reflector's newest earlier bundle takes the pass's first facts
+    while it has room: the two become one record holding what the old one still
+    says (its stale statements cut) and the new facts, and the old one is retired
+    (added to ``retired``). Runs after the value in force was kept, so a carried
+    statement a new fact supersedes is already cut."""
+    now = {r.id: r for r in marked}
+    facts = [
+        now.get(k.id, k) for k in known.values()
+        if k.id not in retired and k.source.trusted and _label(k) == "fact"
+    ]  # fmt: skip
+    if not facts:
+        return records, marked
+    old = max(facts, key=lambda k: (k.created_at, k.id))
+    kept = old.text_at()
+    at = next((i for i, r in enumerate(records) if _label(r) == "fact"), None)
+    if not kept or at is None:
+        return records, marked
+    new = records[at]
+    if new.superseded or not new.source.trusted:
+        return records, marked
+    if len(kept.split()) + len(new.content.split()) > limit:
+        return records, marked
+    text = f"{_ended(kept)} {new.content}"
+    (vector,) = check_embeddings(layer.embedder.embed([text]), 1, layer.embedder.dims,
+                                 layer.embedder.name)  # fmt: skip
+    data = dict(new.meta[META_KEY])
+    data["count"] = int(old.meta.get(META_KEY, {}).get("count", 1)) + int(data.get("count", 1))
+    merged = new.copy(
+        content=text,
+        embedding=vector,
+        tokens=layer.count_tokens(text),
+        salience=max(float(old.salience), float(new.salience)),
+        provenance=tuple(dict.fromkeys((*old.provenance, *new.provenance))),
+        meta={**new.meta, META_KEY: data},
+    )
+    retired[old.id] = None  # archived after the write; a stale span on it is kept as history
+    return [*records[:at], merged, *records[at + 1 :]], marked
+
+
+def _with_stale(old: MemoryRecord, new: MemoryRecord, s: Supersession) -> MemoryRecord | None:
+    """``old`` with the spans ``s`` names marked stale by ``new`` (None when the
+    decision cannot be applied: a span outside the text)."""
+    spans = list(dict.fromkeys((s.span, *s.more_spans)))
+    entries = [
+        Superseded(by=new.id, at=new.created_at, span=span, reason=s.reason,
+                   confidence=float(s.confidence), detail=s.detail)
+        for span in spans
+    ]  # fmt: skip
+    changed = old.copy(superseded=(*old.superseded, *entries))
+    try:
+        for entry in entries:
+            entry.check(changed)
+    except InputError:
+        return None
+    return changed
 
 
 def _label(record: MemoryRecord) -> str | None:
