@@ -87,3 +87,12 @@ def test_same_speaker_only_tells_two_named_speakers_apart() -> None:
     assert same_speaker(r("Caroline"), r("caroline ")) and not same_speaker(r("Caroline"), r("Mel"))
     assert same_speaker(r(None), r("Mel")) and same_speaker(r(None), r(None))
     assert speaker_of(r(" ")) is None and speaker_of(r(3)) is None and speaker_of(r("Jo")) == "Jo"
+
+
+def test_untrusted_mask_matches_the_untrusted_codes() -> None:
+    from memlab.memory.records import SOURCE_CODES, UNTRUSTED_CODES, untrusted_mask
+
+    codes = np.array([SOURCE_CODES[s] for s in Source] * 3, dtype=np.int8)
+    assert untrusted_mask(codes).tolist() == np.isin(codes, UNTRUSTED_CODES).tolist()
+    assert untrusted_mask(codes).sum() == 3 * len(UNTRUSTED_CODES) > 0
+    assert untrusted_mask(np.zeros(0, dtype=np.int8)).shape == (0,)

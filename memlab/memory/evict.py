@@ -25,10 +25,10 @@ from memlab.memory.checks import check_number
 from memlab.memory.rank import HOUR, HybridRanker
 from memlab.memory.records import (
     KIND_CODES,
-    UNTRUSTED_CODES,
     UNTRUSTED_SOURCES,
     MemoryKind,
     MemoryRecord,
+    untrusted_mask,
 )
 from memlab.memory.stores.base import MemoryStore, scope_columns
 
@@ -171,7 +171,7 @@ class EvictionPolicy:
             maybe |= old & (cols.kind == KIND_CODES[MemoryKind.EPISODIC])
         if self.untrusted_ttl is not None:
             old = cols.created_at < now - self.untrusted_ttl * HOUR
-            untrusted = np.isin(cols.source, UNTRUSTED_CODES)
+            untrusted = untrusted_mask(cols.source)
             maybe |= old & untrusted & (cols.kind != KIND_CODES[MemoryKind.PROCEDURAL])
         rows = np.flatnonzero(live & maybe)
         if len(rows) == 0:

@@ -49,7 +49,6 @@ from memlab.memory.rank import (
     ranked,
 )
 from memlab.memory.records import (
-    UNTRUSTED_CODES,
     UNTRUSTED_SOURCES,
     MemoryKind,
     MemoryRecord,
@@ -61,6 +60,7 @@ from memlab.memory.records import (
     check_scope,
     check_scopes,
     new_id,
+    untrusted_mask,
 )
 from memlab.memory.reflect import (
     META_KEY as REFLECTION_KEY,
@@ -655,10 +655,7 @@ class MemoryLayer:
             for scope in scopes
         ]
         if not query.include_untrusted:
-            parts = [
-                dataclasses.replace(c, mask=c.mask & ~np.isin(c.source, UNTRUSTED_CODES))
-                for c in parts
-            ]
+            parts = [dataclasses.replace(c, mask=c.mask & ~untrusted_mask(c.source)) for c in parts]
         cands = Layered.of(scopes, parts)
         if len(cands) == 0:
             return now, text, window, cands, None

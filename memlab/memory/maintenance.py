@@ -9,7 +9,7 @@ import numpy as np
 
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
-from memlab.memory.records import UNTRUSTED_CODES, MemoryKind, MemoryRecord, Source
+from memlab.memory.records import MemoryKind, MemoryRecord, Source, untrusted_mask
 from memlab.memory.reflect import reflect_scope
 from memlab.memory.stores.base import scope_columns
 
@@ -30,7 +30,7 @@ def summarize_scope(
         return []
     policy = layer.summarize_policy
     cols = scope_columns(layer.store, scope, kinds=[MemoryKind.EPISODIC])
-    rows = np.flatnonzero(cols.mask & ~np.isin(cols.source, UNTRUSTED_CODES))
+    rows = np.flatnonzero(cols.mask & ~untrusted_mask(cols.source))
     total = int(cols.tokens[rows].sum())
     if not force and total <= policy.trigger_tokens:
         return []

@@ -172,10 +172,13 @@ class HybridRanker:
         # bound elsewhere; the head is made exact below (_exact_head).
         bounded = weighted and any(c.similarity is not None for c in layers)
 
-        def layer_sim(c: Candidates) -> np.ndarray:
+        def layer_sim(c: Candidates, out: np.ndarray | None = None) -> np.ndarray:
             if weighted and c.similarity is not None:
-                return np.array(c.similarity, dtype=np.float32)
-            return c.embeddings @ q
+                if out is None:
+                    return np.array(c.similarity, dtype=np.float32)
+                out[...] = c.similarity
+                return out
+            return np.matmul(c.embeddings, q, out=out)
 
         if len(layers) == 1:
             cands = layers[0]
@@ -184,7 +187,12 @@ class HybridRanker:
             salience, access, raw_lex = cands.salience, cands.access_count, cands.lexical
         else:
             mask = np.concatenate([c.mask for c in layers])
-            sim = np.concatenate([layer_sim(c) for c in layers])
+            # each layer's product written in place: no per-layer array to concatenate
+            sim = np.empty(sum(len(c) for c in layers), dtype=np.float32)
+            at = 0
+            for c in layers:
+                layer_sim(c, sim[at : at + len(c)])
+                at += len(c)
             created = np.concatenate([c.created_at for c in layers])
             kind = np.concatenate([c.kind for c in layers])
             salience = np.concatenate([c.salience for c in layers])
@@ -200,8 +208,13 @@ class HybridRanker:
             lex = np.where(mask, raw_lex, 0.0)
             best = float(lex.max()) if lex.size else 0.0
             components["lexical"] = lex / best if best > 0 else np.zeros_like(lex)
-        age = np.maximum(now - created, 0.0)
-        components["recency"] = np.exp(-LN2 * age / np.take(self._hl, kind))
+        # exp(-ln2 * age / half-life), computed in one buffer (the same operations in
+        # the same order as the expression, without its four temporaries)
+        recency = np.subtract(now, created)
+        np.maximum(recency, 0.0, out=recency)
+        np.multiply(-LN2, recency, out=recency)
+        np.divide(recency, np.take(self._hl, kind), out=recency)
+        components["recency"] = np.exp(recency, out=recency)
         if window is not None and w["time"] > 0:
             components["time"] = time_signal(created, window)
             w["recency"] = 0.0
@@ -238,7 +251,8 @@ _USAGE = np.minimum(1.0, np.log10(np.arange(100) + 1.0) / 2.0)  # 99 recalls and
 def usage_signal(access_count: np.ndarray) -> np.ndarray:
     """``min(1, log10(access_count + 1) / 2)`` of each row, read from a table (the
     same values, without a logarithm per row at every recall)."""
-    return np.take(_USAGE, np.clip(access_count, 0, 99))
+    # counts are never negative (records check it), so only the top needs a clip
+    return np.take(_USAGE, np.minimum(access_count, 99))
 
 
 EXACT_HEAD = 256  # rows whose scores are exact after a reduced-precision scan

@@ -48,6 +48,16 @@ KIND_CODES: dict[MemoryKind, int] = {k: i for i, k in enumerate(MemoryKind)}
 SOURCE_CODES: dict[Source, int] = {s: i for i, s in enumerate(Source)}
 #: The ``SOURCE_CODES`` of untrusted sources, for masks over a store's ``source`` column.
 UNTRUSTED_CODES = np.array(sorted(SOURCE_CODES[s] for s in UNTRUSTED_SOURCES), dtype=np.int8)
+# code -> untrusted, for every int8 code: one gather instead of np.isin's sort
+# (a recall of two 10k-row layers spent 0.3 ms in np.isin)
+_UNTRUSTED_TABLE = np.zeros(256, dtype=bool)
+_UNTRUSTED_TABLE[UNTRUSTED_CODES.astype(np.uint8)] = True
+
+
+def untrusted_mask(source: np.ndarray) -> np.ndarray:
+    """Which rows of a store's int8 ``source`` column hold an untrusted source
+    (the same as ``np.isin(source, UNTRUSTED_CODES)``)."""
+    return _UNTRUSTED_TABLE[np.asarray(source, dtype=np.int8).view(np.uint8)]
 
 
 def new_id() -> str:
