@@ -490,3 +490,43 @@ def test_a_statement_without_a_cue_word_is_lifted_or_kept() -> None:
 def test_bundle_words_is_checked(bad: object) -> None:
     with pytest.raises(InputError, match="bundle_words"):
         RuleReflector(bundle_words=bad)  # type: ignore[arg-type]
+
+
+REACTIONS = [
+    "Brilliant, that's what I needed.",
+    "Ok, that rules one thing out.",
+    "Perfect, thanks, I'll pass that on.",
+    "ah great",
+    "fine by me.",
+    "Hey, me again.",
+]
+# each opens like a reaction but states something to keep
+NOT_REACTIONS = [
+    "Oh, and send invoices to finance@wavecrest.travel.",  # "oh, and ..." leads in
+    "oh wait, pages should come through incident.io now",
+    "Thanks, the deadline is Friday.",  # a name
+    "thanks, the deadline is friday",  # no capitals: no names can be seen, too long
+    "ok, we're bound by fedramp",  # the speaker's own side
+    "Oh, I'm a single parent.",
+    "Ok, the budget is 40k a month.",  # a number
+    "Great, always page me on Zenduty.",  # a preference
+]
+
+
+@pytest.mark.parametrize("text", REACTIONS)
+def test_a_reaction_is_covered_not_lifted(text: str) -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    (fact, reaction) = say(layer, clock, "alice", [("user", "Our CDN is Fastly."), ("user", text)])
+    report = layer.end_session("alice").reflection
+    assert report is not None and {fact.id, reaction.id} <= set(report.archived)
+    assert statements(layer, "alice") == ["Our CDN is Fastly."]
+
+
+@pytest.mark.parametrize("text", NOT_REACTIONS)
+def test_a_statement_behind_an_interjection_is_lifted(text: str) -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", text)])
+    layer.end_session("alice")
+    assert [s.rstrip(".") for s in statements(layer, "alice")] == [text.rstrip(".")]

@@ -76,6 +76,24 @@ GREETING = re.compile(
     r"(,?\s+[A-Z][\w'-]*)?\W*$",
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# A reaction to the conversation ("Brilliant, that's what I needed.", "Ok, that rules
+# one thing out."): it opens with an interjection, and see ``_reaction`` for the rest.
+REACTION = re.compile(
+    r"^\W*(?:ok(?:ay)?|alright|all right|yep|yeah|yup|nope|nah|thanks|thank you|thx|ty|"
+    r"great|perfect|brilliant|nice|cool|fine|lovely|awesome|super|gotcha|got it|hmm+|ugh|"
+    r"oh|ah+|huh|hah|wow|haha|lol|excellent|amazing|wonderful|fair enough|understood|agreed|"
+    r"cheers|appreciated?|much appreciated|makes sense|interesting|weird|"
+    r"hi|hello|hey|morning|good (?:morning|afternoon|evening))\b"
+    # "ok, and ...", "ok wait, ...", "ok so ...": the opener leads into a statement
+    r"(?!\W*(?:and|but|so|wait|also|actually|then|btw|by the way)\b)",
+    re.I,
+)
+# a token shaped like a value in any casing: a digit, an e-mail, a path, a #channel,
+# a dotted or dashed name ("finance@acme.io", "incident.io", "eu-west-1")
+_VALUE_SHAPE = re.compile(r"\d|[@#/_]|\w[.-]\w")
+_UNCASED_WORDS = 4
+# what a statement about the speaker or their organisation says of itself
+_SELF = re.compile(r"\b(?:we|we'?re|we'?ve|our|ours|us|my|mine|i'?m|i am|i'?ve|i have)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -305,7 +323,7 @@ class RuleReflector:
                     continue
                 if r.source not in self.sources:
                     continue
-                if not content_words(s):  # "ok then.", "same here": says nothing
+                if not content_words(s) or _reaction(s):  # "ok then.", "fine by me."
                     content_free[r.id] = content_free.get(r.id, 0) + 1
                     continue
                 if self.min_score and ExtractiveSummarizer.score(s) < self.min_score:
@@ -428,6 +446,24 @@ def _bundled(items: list[Reflection], limit: int) -> list[Reflection]:
 def _ended(sentence: str) -> str:
     s = sentence.strip()
     return s if s[-1:] in (".", "!", "?") else s + "."
+
+
+def _reaction(sentence: str) -> bool:
+    """A reaction that states nothing to keep: it opens with an interjection
+    (``REACTION``), names nothing (no number, no name), has no preference cue and
+    says nothing of the speaker or their side (we, our, my, I'm: "ok, we're bound
+    by fedramp" and "oh, I'm a single parent" are facts). Text without capitals
+    shows no names, so there a reaction has at most ``_UNCASED_WORDS`` words
+    ("ah great", "fine by me"; not "thanks, the deadline is friday")."""
+    if not any(c.isupper() for c in sentence) and len(WORD.findall(sentence)) > _UNCASED_WORDS:
+        return False
+    return bool(
+        REACTION.match(sentence)
+        and not _specifics(sentence)
+        and not _VALUE_SHAPE.search(sentence)
+        and not PREFERENCE.search(sentence)
+        and not _SELF.search(sentence)
+    )
 
 
 def _specifics(sentence: str) -> set[str]:
