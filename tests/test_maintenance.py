@@ -162,3 +162,59 @@ def test_fold_starts_and_cluster_end() -> None:
     assert fold_starts(created[:0], tokens[:0], policy).tolist() == []
     assert cluster_end(created, tokens, 2, len(created), policy) == 4  # 4 + 4, then 12 > 10
     assert cluster_end(created, tokens, 4, len(created), policy) == 6  # the gap ends it
+
+
+class Sentences:
+    """A summarizer that keeps every text as one sentence."""
+
+    name = "sentences"
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        return " ".join(t.rstrip(".") + "." for t in texts)
+
+
+def folding_layer(clock: Clock) -> MemoryLayer:
+    policy = SummarizePolicy(trigger_tokens=1, chunk_tokens=1000, keep_recent=0, min_records=1)
+    return MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock, summarizer=Sentences(),
+                       summarize=policy)  # fmt: skip
+
+
+def fold_now(layer: MemoryLayer, clock: Clock, texts: list[tuple[str, str]]) -> MemoryRecord:
+    for source, text in texts:
+        clock.t += 60
+        layer.remember("alice", text, source=source, provenance=[f"t{clock.t:.0f}"])
+    clock.t += 60
+    (note,) = layer.maybe_summarize("alice", force=True)
+    return note
+
+
+def notes(layer: MemoryLayer) -> list[MemoryRecord]:
+    return layer.store.list("alice", kinds=[MemoryKind.SEMANTIC])
+
+
+def test_a_note_restated_by_newer_notes_is_retired_and_its_provenance_carried() -> None:
+    clock = Clock()
+    layer = folding_layer(clock)
+    advice = "The assertion is missing the email attribute"
+    first = fold_now(layer, clock, [("agent", advice), ("agent", "Turn it on under security")])
+    second = fold_now(layer, clock, [("agent", "Turn it on under security"), ("agent", "Retry it")])
+    assert {n.id for n in notes(layer)} == {first.id, second.id}  # one sentence is new
+    third = fold_now(layer, clock, [("agent", advice), ("agent", "Attach the request ids")])
+    # every sentence of the first note is stated by the third or the second: retired
+    assert {n.id for n in notes(layer)} == {second.id, third.id}
+    kept = layer.store.get("alice", third.id)
+    assert kept is not None and kept.meta["restates"] == [first.id]
+    assert set(first.provenance) <= set(kept.provenance)
+    old = layer.store.get("alice", first.id)
+    assert old is not None and old.archived_at is not None  # archived, never deleted
+
+
+def test_an_agent_note_never_retires_a_users_note() -> None:
+    clock = Clock()
+    layer = folding_layer(clock)
+    user = fold_now(layer, clock, [("user", "We deploy on Fly.io")])
+    agent = fold_now(layer, clock, [("agent", "We deploy on Fly.io")])
+    assert {n.id for n in notes(layer)} == {user.id, agent.id}
+    # the other way round is a restatement: the user's note states the agent's again
+    again = fold_now(layer, clock, [("user", "We deploy on Fly.io")])
+    assert {n.id for n in notes(layer)} == {again.id}

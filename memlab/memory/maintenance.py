@@ -10,7 +10,7 @@ import numpy as np
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
 from memlab.memory.records import MemoryKind, MemoryRecord, Source, untrusted_mask
-from memlab.memory.reflect import reflect_scope
+from memlab.memory.reflect import reflect_scope, sentences
 from memlab.memory.stores.base import scope_columns
 
 if TYPE_CHECKING:
@@ -110,7 +110,64 @@ def fold(
         )[0]
     # Archive even when nothing was worth keeping: the episodes stay on disk.
     layer.store.mark_archived(scope, ids, now)
+    if note is not None:
+        note = retire_restated(layer, note, into, now)
     return note
+
+
+RESTATED_NEIGHBOURS = 8  # older notes compared with a new one (its nearest by embedding)
+
+
+def _sentence_keys(text: str) -> set[str]:
+    return {" ".join(s.lower().rstrip(".!?").split()) for s in sentences(text)} - {""}
+
+
+def retire_restated(layer: MemoryLayer, note: MemoryRecord, scope: str, now: float) -> MemoryRecord:
+    """Archive the older notes of ``scope`` whose every sentence in force ``note``
+    (or a newer note kept beside it) states again (an agent that gives the same advice in five sessions left five
+    notes of it); ``note`` takes over their provenance, so what they cited stays
+    cited, and names them in ``meta["restates"]``. Only the new note's ``RESTATED_NEIGHBOURS`` nearest
+    notes by embedding are read, and a user's note is never retired by an
+    agent's. Returns the note as stored."""
+    keys = _sentence_keys(note.content)
+    if not keys:
+        return note
+    cols = layer.store.candidates(scope, note.embedding, kinds=[MemoryKind.SEMANTIC],
+                                  pool=layer.pool, valid_at=float("inf"))  # fmt: skip
+    rows = np.flatnonzero(cols.mask)
+    if not rows.size:
+        return note
+    sim = cols.embeddings[rows] @ note.embedding
+    near = rows[np.argsort(-sim, kind="stable")[: RESTATED_NEIGHBOURS + 1]]
+    olds = [
+        r for r in layer.store.get_many(scope, [cols.ids[i] for i in near])
+        if r.id != note.id and r.scope == scope and "summary_of" in r.meta
+        and (r.created_at, r.id) < (note.created_at, note.id)
+        and (r.source is note.source or note.source is Source.USER)
+    ]  # fmt: skip
+    # newest first: a note is restated when the new note and the newer notes kept
+    # beside it state every sentence of it
+    held = set(keys)
+    gone = []
+    for r in sorted(olds, key=lambda r: (r.created_at, r.id), reverse=True):
+        k = _sentence_keys(r.text_at())
+        if k and k <= held:
+            gone.append(r)
+        else:
+            held |= k
+    if not gone:
+        return note
+    provenance = dict.fromkeys(note.provenance)
+    for r in gone:
+        provenance.update(dict.fromkeys(r.provenance))
+    # summary_of stays this fold's episodes (what it archived); the retired notes
+    # stated the same sentences, so judging the note through them changes nothing
+    merged = note.copy(
+        provenance=tuple(provenance), meta={**note.meta, "restates": [r.id for r in gone]}
+    )
+    layer.store.put(merged)
+    layer.store.mark_archived(scope, [r.id for r in gone], now)
+    return merged
 
 
 def maintain_scopes(
