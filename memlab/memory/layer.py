@@ -552,26 +552,27 @@ class MemoryLayer:
         neighbor_rows: dict[int, int] = {}
         expand = neighbor_expander(self.neighbors, cands)
         guarded: list[tuple[str, str, str]] = []
-        records: dict[str, MemoryRecord] = {}
+        # keyed by row, so each packed row's id is looked up in the layered ids once
+        records: dict[int, MemoryRecord] = {}
         for _ in range(3):  # the guard may leave hits out: pack again without them
             neighbor_rows.clear()
             rows = pack_rows(query, cands, scores, self.neighbors, expand, neighbor_rows, conflict)
-            by_scope: dict[str, list[str]] = {}
+            by_scope: dict[str, dict[str, int]] = {}
             for row in rows:
-                if cands.ids[row] not in records:
-                    by_scope.setdefault(cands.scope_of(row), []).append(cands.ids[row])
-            for scope, ids in by_scope.items():
-                records.update(
-                    (r.id, r) for r in self.store.get_many(scope, ids) if r.scope == scope
-                )
+                if row not in records:
+                    by_scope.setdefault(cands.scope_of(row), {})[cands.ids[row]] = row
+            for scope, wanted in by_scope.items():
+                for rec in self.store.get_many(scope, list(wanted)):
+                    if rec.scope == scope and rec.id in wanted:
+                        records[wanted[rec.id]] = rec
             if self._guard is None or mode == "include":
                 break
-            top = [records[cands.ids[r]] for r in rows if cands.ids[r] in records]
+            top = [records[r] for r in rows if r in records]
             found = self._guard.conflicts(top[: self.supersede.guard_top], as_of)
             if not found:
                 break
             scores = scores.copy()
-            row_of = {cands.ids[r]: r for r in rows}
+            row_of = {records[r].id: r for r in rows if r in records}
             for old_id, newer_id, why in found:
                 r = row_of[old_id]
                 scores[r] = -np.inf if mode == "exclude" else scores[r] * self.supersede.factor

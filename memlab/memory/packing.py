@@ -102,7 +102,7 @@ def superseder_rows(
 
 def hits_of(
     rows: list[int],
-    records: dict[str, MemoryRecord],
+    records: dict[int, MemoryRecord],
     cands: Layered,
     scores: np.ndarray,
     scored: Scored,
@@ -120,7 +120,7 @@ def hits_of(
     totals = scores[at].tolist()
     hits: list[Hit] = []
     for i, row in enumerate(rows):
-        record = records.get(cands.ids[row])
+        record = records.get(row)
         if record is None:  # vanished meanwhile
             continue
         shown = record.content if mode == "include" else record.text_at(as_of)
