@@ -287,6 +287,26 @@ def test_neighbour_packing_adds_the_reply_next_to_a_hit(store: MemoryStore) -> N
     ]
 
 
+def test_neighbours_are_turns_a_note_has_none(store: MemoryStore) -> None:
+    from memlab.memory import NeighborPolicy
+
+    clock = Clock(0.0)
+    layer = MemoryLayer(
+        store, HashEmbedder(64), clock=clock, weights=RankWeights(1, 0, 0, 0),
+        neighbors=NeighborPolicy(after=1, top=2),
+    )  # fmt: skip
+    clock.t = 60.0
+    layer.remember("alice", "The ledger service runs on Postgres 15.", kind="semantic")
+    clock.t = 120.0
+    layer.remember("alice", "Our office plants need watering on Fridays.", kind="semantic")
+    clock.t = 180.0
+    layer.remember("alice", "Lunch was great today.")  # an episode, next in time
+    res = layer.recall(RecallQuery("alice", "ledger service database", token_budget=200))
+    # the record after a semantic hit is no reply to it: never packed as its neighbour
+    assert all(h.neighbor_of is None for h in res.hits)
+    assert res.hits[0].record.content == "The ledger service runs on Postgres 15."
+
+
 def test_a_question_naming_a_time_prefers_that_time(store: MemoryStore) -> None:
     from datetime import UTC, datetime
 

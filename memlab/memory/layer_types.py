@@ -69,7 +69,8 @@ class SummarizePolicy:
 class NeighborPolicy:
     """Pack a hit's neighbouring records (same scope, adjacent in time) right after
     it when the budget allows: the answer to a question is often in the reply
-    next to the line that matched.
+    next to the line that matched. Neighbours are turns: only an episodic hit gets
+    them, and only episodic records are (a note or a reflection has none).
 
     Args:
         before: records made just before the hit to try.

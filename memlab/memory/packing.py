@@ -10,7 +10,7 @@ import numpy as np
 
 from memlab.memory.layer_types import NeighborPolicy
 from memlab.memory.rank import Scored, adjacent_rows, pack
-from memlab.memory.records import Hit, MemoryRecord, RecallQuery
+from memlab.memory.records import KIND_CODES, Hit, MemoryKind, MemoryRecord, RecallQuery
 from memlab.memory.scopes import Layered, split_budgets
 from memlab.memory.stores.base import MemoryStore
 
@@ -19,21 +19,29 @@ def neighbor_expander(
     policy: NeighborPolicy | None, cands: Layered
 ) -> Callable[[int], list[int]] | None:
     """row -> the rows of its neighbours to pack after it (same scope, adjacent in
-    time, within ``policy.max_tokens``); None when the policy packs none."""
+    time, within ``policy.max_tokens``); None when the policy packs none.
+
+    Neighbours are turns of the conversation: only an episodic hit has them, and
+    only episodic records are. The record written after a note or a reflection is
+    no reply to it (a reflection's "neighbour" was the next reflection, which took
+    the budget of the hits below it)."""
     if policy is None or not (policy.before or policy.after):
         return None
-    near = cands.mask
+    code = KIND_CODES[MemoryKind.EPISODIC]
+    episodic = np.concatenate([c.kind == code for c in cands.parts])
+    near = cands.mask & episodic
     if policy.max_tokens is not None:
         near = near & (cands.tokens <= policy.max_tokens)
-    if len(cands.parts) > 1:  # a neighbour is a record of the same scope
-        layer_of = cands.layer
-        return lambda row: adjacent_rows(
-            row, cands.created_at, near & (layer_of == layer_of[row]),
-            before=policy.before, after=policy.after,
-        )  # fmt: skip
-    return lambda row: adjacent_rows(
-        row, cands.created_at, near, before=policy.before, after=policy.after
-    )
+    layer_of = cands.layer
+
+    def expand(row: int) -> list[int]:
+        if not episodic[row]:
+            return []
+        pool = near & (layer_of == layer_of[row]) if len(cands.parts) > 1 else near
+        return adjacent_rows(row, cands.created_at, pool, before=policy.before,
+                             after=policy.after)  # fmt: skip
+
+    return expand
 
 
 def pack_rows(
