@@ -530,3 +530,17 @@ def test_a_statement_behind_an_interjection_is_lifted(text: str) -> None:
     say(layer, clock, "alice", [("user", text)])
     layer.end_session("alice")
     assert [s.rstrip(".") for s in statements(layer, "alice")] == [text.rstrip(".")]
+
+
+def test_a_question_that_names_something_keeps_its_episode() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    named, plain = say(layer, clock, "alice", [
+        ("user", "I'm visiting my sister Emily in Denver soon, any kid-friendly tips?"),
+        ("user", "which of our queries are the slowest?"),
+    ])  # fmt: skip
+    report = layer.end_session("alice").reflection
+    assert report is not None
+    assert named.id not in report.archived  # the facts in it stay recallable
+    assert plain.id in report.archived  # a question that names nothing says nothing
+    assert statements(layer, "alice") == []  # neither is lifted as a statement

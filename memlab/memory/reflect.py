@@ -318,6 +318,10 @@ class RuleReflector:
             parts = sentences(r.content)
             n_sentences[r.id] = len(parts)
             for s in parts:
+                if s.endswith("?") and _states_before_asking(s):
+                    # "I'm visiting my sister Emily in Denver, any tips?": not a
+                    # statement to lift, but its episode is kept, never archived unread
+                    continue
                 if PLEASANTRY.match(s) or GREETING.match(s) or s.endswith("?"):
                     content_free[r.id] = content_free.get(r.id, 0) + 1
                     continue
@@ -448,6 +452,37 @@ def _ended(sentence: str) -> str:
     return s if s[-1:] in (".", "!", "?") else s + "."
 
 
+# how a question opens: "can you ...", "what ...", "is there ..."
+_INTERROGATIVE = re.compile(
+    r"(?:can|could|would|will|won'?t|is|isn'?t|are|aren'?t|am|was|were|do|does|did|don'?t|"
+    r"doesn'?t|have|has|had|should|shall|may|might|must|what|which|who|whom|whose|where|"
+    r"when|why|how|any|anything|anyone|whether|if|or)\b",
+    re.I,
+)
+# discourse markers before it: "also, ...", "follow-up: ...", "ok. ..."
+_LEAD = re.compile(
+    r"^\W*(?:(?:also|and|but|so|ok(?:ay)?|oh|ah|well|hmm+|sorry|(?:hi|hey|hello)(?: there)?|btw|"
+    r"by the way|separately|unrelated|quick one|real quick|one more thing|"
+    r"(?:[\w'-]+\s+){0,4}[\w'-]+:)\W+)*",
+    re.I,
+)
+
+
+def _states_before_asking(sentence: str) -> bool:
+    """A sentence that ends with a question but opens with a statement ("I'm
+    visiting my sister Emily in Denver soon, and I was wondering if ...?", "our
+    controller wants the charges split by department, doable?"): after its
+    discourse markers it does not open like a question."""
+    rest = sentence[_LEAD.match(sentence).end() :]  # type: ignore[union-attr]
+    return bool(rest) and not _INTERROGATIVE.match(rest)
+
+
+def _names_something(sentence: str) -> bool:
+    """Whether a sentence names a value: a name or number (``_specifics``) or a
+    value-shaped token (an e-mail, a path, a dotted or dashed name)."""
+    return bool(_specifics(sentence) or _VALUE_SHAPE.search(sentence))
+
+
 def _reaction(sentence: str) -> bool:
     """A reaction that states nothing to keep: it opens with an interjection
     (``REACTION``), names nothing (no number, no name), has no preference cue and
@@ -459,8 +494,7 @@ def _reaction(sentence: str) -> bool:
         return False
     return bool(
         REACTION.match(sentence)
-        and not _specifics(sentence)
-        and not _VALUE_SHAPE.search(sentence)
+        and not _names_something(sentence)
         and not PREFERENCE.search(sentence)
         and not _SELF.search(sentence)
     )
