@@ -124,11 +124,13 @@ def _sentence_keys(text: str) -> set[str]:
 
 def retire_restated(layer: MemoryLayer, note: MemoryRecord, scope: str, now: float) -> MemoryRecord:
     """Archive the older notes of ``scope`` whose every sentence in force ``note``
-    (or a newer note kept beside it) states again (an agent that gives the same advice in five sessions left five
-    notes of it); ``note`` takes over their provenance, so what they cited stays
-    cited, and names them in ``meta["restates"]``. Only the new note's ``RESTATED_NEIGHBOURS`` nearest
-    notes by embedding are read, and a user's note is never retired by an
-    agent's. Returns the note as stored."""
+    (or a newer note kept beside it) states again: an agent that gives the same
+    advice in five sessions left five notes of it.
+
+    ``note`` takes over their provenance, so what they cited stays cited, and
+    names them in ``meta["restates"]``. Only the new note's
+    ``RESTATED_NEIGHBOURS`` nearest notes by embedding are read, and a user's note
+    is never retired by an agent's. Returns the note as stored."""
     keys = _sentence_keys(note.content)
     if not keys:
         return note
