@@ -544,3 +544,17 @@ def test_a_question_that_names_something_keeps_its_episode() -> None:
     assert named.id not in report.archived  # the facts in it stay recallable
     assert plain.id in report.archived  # a question that names nothing says nothing
     assert statements(layer, "alice") == []  # neither is lifted as a statement
+
+
+def test_an_agents_echo_archived_with_a_reflection_stays_cited() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    fact, echo, ack = say(layer, clock, "alice", [
+        ("user", "Our CDN is Fastly."), ("agent", "Saved: Fastly."), ("agent", "Ok, noted."),
+    ])  # fmt: skip
+    report = layer.end_session("alice").reflection
+    assert report is not None and {fact.id, echo.id, ack.id} <= set(report.archived)
+    (refl,) = reflections(layer, "alice")
+    assert refl.source is Source.USER  # the echo is cited, not a source of its trust
+    assert set(echo.provenance) <= set(refl.provenance)  # what cited the echo still finds it
+    assert not set(ack.provenance) & set(refl.provenance)  # "Ok, noted." names nothing

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memlab.errors import InputError, MemlabError
@@ -109,6 +109,9 @@ class Reflection:
         replaces: ids of earlier reflections this one restates or updates (the layer
             archives them; their provenance carries over).
         count: how many statements it folds (a statement repeated three times: 3).
+        covers: ids of episodes it covers without coming from them (an agent's echo
+            of its values, archived with it): their provenance is kept, so what
+            cited them stays cited; their source does not count for its trust.
     """
 
     content: str
@@ -117,6 +120,7 @@ class Reflection:
     salience: float = 0.6
     replaces: tuple[str, ...] = ()
     count: int = 1
+    covers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str) or not self.content.strip():
@@ -127,6 +131,7 @@ class Reflection:
             raise InputError(f"reflection salience {self.salience!r} is outside 0..1")
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "replaces", tuple(self.replaces))
+        object.__setattr__(self, "covers", tuple(self.covers))
 
 
 @dataclass(frozen=True)
@@ -384,15 +389,17 @@ class RuleReflector:
         # an agent's echo of a fact reflected in an earlier pass is covered too
         lifted_words = set().union(*(g["key"] for g in groups), *(kk for _, kk in known_keys))
         covered = []
+        echoes: list[MemoryRecord] = []
         for r in episodes:
             if r.source in UNTRUSTED_SOURCES or r.id not in n_sentences:
                 continue
             n = n_sentences[r.id]
-            if lifted_by.get(r.id, 0) + content_free.get(r.id, 0) >= n or (
-                r.source not in self.sources and self._acknowledges(r.content, lifted_words)
-            ):
+            if lifted_by.get(r.id, 0) + content_free.get(r.id, 0) >= n:
                 covered.append(r.id)
-        return Reflections(items, tuple(covered))
+            elif r.source not in self.sources and self._acknowledges(r.content, lifted_words):
+                covered.append(r.id)
+                echoes.append(r)
+        return Reflections(_with_echoes(items, echoes), tuple(covered))
 
     def _acknowledges(self, text: str, lifted: set[str]) -> bool:
         """An agent message that only acknowledges, or echoes values that were lifted:
@@ -408,6 +415,28 @@ class RuleReflector:
                 continue
             return False
         return True
+
+
+def _with_echoes(items: list[Reflection], echoes: list[MemoryRecord]) -> list[Reflection]:
+    """Each echo (an agent episode archived because it repeats lifted values) is
+    covered by the first reflection of this pass that holds every value it names,
+    so the echo's provenance stays cited. An echo of a value reflected in an
+    earlier pass, or one naming no value ("Ok, noted."), is covered by none."""
+    if not echoes or not items:
+        return items
+    words = [{w.lower() for w in WORD.findall(item.content)} for item in items]
+    covers: list[list[str]] = [[] for _ in items]
+    for echo in echoes:
+        named = set().union(*(_specifics(s) for s in sentences(echo.content)))
+        if not named:
+            continue
+        at = next((i for i, w in enumerate(words) if named <= w), None)
+        if at is not None:
+            covers[at].append(echo.id)
+    return [
+        replace(item, covers=(*item.covers, *extra)) if extra else item
+        for item, extra in zip(items, covers, strict=True)
+    ]
 
 
 def _bundled(items: list[Reflection], limit: int) -> list[Reflection]:
@@ -429,6 +458,7 @@ def _bundled(items: list[Reflection], limit: int) -> list[Reflection]:
                     label="fact",
                     salience=max(r.salience for r in run),
                     count=sum(r.count for r in run),
+                    covers=tuple(dict.fromkeys(i for r in run for i in r.covers)),
                 )
             )
         run.clear()
@@ -582,7 +612,7 @@ def reflect_scope(
             continue
         proposals.append((item, sources))
     records = _records(
-        layer, proposals, known_by_id, reflector.name, source_scope, target_scope, until
+        layer, proposals, known_by_id, reflector.name, source_scope, target_scope, until, by_id
     )
     retired: dict[str, None] = {}
     for item, _ in proposals:
@@ -624,6 +654,7 @@ def _records(
     source_scope: str,
     target_scope: str,
     until: tuple[float, str],
+    shown: dict[str, MemoryRecord],
 ) -> list[MemoryRecord]:
     if not proposals:
         return []
@@ -648,6 +679,10 @@ def _records(
                 provenance.update(dict.fromkeys(known[old_id].provenance))
         for r in sources:
             provenance.update(dict.fromkeys(r.provenance))
+        for cid in item.covers:  # echoes archived with it: cited, not trusted from
+            echo = shown.get(cid)
+            if echo is not None and echo.source not in UNTRUSTED_SOURCES:
+                provenance.update(dict.fromkeys(echo.provenance))
         created = max(r.created_at for r in sources)
         out.append(
             MemoryRecord(
