@@ -558,9 +558,9 @@ class MemoryLayer:
             neighbor_rows.clear()
             rows = pack_rows(query, cands, scores, self.neighbors, expand, neighbor_rows, conflict)
             by_scope: dict[str, dict[str, int]] = {}
-            for row in rows:
-                if row not in records:
-                    by_scope.setdefault(cands.scope_of(row), {})[cands.ids[row]] = row
+            unread = [row for row in rows if row not in records]
+            for row, (scope, rid) in zip(unread, cands.keys(unread), strict=True):
+                by_scope.setdefault(scope, {})[rid] = row
             for scope, wanted in by_scope.items():
                 for rec in self.store.get_many(scope, list(wanted)):
                     if rec.scope == scope and rec.id in wanted:

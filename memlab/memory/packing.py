@@ -122,9 +122,12 @@ def hits_of(
     contribution; a record shows the text in force at ``as_of`` (all of it with
     ``mode == "include"``), and one with nothing left in force is dropped."""
     weights = scored.weights
-    # one gather per signal, not one numpy scalar per hit and signal
+    # one gather per signal, and each hit's signals read off one row tuple (not a
+    # numpy scalar per hit and signal)
     at = np.asarray(rows, dtype=np.int64)
-    columns = {name: arr[at].tolist() for name, arr in scored.components.items()}
+    names = list(scored.components)
+    factors = [weights.get(name, 0.0) for name in names]
+    values_of = list(zip(*(arr[at].tolist() for arr in scored.components.values()), strict=True))
     totals = scores[at].tolist()
     hits: list[Hit] = []
     for i, row in enumerate(rows):
@@ -134,8 +137,9 @@ def hits_of(
         shown = record.content if mode == "include" else record.text_at(as_of)
         if not shown:
             continue  # every claim in it is superseded
-        components = {name: float(col[i]) for name, col in columns.items()}
-        contributions = {name: weights.get(name, 0.0) * value for name, value in components.items()}
+        values = values_of[i] if names else ()
+        components = dict(zip(names, values, strict=True))
+        contributions = {n: f * v for n, f, v in zip(names, factors, values, strict=True)}
         anchor = neighbor_rows.get(row)
         hits.append(
             Hit(
@@ -156,6 +160,7 @@ def threshold(scores: np.ndarray, query: RecallQuery) -> float:
     of the best finite score."""
     if query.min_score_ratio <= 0:
         return query.min_score
-    finite = scores[np.isfinite(scores)]
-    best = float(finite.max()) if finite.size else 0.0
+    best = float(np.max(scores, initial=-np.inf, where=np.isfinite(scores)))
+    if best == -np.inf:  # no finite score
+        best = 0.0
     return max(query.min_score, query.min_score_ratio * best)

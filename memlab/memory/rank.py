@@ -349,8 +349,11 @@ def _best_first(
     """``rows`` best first, a head of the ranking sorted at a time (see ``ranked``)."""
     head = 256
     while rows.size:
-        batch = rows[np.argpartition(-scores[rows], head - 1)[:head]] if rows.size > head else rows
-        yield from (int(r) for r in _order(batch, scores, ids, tiebreak))
+        if rows.size > head:  # the head largest: partition at n - head (no negated copy)
+            batch = rows[np.argpartition(scores[rows], rows.size - head)[rows.size - head :]]
+        else:
+            batch = rows
+        yield from _order(batch, scores, ids, tiebreak).tolist()
         if batch.size == rows.size:
             return
         rows = np.setdiff1d(rows, batch, assume_unique=True)

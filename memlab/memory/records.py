@@ -331,6 +331,8 @@ class MemoryRecord:
     def text_at(self, t: float | None = None) -> str:
         """The content without the claims superseded at or before ``t`` (None: any
         time), with whitespace tidied where a claim was cut out."""
+        if not self.superseded:  # most records: nothing to cut (read for every hit)
+            return self.content
         cuts = sorted(
             s.span for s in self.superseded if s.span is not None and (t is None or s.at <= t)
         )

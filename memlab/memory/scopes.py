@@ -201,6 +201,19 @@ class Layered:
     def scope_of(self, row: int) -> str:
         return self.scopes[int(self.layer[row])]
 
+    def keys(self, rows: Sequence[int]) -> list[tuple[str, str]]:
+        """(scope, id) of each row, read from the layers' own id lists (one gather
+        for the layer of every row, not a search of the chained ids per row)."""
+        if len(self.parts) == 1:
+            scope, ids = self.scopes[0], self.parts[0].ids
+            return [(scope, ids[r]) for r in rows]
+        at = np.asarray(rows, dtype=np.int64)
+        layers = self.layer[at].tolist()
+        local = (at - self.offsets[self.layer[at]]).tolist()
+        return [
+            (self.scopes[li], self.parts[li].ids[j]) for li, j in zip(layers, local, strict=True)
+        ]
+
 
 def split_budgets(budget: int, shares: Sequence[float]) -> list[int]:
     """Whole-token budgets per layer from shares summing to 1; the rounding
