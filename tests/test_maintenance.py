@@ -180,12 +180,17 @@ def folding_layer(clock: Clock) -> MemoryLayer:
 
 
 def fold_now(layer: MemoryLayer, clock: Clock, texts: list[tuple[str, str]]) -> MemoryRecord:
+    (note,) = fold_all(layer, clock, texts)
+    return note
+
+
+def fold_all(layer: MemoryLayer, clock: Clock, texts: list[tuple[str, str]]) -> list[MemoryRecord]:
+    """Remember ``texts`` and fold them: the new notes."""
     for source, text in texts:
         clock.t += 60
         layer.remember("alice", text, source=source, provenance=[f"t{clock.t:.0f}"])
     clock.t += 60
-    (note,) = layer.maybe_summarize("alice", force=True)
-    return note
+    return layer.maybe_summarize("alice", force=True)
 
 
 def notes(layer: MemoryLayer) -> list[MemoryRecord]:
@@ -209,12 +214,42 @@ def test_a_note_restated_by_newer_notes_is_retired_and_its_provenance_carried() 
     assert old is not None and old.archived_at is not None  # archived, never deleted
 
 
-def test_an_agent_note_never_retires_a_users_note() -> None:
+def test_an_agent_note_never_retires_or_absorbs_a_users_note() -> None:
     clock = Clock()
     layer = folding_layer(clock)
-    user = fold_now(layer, clock, [("user", "We deploy on Fly.io")])
     agent = fold_now(layer, clock, [("agent", "We deploy on Fly.io")])
-    assert {n.id for n in notes(layer)} == {user.id, agent.id}
-    # the other way round is a restatement: the user's note states the agent's again
-    again = fold_now(layer, clock, [("user", "We deploy on Fly.io")])
-    assert {n.id for n in notes(layer)} == {again.id}
+    # the user's words are kept though the agent's note states them: the user's
+    # note restates the agent's, which is retired
+    user = fold_now(layer, clock, [("user", "We deploy on Fly.io")])
+    assert {n.id for n in notes(layer)} == {user.id}
+    assert user.meta["restates"] == [agent.id]
+    # an agent's note that states the user's note again and more retires nothing
+    more = fold_now(layer, clock, [("agent", "We deploy on Fly.io"), ("agent", "Retry it")])
+    assert {n.id for n in notes(layer)} == {user.id, more.id}
+
+
+def test_a_note_every_sentence_of_which_is_kept_is_absorbed() -> None:
+    clock = Clock()
+    layer = folding_layer(clock)
+    a = fold_now(layer, clock, [("user", "We deploy on Fly.io"), ("user", "Builds run on Tekton")])
+    b = fold_now(layer, clock, [("agent", "Retry the upload"), ("agent", "Attach the ids")])
+    episodes_before = {r.id for r in layer.store.list("alice", kinds=[MemoryKind.EPISODIC])}
+    assert episodes_before == set()  # folded into a and b
+    # every sentence is in a or b: no note is written; each sentence's note cites it
+    made = fold_all(
+        layer, clock, [("agent", "Builds run on Tekton"), ("agent", "Retry the upload")]
+    )
+    assert made == []
+    held = {n.id: n for n in notes(layer)}
+    assert set(held) == {a.id, b.id}
+    folded = [r for r in layer.store.list("alice", kinds=[MemoryKind.EPISODIC],
+                                           include_archived=True)
+              if r.content in ("Builds run on Tekton", "Retry the upload")
+              and r.created_at > b.created_at]  # fmt: skip
+    assert len(folded) == 2 and all(r.archived_at is not None for r in folded)
+    for note in held.values():
+        assert note.meta["absorbs"] == [r.id for r in folded]
+        assert {p for r in folded for p in r.provenance} <= set(note.provenance)
+    # a user's note is absorbed only by user notes: b is the agent's
+    fold_now(layer, clock, [("user", "Retry the upload")])
+    assert len(notes(layer)) == 3

@@ -317,11 +317,25 @@ class MemoryLayer:
             InputError: a bad item (nothing stored).
             ConsolidatorError: the consolidator failed or made an unusable decision.
         """
-        return self._remember_many(items)
+        records = self._new_records(items)
+        if not records:
+            return []
+        updated: list[MemoryRecord] = []
+        if self.consolidator is not None:
+            done = supersede_batch(
+                self.store,
+                self.consolidator,
+                records,
+                min_confidence=self.supersede.min_confidence,
+                pool=self.pool,
+            )
+            records, updated = done.records, done.updated
+        self.store.put_many(records + updated)
+        return records
 
-    def _remember_many(
-        self, items: Sequence[MemoryInput], *, consolidate: bool = True
-    ) -> list[MemoryRecord]:
+    def _new_records(self, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
+        """The records ``items`` make, checked and embedded in one batched call, not
+        stored (``remember_many``; maintenance decides what a note replaces first)."""
         self._check_open()
         if isinstance(items, MemoryInput) or not isinstance(items, Sequence | Iterable):
             raise InputError(
@@ -336,7 +350,7 @@ class MemoryLayer:
         vectors = check_embeddings(
             self.embedder.embed(texts), len(texts), self.embedder.dims, self.embedder.name
         )
-        records = [
+        return [
             MemoryRecord(
                 id=item.id or new_id(),
                 content=text,
@@ -353,18 +367,6 @@ class MemoryLayer:
             )
             for i, (item, scope, text, kind, source, salience, created) in enumerate(prepared)
         ]
-        updated: list[MemoryRecord] = []
-        if self.consolidator is not None and consolidate:
-            done = supersede_batch(
-                self.store,
-                self.consolidator,
-                records,
-                min_confidence=self.supersede.min_confidence,
-                pool=self.pool,
-            )
-            records, updated = done.records, done.updated
-        self.store.put_many(records + updated)
-        return records
 
     def _prepare(
         self, item: MemoryInput, now: float

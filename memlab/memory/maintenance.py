@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,6 +87,8 @@ def fold(
         for r, _ in in_force:
             provenance.update(dict.fromkeys(r.provenance))
         sources = {r.source for r, _ in in_force}
+        if Source.USER in sources and _only_agent_words(text, in_force):
+            sources = {Source.AGENT}
         meta: dict[str, Any] = {
             "summary_of": ids,
             "summarizer": summarizer.name,
@@ -93,7 +96,7 @@ def fold(
         }
         if into != scope:
             meta["from_scope"] = scope
-        note = layer._remember_many(
+        note = layer._new_records(
             [
                 MemoryInput(
                     into,
@@ -105,14 +108,37 @@ def fold(
                     meta=meta,
                     created_at=max(r.created_at for r in cluster),
                 )
-            ],
-            consolidate=False,  # a note restates what is in force; it replaces nothing
+            ]
         )[0]
+        # a note restates what is in force; it supersedes nothing (no consolidator)
+        found = restated(layer, note, into)
+        if found.absorbed_by:  # every sentence of it is in notes kept: they cite its sources
+            layer.store.put_many(found.absorbed_by)
+            note = None
+        else:
+            note = found.note
+            layer.store.put_many([note])
+            if found.retired:
+                layer.store.mark_archived(into, [r.id for r in found.retired], now)
     # Archive even when nothing was worth keeping: the episodes stay on disk.
     layer.store.mark_archived(scope, ids, now)
-    if note is not None:
-        note = retire_restated(layer, note, into, now)
     return note
+
+
+def _only_agent_words(text: str, in_force: list[tuple[MemoryRecord, str]]) -> bool:
+    """Whether every sentence of a note is an agent's, word for word, and none a
+    user's: the summarizer kept only what the agent said, so the note is the
+    agent's (it then weighs as the agent's, e.g. when notes restate each other).
+    An abstractive summary matches nobody's words and keeps the cluster's source."""
+    keys = _sentence_keys(text)
+    said: dict[Source, set[str]] = {}
+    for r, t in in_force:
+        said.setdefault(r.source, set()).update(_sentence_keys(t))
+    return (
+        bool(keys)
+        and keys <= said.get(Source.AGENT, set())
+        and not (keys & said.get(Source.USER, set()))
+    )
 
 
 RESTATED_NEIGHBOURS = 8  # older notes compared with a new one (its nearest by embedding)
@@ -122,54 +148,95 @@ def _sentence_keys(text: str) -> set[str]:
     return {" ".join(s.lower().rstrip(".!?").split()) for s in sentences(text)} - {""}
 
 
-def retire_restated(layer: MemoryLayer, note: MemoryRecord, scope: str, now: float) -> MemoryRecord:
-    """Archive the older notes of ``scope`` whose every sentence in force ``note``
-    (or a newer note kept beside it) states again: an agent that gives the same
-    advice in five sessions left five notes of it.
+@dataclass
+class Restated:
+    """What a new note restates (``restated``): ``note`` as it is to be stored,
+    the older notes it retires, or the older notes that absorb it instead."""
 
-    ``note`` takes over their provenance, so what they cited stays cited, and
-    names them in ``meta["restates"]``. Only the new note's
-    ``RESTATED_NEIGHBOURS`` nearest notes by embedding are read, and a user's note
-    is never retired by an agent's. Returns the note as stored."""
+    note: MemoryRecord
+    retired: list[MemoryRecord] = field(default_factory=list)
+    absorbed_by: list[MemoryRecord] = field(default_factory=list)
+
+
+def _citing(note: MemoryRecord, others: list[MemoryRecord], **meta: list[str]) -> MemoryRecord:
+    """``note`` citing what ``others`` cited too, with ``meta`` entries set."""
+    provenance = dict.fromkeys(note.provenance)
+    for r in others:
+        provenance.update(dict.fromkeys(r.provenance))
+    return note.copy(provenance=tuple(provenance), meta={**note.meta, **meta})
+
+
+def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
+    """Which older notes of ``scope`` a new ``note`` (not stored yet) makes
+    redundant, or which make it redundant. Reads only; the caller writes.
+
+    - An older note whose every sentence in force ``note`` (or a newer note kept
+      beside it) states again is retired: an agent that gives the same advice in
+      five sessions left five notes of it. ``note`` takes over its provenance and
+      names it in ``meta["restates"]``.
+    - Otherwise, when every sentence of ``note`` is already stated by the older
+      notes, ``note`` is not kept: for each of its sentences the newest older note
+      stating it takes over ``note``'s provenance and salience (if higher), and
+      names the episodes ``note`` folded in ``meta["absorbs"]`` (those are
+      archived all the same).
+
+    Only the new note's ``RESTATED_NEIGHBOURS`` nearest notes by embedding are
+    read, and a user's note is never retired or absorbed by an agent's.
+    """
     keys = _sentence_keys(note.content)
     if not keys:
-        return note
+        return Restated(note)
     cols = layer.store.candidates(scope, note.embedding, kinds=[MemoryKind.SEMANTIC],
                                   pool=layer.pool, valid_at=float("inf"))  # fmt: skip
     rows = np.flatnonzero(cols.mask)
     if not rows.size:
-        return note
+        return Restated(note)
     sim = cols.embeddings[rows] @ note.embedding
-    near = rows[np.argsort(-sim, kind="stable")[: RESTATED_NEIGHBOURS + 1]]
-    olds = [
-        r for r in layer.store.get_many(scope, [cols.ids[i] for i in near])
-        if r.id != note.id and r.scope == scope and "summary_of" in r.meta
-        and (r.created_at, r.id) < (note.created_at, note.id)
-        and (r.source is note.source or note.source is Source.USER)
-    ]  # fmt: skip
+    near = rows[np.argsort(-sim, kind="stable")[:RESTATED_NEIGHBOURS]]
+    olds = sorted(
+        (
+            (r, _sentence_keys(r.text_at()))
+            for r in layer.store.get_many(scope, [cols.ids[i] for i in near])
+            if r.id != note.id and r.scope == scope and "summary_of" in r.meta
+            and (r.created_at, r.id) < (note.created_at, note.id)
+        ),
+        key=lambda rk: (rk[0].created_at, rk[0].id),
+        reverse=True,
+    )  # fmt: skip
     # newest first: a note is restated when the new note and the newer notes kept
     # beside it state every sentence of it
     held = set(keys)
     gone = []
-    for r in sorted(olds, key=lambda r: (r.created_at, r.id), reverse=True):
-        k = _sentence_keys(r.text_at())
+    for r, k in olds:
+        if not (r.source is note.source or note.source is Source.USER):
+            continue
         if k and k <= held:
             gone.append(r)
         else:
             held |= k
-    if not gone:
-        return note
-    provenance = dict.fromkeys(note.provenance)
-    for r in gone:
-        provenance.update(dict.fromkeys(r.provenance))
-    # summary_of stays this fold's episodes (what it archived); the retired notes
-    # stated the same sentences, so judging the note through them changes nothing
-    merged = note.copy(
-        provenance=tuple(provenance), meta={**note.meta, "restates": [r.id for r in gone]}
+    if gone:
+        restates = [*note.meta.get("restates", []), *(r.id for r in gone)]
+        return Restated(_citing(note, gone, restates=restates), retired=gone)
+    cover: dict[str, MemoryRecord] = {}
+    for key in keys:
+        taker = next(
+            (r for r, k in olds
+             if key in k and (r.source is note.source or r.source is Source.USER)),
+            None,
+        )  # fmt: skip
+        if taker is None:
+            return Restated(note)
+        cover[taker.id] = taker
+    episodes = list(note.meta.get("summary_of", []))
+    return Restated(
+        note,
+        absorbed_by=[
+            _citing(r, [note], absorbs=[*r.meta.get("absorbs", []), *episodes]).copy(
+                salience=max(r.salience, note.salience)  # a note has its sources' max
+            )
+            for r in cover.values()
+        ],
     )
-    layer.store.put(merged)
-    layer.store.mark_archived(scope, [r.id for r in gone], now)
-    return merged
 
 
 def maintain_scopes(
