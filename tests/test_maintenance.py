@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlab.memory import EvictionPolicy, HashEmbedder, InMemoryStore, MemoryLayer, SummarizePolicy
-from memlab.memory.maintenance import cluster_end, fold_starts
+from memlab.memory.maintenance import _sentence_keys, cluster_end, fold_starts
 from memlab.memory.rank import HOUR
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
 from tests.conftest import Clock
@@ -253,3 +253,38 @@ def test_a_note_every_sentence_of_which_is_kept_is_absorbed() -> None:
     # a user's note is absorbed only by user notes: b is the agent's
     fold_now(layer, clock, [("user", "Retry the upload")])
     assert len(notes(layer)) == 3
+
+
+SAID = [
+    f"Statement number {w} about the {t}" for w in ("one", "two", "three") for t in ("cdn", "ci")
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.sampled_from(["user", "agent"]), st.sampled_from(SAID)),
+                 min_size=1, max_size=4),
+        min_size=1, max_size=8,
+    )
+)  # fmt: skip
+def test_restated_and_absorbed_notes_lose_no_sentence_and_no_citation(
+    folds: list[list[tuple[str, str]]],
+) -> None:
+    clock = Clock()
+    layer = folding_layer(clock)
+    said: set[str] = set()
+    cited: set[str] = set()
+    user_said: set[str] = set()
+    for texts in folds:
+        fold_all(layer, clock, texts)
+        said |= {t.lower() for _, t in texts}
+        user_said |= {t.lower() for s, t in texts if s == "user"}
+        cited |= {f"t{clock.t - 60 * (len(texts) - i):.0f}" for i in range(len(texts))}
+        kept = notes(layer)
+        # every sentence folded so far is in a note kept, and every turn is cited
+        assert said <= {k for n in kept for k in _sentence_keys(n.content)}
+        assert cited <= {p for n in kept for p in n.provenance}
+        # what a user said stays in a user's note
+        users = {k for n in kept if n.source.value == "user" for k in _sentence_keys(n.content)}
+        assert user_said <= users

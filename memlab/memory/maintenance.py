@@ -181,7 +181,8 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
       archived all the same).
 
     Only the new note's ``RESTATED_NEIGHBOURS`` nearest notes by embedding are
-    read, and a user's note is never retired or absorbed by an agent's.
+    read, and a user's note is never retired or absorbed by an agent's: what a
+    user said stays in a user's note.
     """
     keys = _sentence_keys(note.content)
     if not keys:
@@ -205,15 +206,18 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
     )  # fmt: skip
     # newest first: a note is restated when the new note and the newer notes kept
     # beside it state every sentence of it
-    held = set(keys)
+    held = set(keys)  # by the new note and the newer notes kept, and by the users'
+    held_user = set(keys) if note.source is Source.USER else set()
     gone = []
     for r, k in olds:
         if not (r.source is note.source or note.source is Source.USER):
             continue
-        if k and k <= held:
+        if k and k <= (held_user if r.source is Source.USER else held):
             gone.append(r)
         else:
             held |= k
+            if r.source is Source.USER:
+                held_user |= k
     if gone:
         restates = [*note.meta.get("restates", []), *(r.id for r in gone)]
         return Restated(_citing(note, gone, restates=restates), retired=gone)
