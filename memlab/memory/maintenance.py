@@ -235,7 +235,10 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
     return Restated(
         note,
         absorbed_by=[
-            _citing(r, [note], absorbs=[*r.meta.get("absorbs", []), *episodes]).copy(
+            # a fold repeated after a crash (episodes not yet archived) names them once
+            _citing(
+                r, [note], absorbs=list(dict.fromkeys([*r.meta.get("absorbs", []), *episodes]))
+            ).copy(
                 salience=max(r.salience, note.salience)  # a note has its sources' max
             )
             for r in cover.values()
