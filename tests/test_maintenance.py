@@ -288,3 +288,41 @@ def test_restated_and_absorbed_notes_lose_no_sentence_and_no_citation(
         # what a user said stays in a user's note
         users = {k for n in kept if n.source.value == "user" for k in _sentence_keys(n.content)}
         assert user_said <= users
+
+
+class KeepAgent:
+    """An extractive summarizer that keeps only what the agent said (the texts
+    starting with "Agent")."""
+
+    name = "keep-agent"
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        return " ".join(t.rstrip(".") + "." for t in texts if t.startswith("Agent"))
+
+
+def test_a_note_of_the_agents_words_only_is_the_agents() -> None:
+    clock = Clock()
+    policy = SummarizePolicy(trigger_tokens=1, chunk_tokens=1000, keep_recent=0, min_records=1)
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock, summarizer=KeepAgent(),
+                        summarize=policy)  # fmt: skip
+    (note,) = fold_all(layer, clock, [("user", "thanks a lot"), ("agent", "Agent advice one")])
+    assert note.source.value == "agent"
+    # a user who said the same words keeps the note the user's
+    (both,) = fold_all(layer, clock, [("user", "Agent advice two"), ("agent", "Agent advice two")])
+    assert both.source.value == "user"
+
+
+def test_an_abstractive_note_keeps_the_clusters_source() -> None:
+    clock = Clock()
+    policy = SummarizePolicy(trigger_tokens=1, chunk_tokens=1000, keep_recent=0, min_records=1)
+
+    class Paraphrase:
+        name = "paraphrase"
+
+        def summarize(self, texts: Sequence[str]) -> str:
+            return "The customer and the agent talked about webhooks."
+
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock, summarizer=Paraphrase(),
+                        summarize=policy)  # fmt: skip
+    (note,) = fold_all(layer, clock, [("user", "webhooks fail"), ("agent", "Agent retries")])
+    assert note.source.value == "user"

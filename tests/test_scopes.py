@@ -75,3 +75,24 @@ def test_chained_ids_read_the_parts_in_place() -> None:
     with pytest.raises(IndexError):
         ids[3]
     assert ids[np.int64(2)] == "c"
+
+
+def test_layered_keys_name_each_rows_scope_and_id() -> None:
+    from memlab.memory import HashEmbedder, InMemoryStore, MemoryLayer
+    from memlab.memory.scopes import Layered
+
+    store = InMemoryStore()
+    layer = MemoryLayer(store, HashEmbedder(16))
+    for scope, n in (("a:s", 3), ("a", 2), ("b", 4)):
+        for i in range(n):
+            layer.remember(scope, f"{scope} record {i}", id=f"{scope.replace(':', '')}-{i}")
+    parts = [store.candidates(s, include_archived=False) for s in ("a:s", "a")]
+    cands = Layered.of(("a:s", "a"), parts)
+    rows = list(range(len(cands)))[::-1]
+    assert cands.keys(rows) == [(cands.scope_of(r), cands.ids[r]) for r in rows]
+    assert {k for k in cands.keys(rows)} == {("a:s", f"as-{i}") for i in range(3)} | {
+        ("a", f"a-{i}") for i in range(2)
+    }
+    one = Layered.of(("b",), [store.candidates("b", include_archived=False)])
+    assert one.keys([3, 0]) == [("b", one.ids[3]), ("b", one.ids[0])]
+    assert cands.keys([]) == []
