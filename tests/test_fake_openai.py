@@ -138,7 +138,8 @@ def test_remote_models_reproduce_the_in_process_run(server: FakeOpenAI) -> None:
 def test_a_cached_rerun_is_identical_and_free(server: FakeOpenAI, tmp_path: Path) -> None:
     cache = ModelCache(tmp_path / "cache.sqlite")
     emb, summ = remote(server)
-    first = replay(CachedEmbedder(emb, cache), CachedSummarizer(summ, cache))
+    first_summ = CachedSummarizer(summ, cache)
+    first = replay(CachedEmbedder(emb, cache), first_summ)
     sent = len(server.requests)
     emb2, summ2 = remote(server)
     cached_emb, cached_summ = CachedEmbedder(emb2, cache), CachedSummarizer(summ2, cache)
@@ -146,7 +147,10 @@ def test_a_cached_rerun_is_identical_and_free(server: FakeOpenAI, tmp_path: Path
     assert second == first
     assert len(server.requests) == sent  # not one request the second time
     assert cached_emb.misses == 0 and cached_emb.hits > 0
-    assert cached_summ.misses == 0 and cached_summ.hits == len(first[1])
+    # every fold asks once (a fold whose note older notes absorb returns no summary)
+    assert first_summ.misses >= len(first[1]) > 0
+    assert cached_summ.misses == 0
+    assert cached_summ.hits == first_summ.misses + first_summ.hits
 
 
 def test_failures_over_a_real_socket(server: FakeOpenAI, caplog: pytest.LogCaptureFixture) -> None:
