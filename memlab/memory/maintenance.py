@@ -96,6 +96,8 @@ def fold(
         }
         if into != scope:
             meta["from_scope"] = scope
+        # checked and embedded, not stored yet; a note restates what is in force and
+        # supersedes nothing, so no consolidator sees it
         note = layer._new_records(
             [
                 MemoryInput(
@@ -110,7 +112,6 @@ def fold(
                 )
             ]
         )[0]
-        # a note restates what is in force; it supersedes nothing (no consolidator)
         found = restated(layer, note, into)
         if found.absorbed_by:  # every sentence of it is in notes kept: they cite its sources
             layer.store.put_many(found.absorbed_by)
@@ -166,6 +167,12 @@ def _citing(note: MemoryRecord, others: list[MemoryRecord], **meta: list[str]) -
     return note.copy(provenance=tuple(provenance), meta={**note.meta, **meta})
 
 
+def _may_hold(holder: MemoryRecord, other: MemoryRecord) -> bool:
+    """Whether ``holder`` may stand for ``other``'s sentences: a user's note only
+    for a user's, any note for an agent's."""
+    return holder.source is other.source or holder.source is Source.USER
+
+
 def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
     """Which older notes of ``scope`` a new ``note`` (not stored yet) makes
     redundant, or which make it redundant. Reads only; the caller writes.
@@ -198,7 +205,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
         (
             (r, _sentence_keys(r.text_at()))
             for r in layer.store.get_many(scope, [cols.ids[i] for i in near])
-            if r.id != note.id and r.scope == scope and "summary_of" in r.meta
+            if r.scope == scope and "summary_of" in r.meta
             and (r.created_at, r.id) < (note.created_at, note.id)
         ),
         key=lambda rk: (rk[0].created_at, rk[0].id),
@@ -210,7 +217,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
     held_user = set(keys) if note.source is Source.USER else set()
     gone = []
     for r, k in olds:
-        if not (r.source is note.source or note.source is Source.USER):
+        if not _may_hold(note, r):
             continue
         if k and k <= (held_user if r.source is Source.USER else held):
             gone.append(r)
@@ -223,11 +230,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
         return Restated(_citing(note, gone, restates=restates), retired=gone)
     cover: dict[str, MemoryRecord] = {}
     for key in keys:
-        taker = next(
-            (r for r, k in olds
-             if key in k and (r.source is note.source or r.source is Source.USER)),
-            None,
-        )  # fmt: skip
+        taker = next((r for r, k in olds if key in k and _may_hold(r, note)), None)
         if taker is None:
             return Restated(note)
         cover[taker.id] = taker

@@ -208,10 +208,11 @@ class Layered:
             scope, ids = self.scopes[0], self.parts[0].ids
             return [(scope, ids[r]) for r in rows]
         at = np.asarray(rows, dtype=np.int64)
-        layers = self.layer[at].tolist()
-        local = (at - self.offsets[self.layer[at]]).tolist()
+        layer = self.layer[at]
+        local = (at - self.offsets[layer]).tolist()
         return [
-            (self.scopes[li], self.parts[li].ids[j]) for li, j in zip(layers, local, strict=True)
+            (self.scopes[li], self.parts[li].ids[j])
+            for li, j in zip(layer.tolist(), local, strict=True)
         ]
 
 
