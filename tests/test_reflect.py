@@ -499,6 +499,7 @@ REACTIONS = [
     "ah great",
     "fine by me.",
     "Hey, me again.",
+    "Alright, that's progress at least.",  # "at least" bounds nothing here
 ]
 # each opens like a reaction but states something to keep
 NOT_REACTIONS = [
@@ -558,3 +559,113 @@ def test_an_agents_echo_archived_with_a_reflection_stays_cited() -> None:
     assert refl.source is Source.USER  # the echo is cited, not a source of its trust
     assert set(echo.provenance) <= set(refl.provenance)  # what cited the echo still finds it
     assert not set(ack.provenance) & set(refl.provenance)  # "Ok, noted." names nothing
+
+
+def labels(layer: MemoryLayer, scope: str) -> list[tuple[str, str]]:
+    return sorted((r.meta[META_KEY]["label"], r.content) for r in reflections(layer, scope))
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("We need at least two reviewers on every change.", "preference"),
+        ("Keep at most 5 replicas in staging.", "preference"),
+        ("No more than $500 a month on the sandbox.", "preference"),
+        ("The new dashboard works now, at least.", "fact"),  # the adverb bounds nothing
+        ("Our build got faster at least", "fact"),
+    ],
+)
+def test_a_bound_is_a_constraint_only_with_its_quantity(text: str, label: str) -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", text)])
+    layer.end_session("alice")
+    assert labels(layer, "alice") == [(label, text)]
+
+
+def test_a_rule_that_leans_back_is_kept_with_what_it_rules_on() -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [
+        ("user", "Hard cap on spend: $1,200 a month. Never exceed it. We deploy on Fly.io."),
+        ("user", "Unacked alerts go to the SRE lead after 25 minutes. Always."),
+    ])  # fmt: skip
+    layer.end_session("alice")
+    assert labels(layer, "alice") == [
+        ("fact", "We deploy on Fly.io."),
+        ("preference", "Hard cap on spend: $1,200 a month. Never exceed it."),
+        ("preference", "Unacked alerts go to the SRE lead after 25 minutes. Always."),
+    ]
+    # the rule restated with a new value replaces the old one: the value in force
+    say(layer, clock, "alice", [("user", "Hard cap on spend: $30,000 a month. Never exceed it.")])
+    layer.end_session("alice")
+    assert ("preference", "Hard cap on spend: $30,000 a month. Never exceed it.") in labels(
+        layer, "alice"
+    )
+    assert not any("1,200" in s for s in statements(layer, "alice"))
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Always.",  # nothing before it in the turn: an answer to the agent, kept as said
+        "Do you copy me on those? Always.",  # a question is not what a rule rules on
+        "Never email me. Always page me on Zenduty.",  # both stand on their own
+    ],
+)
+def test_a_rule_that_stands_alone_or_follows_no_statement_is_not_joined(turn: str) -> None:
+    clock = Clock()
+    layer = make_layer(clock, every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", turn)])
+    layer.end_session("alice")
+    kept = [s for s in sentences(turn) if not s.endswith("?")]
+    assert sorted(c for _, c in labels(layer, "alice")) == sorted(kept)
+
+
+def test_the_newest_bundle_takes_the_pass_fact_record_that_fills_its_room() -> None:
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=12), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "We deploy on Fly.io.")])  # 4 words: room for 8
+    layer.end_session("alice")
+    (first,) = reflections(layer, "alice")
+    say(layer, clock, "alice", [
+        ("user", "Our CI is Buildkite on spot instances in Frankfurt."),  # 9: no room
+        ("user", "Our CDN is Fastly."),  # 4: a second bundle of the pass
+        ("user", "Please always answer in British English."),  # a preference, apart
+    ])  # fmt: skip
+    report = layer.end_session("alice").reflection
+    assert report is not None and report.retired == [first.id]
+    # the pass's first record does not fit, its second does (before, only the first
+    # was tried, which left two part-filled bundles)
+    assert labels(layer, "alice") == [
+        ("fact", "Our CI is Buildkite on spot instances in Frankfurt."),
+        ("fact", "We deploy on Fly.io. Our CDN is Fastly."),
+        ("preference", "Please always answer in British English."),
+    ]
+
+
+def test_a_full_pass_gives_its_first_statements_to_the_bundle_with_room() -> None:
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=9), every=None, trigger_tokens=None)
+    say(layer, clock, "bob", [("user", "We deploy on Fly.io.")])  # 4 words: room for 5
+    layer.end_session("bob")
+    (old,) = reflections(layer, "bob")
+    # one bundle of 8 words: it does not fit whole, its first statement does
+    ci, cdn = say(
+        layer, clock, "bob", [("user", "Our CI is Buildkite."), ("user", "Our CDN is Fastly.")]
+    )
+    report = layer.end_session("bob").reflection
+    assert report is not None and report.retired == [old.id]
+    got = {r.content: r for r in reflections(layer, "bob")}
+    assert set(got) == {"We deploy on Fly.io. Our CI is Buildkite.", "Our CDN is Fastly."}
+    merged, rest = got["We deploy on Fly.io. Our CI is Buildkite."], got["Our CDN is Fastly."]
+    # each statement keeps its own sources and citations
+    assert set(merged.provenance) == set(old.provenance) | set(ci.provenance)
+    assert set(rest.provenance) == set(cdn.provenance)
+    assert merged.meta[META_KEY]["sources"] == [ci.id]
+    assert rest.meta[META_KEY]["sources"] == [cdn.id]
+    assert (merged.meta[META_KEY]["count"], rest.meta[META_KEY]["count"]) == (2, 1)
+    assert rest.created_at == cdn.created_at and merged.id != rest.id
+    # both are embedded as what they now say
+    for r in (merged, rest):
+        assert r.embedding.tolist() == pytest.approx(layer.embedder.embed([r.content])[0].tolist())

@@ -65,7 +65,10 @@ LABELS = ("fact", "preference")
 PREFERENCE = re.compile(
     r"\b(always|never|prefer|prefers|preferred|preference|only ever|must|must not|mustn'?t|"
     r"don'?t ever|do not ever|make sure|from now on|under no circumstances|rather than|"
-    r"instead of|avoid|no more than|at least|at most)\b",
+    r"instead of|avoid)\b"
+    # a bound needs the quantity it bounds ("at least two reviewers"); a sentence that
+    # ends on it, or a comma after it, is the adverb ("that's progress at least.")
+    r"|\b(?:no more than|at least|at most)\s+[\w$\u00a3\u20ac]",
     re.I,
 )
 # A greeting or sign-off addressed to someone ("Welcome back, Maya.", "Talk soon!"):
@@ -112,6 +115,9 @@ class Reflection:
         covers: ids of episodes it covers without coming from them (an agent's echo
             of its values, archived with it): their provenance is kept, so what
             cited them stays cited; their source does not count for its trust.
+        parts: for a bundle, the one-statement reflections it joins, in order (the
+            layer may move its first statements into an earlier bundle with room,
+            each with its own sources); empty otherwise.
     """
 
     content: str
@@ -121,6 +127,7 @@ class Reflection:
     replaces: tuple[str, ...] = ()
     count: int = 1
     covers: tuple[str, ...] = ()
+    parts: tuple[Reflection, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str) or not self.content.strip():
@@ -132,6 +139,9 @@ class Reflection:
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "replaces", tuple(self.replaces))
         object.__setattr__(self, "covers", tuple(self.covers))
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if any(not isinstance(p, Reflection) or p.parts for p in self.parts):
+            raise InputError("a reflection's parts must be one-statement Reflections")
 
 
 @dataclass(frozen=True)
@@ -320,7 +330,7 @@ class RuleReflector:
         for r in episodes:
             if r.source in UNTRUSTED_SOURCES:
                 continue  # never lifted: a tool's text is evidence, not a statement
-            parts = sentences(r.content)
+            parts = _units(sentences(r.content))
             n_sentences[r.id] = len(parts)
             for s in parts:
                 if s.endswith("?") and _states_before_asking(s):
@@ -459,6 +469,7 @@ def _bundled(items: list[Reflection], limit: int) -> list[Reflection]:
                     salience=max(r.salience for r in run),
                     count=sum(r.count for r in run),
                     covers=tuple(dict.fromkeys(i for r in run for i in r.covers)),
+                    parts=tuple(run),
                 )
             )
         run.clear()
@@ -528,6 +539,40 @@ def _reaction(sentence: str) -> bool:
         and not PREFERENCE.search(sentence)
         and not _SELF.search(sentence)
     )
+
+
+# a pronoun that points back at what was just said ("never exceed it")
+_ANAPHOR = re.compile(r"\b(?:it|that|this|them|those|these)\b", re.I)
+
+
+def _leans_back(sentence: str) -> bool:
+    """A preference that means nothing without the sentence before it ("Always.",
+    "Never exceed it.", "Never again."): a cue, names nothing, and no content word
+    beside the cue but at most one verb pointing back with a pronoun."""
+    if not PREFERENCE.search(sentence) or _names_something(sentence):
+        return False
+    rest = content_words(PREFERENCE.sub(" ", sentence))
+    return not rest or (len(rest) == 1 and bool(_ANAPHOR.search(sentence)))
+
+
+def _units(parts: list[str]) -> list[str]:
+    """A turn's sentences as statements: a preference that leans back on the
+    sentence before it ("Hard cap on spend: $1,200 a month. Never exceed it.") is
+    one statement with it, so the rule is remembered with what it rules on."""
+    out: list[str] = []
+    for s in parts:
+        prev = out[-1] if out else ""
+        if (
+            prev
+            and _leans_back(s)
+            and not prev.endswith("?")
+            and not PLEASANTRY.match(prev)
+            and not GREETING.match(prev)
+        ):
+            out[-1] = f"{_ended(prev)} {s}"
+        else:
+            out.append(s)
+    return out
 
 
 def _specifics(sentence: str) -> set[str]:
@@ -614,6 +659,7 @@ def reflect_scope(
     records = _records(
         layer, proposals, known_by_id, reflector.name, source_scope, target_scope, until, by_id
     )
+    parts_of = {r.id: item.parts for r, (item, _) in zip(records, proposals, strict=True)}
     retired: dict[str, None] = {}
     for item, _ in proposals:
         retired.update(dict.fromkeys(i for i in item.replaces if i in known_by_id))
@@ -626,7 +672,9 @@ def reflect_scope(
         report.dropped += dropped
     limit = getattr(reflector, "bundle_words", 0)
     if limit and records:
-        records, marked = _top_up(layer, records, known_by_id, marked, retired, limit)
+        records, marked = _top_up(
+            layer, records, known_by_id, marked, retired, limit, parts_of, by_id
+        )
     if records or marked:
         layer.store.put_many(records + marked)
     report.written = records
@@ -774,12 +822,22 @@ def _top_up(
     marked: list[MemoryRecord],
     retired: dict[str, None],
     limit: int,
+    parts_of: dict[str, tuple[Reflection, ...]] | None = None,
+    shown: dict[str, MemoryRecord] | None = None,
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
-    """A bundling reflector's newest earlier bundle takes the pass's first facts
-    while it has room: the two become one record holding what the old one still
-    says (its stale statements cut) and the new facts, and the old one is retired
-    (added to ``retired``). Runs after the value in force was kept, so a carried
-    statement a new fact supersedes is already cut."""
+    """A bundling reflector's newest earlier bundle takes the pass's facts while it
+    has room, so bundles fill up across passes instead of leaving a part-filled
+    one behind each pass.
+
+    - The longest fact record of the pass that fits whole joins it (one record fewer).
+    - Otherwise the pass's first bundle gives it its first statements (``parts_of``:
+      the one-statement reflections each new bundle joins), each with its own
+      sources and citations, and keeps the rest.
+
+    The old bundle is rewritten with what it still says (its stale statements cut)
+    and the new facts, and retired (added to ``retired``). Runs after the value in
+    force was kept, so a carried statement a new fact supersedes is already cut.
+    """
     now = {r.id: r for r in marked}
     facts = [
         now.get(k.id, k) for k in known.values()
@@ -789,29 +847,81 @@ def _top_up(
         return records, marked
     old = max(facts, key=lambda k: (k.created_at, k.id))
     kept = old.text_at()
-    at = next((i for i, r in enumerate(records) if _label(r) == "fact"), None)
-    if not kept or at is None:
+    if not kept:
         return records, marked
-    new = records[at]
-    if new.superseded or not new.source.trusted:
-        return records, marked
-    if len(kept.split()) + len(new.content.split()) > limit:
-        return records, marked
-    text = f"{_ended(kept)} {new.content}"
-    (vector,) = check_embeddings(layer.embedder.embed([text]), 1, layer.embedder.dims,
-                                 layer.embedder.name)  # fmt: skip
-    data = dict(new.meta[META_KEY])
+    room = limit - len(kept.split())
+    movable = [
+        (i, r) for i, r in enumerate(records)
+        if _label(r) == "fact" and not r.superseded and r.source.trusted
+    ]  # fmt: skip
+    fits = [(len(r.content.split()), -i) for i, r in movable if len(r.content.split()) <= room]
+    parts_of = parts_of or {}
+    if fits:
+        at = -max(fits)[1]  # the longest that fits; the first of equals
+        moved, rest = records[at], None
+    else:
+        split = next(
+            ((i, r, parts_of[r.id]) for i, r in movable if len(parts_of.get(r.id, ())) > 1), None
+        )
+        if split is None:
+            return records, marked
+        at, new, parts = split
+        take, words = 0, 0  # the most first statements that fit, one left for the rest
+        while take < len(parts) - 1 and words + len(parts[take].content.split()) <= room:
+            words += len(parts[take].content.split())
+            take += 1
+        if not take:
+            return records, marked
+        moved = _piece(layer, new, parts[:take], shown or {}, new_id())
+        rest = _piece(layer, new, parts[take:], shown or {}, new.id)
+    text = f"{_ended(kept)} {moved.content}"
+    data = dict(moved.meta[META_KEY])
     data["count"] = int(old.meta.get(META_KEY, {}).get("count", 1)) + int(data.get("count", 1))
-    merged = new.copy(
+    merged = moved.copy(
         content=text,
-        embedding=vector,
         tokens=layer.count_tokens(text),
-        salience=max(float(old.salience), float(new.salience)),
-        provenance=tuple(dict.fromkeys((*old.provenance, *new.provenance))),
-        meta={**new.meta, META_KEY: data},
+        salience=max(float(old.salience), float(moved.salience)),
+        provenance=tuple(dict.fromkeys((*old.provenance, *moved.provenance))),
+        meta={**moved.meta, META_KEY: data},
     )
+    pieces = [merged] if rest is None else [merged, rest]
+    vectors = check_embeddings(layer.embedder.embed([r.content for r in pieces]), len(pieces),
+                               layer.embedder.dims, layer.embedder.name)  # fmt: skip
+    pieces = [r.copy(embedding=v) for r, v in zip(pieces, vectors, strict=True)]
     retired[old.id] = None  # archived after the write; a stale span on it is kept as history
-    return [*records[:at], merged, *records[at + 1 :]], marked
+    return [*records[:at], *pieces, *records[at + 1 :]], marked
+
+
+def _piece(
+    layer: MemoryLayer, bundle: MemoryRecord, parts: tuple[Reflection, ...],
+    shown: dict[str, MemoryRecord], record_id: str,
+) -> MemoryRecord:  # fmt: skip
+    """The record of some of a new bundle's statements: ``bundle`` with their text,
+    sources, citations, count and salience (its embedding is set by the caller)."""
+    sources = [shown[i] for p in parts for i in p.sources if i in shown]
+    provenance: dict[str, None] = {}
+    for r in sources:
+        provenance.update(dict.fromkeys(r.provenance))
+    for p in parts:
+        for cid in p.covers:  # as in _records: an echo is cited, not trusted from
+            echo = shown.get(cid)
+            if echo is not None and echo.source not in UNTRUSTED_SOURCES:
+                provenance.update(dict.fromkeys(echo.provenance))
+    text = " ".join(_ended(p.content) for p in parts)
+    data = dict(bundle.meta[META_KEY])
+    data["count"] = sum(p.count for p in parts)
+    data["sources"] = list(dict.fromkeys(r.id for r in sources))
+    created = max((r.created_at for r in sources), default=bundle.created_at)
+    return bundle.copy(
+        id=record_id,
+        content=text,
+        tokens=layer.count_tokens(text),
+        salience=min(bundle.salience, max(p.salience for p in parts)),
+        created_at=created,
+        last_accessed_at=created,
+        provenance=tuple(provenance),
+        meta={**bundle.meta, META_KEY: data},
+    )
 
 
 def _with_stale(old: MemoryRecord, new: MemoryRecord, s: Supersession) -> MemoryRecord | None:
