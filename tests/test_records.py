@@ -96,3 +96,12 @@ def test_untrusted_mask_matches_the_untrusted_codes() -> None:
     assert untrusted_mask(codes).tolist() == np.isin(codes, UNTRUSTED_CODES).tolist()
     assert untrusted_mask(codes).sum() == 3 * len(UNTRUSTED_CODES) > 0
     assert untrusted_mask(np.zeros(0, dtype=np.int8)).shape == (0,)
+
+
+def test_new_ids_are_unique_and_sort_in_write_order() -> None:
+    from memlab.memory.records import new_id
+
+    ids = [new_id() for _ in range(20_000)]
+    assert len(set(ids)) == len(ids)
+    assert ids == sorted(ids)  # ties on created_at break by write order in every run
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
