@@ -669,3 +669,17 @@ def test_a_full_pass_gives_its_first_statements_to_the_bundle_with_room() -> Non
     # both are embedded as what they now say
     for r in (merged, rest):
         assert r.embedding.tolist() == pytest.approx(layer.embedder.embed([r.content])[0].tolist())
+
+
+def test_an_episode_written_at_the_same_time_as_the_last_reflected_one_is_reflected() -> None:
+    # The reflection cursor is (created_at, id): an episode written after the pass
+    # with the same created_at must sort after it. With random ids it did half the
+    # time and was never reflected otherwise; 20 rounds make that a certain failure.
+    for _ in range(20):
+        clock = Clock()
+        layer = make_layer(clock, every=None, trigger_tokens=None)
+        layer.remember("alice", "We deploy on Fly.io.", source="user")
+        layer.end_session("alice")
+        layer.remember("alice", "Our CI is Buildkite.", source="user")  # same clock time
+        layer.end_session("alice")
+        assert "Our CI is Buildkite." in statements(layer, "alice")
