@@ -69,3 +69,14 @@ def test_value_diff_holds_back(old: str, new: str) -> None:
 def test_policy_checks_its_fields() -> None:
     with pytest.raises(InputError):
         RulePolicy(max_value_words=0)
+
+
+def test_value_diff_names_the_words_that_look_like_values() -> None:
+    o, oc, n, nc, cand = pair(
+        "Hard cap on spend: $50,000 a month.",
+        "Change on our side: $800 a month has taken over as our spend cap.",
+    )
+    hit = value_diff(RulePolicy(), n, nc, o, oc, cand)
+    assert hit is not None
+    # not "hard", the first word only the old statement has
+    assert (hit[0].old_value, hit[0].new_value) == ("$50,000", "$800")

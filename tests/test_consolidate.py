@@ -312,6 +312,36 @@ def test_a_note_is_decided_through_the_episodes_it_folded() -> None:
     assert RULES.decide(recs[2], ScopeReader(store, "alice")) == []
 
 
+def test_a_notes_echo_of_a_superseded_value_is_cut_with_it() -> None:
+    """The note folded a statement and the agent's echo of its value; the
+    correction (no cue, the value in other words) cuts both, because the value it
+    replaces is read as the words that look like one ("$50,000", not "hard")."""
+    recs = _records(
+        (("user", "Hard cap on spend: $50,000 a month. Never exceed it."),
+         ("agent", "Noted: $50,000 a month."),
+         ("user", "Change on our side: $800 a month has taken over as our spend cap.")),
+        HASH, "alice",
+    )  # fmt: skip
+    axis = np.eye(HASH.dims, dtype=np.float32)
+    recs[0].embedding, recs[1].embedding, recs[2].embedding = axis[0], axis[1], axis[0]
+    note_text = (
+        "Our builds run on TeamCity. Hard cap on spend: $50,000 a month. Never exceed it. "
+        "Noted: $50,000 a month."
+    )
+    note = MemoryRecord(
+        id="n0", content=note_text, embedding=axis[2],
+        kind=MemoryKind.SEMANTIC, scope="alice", salience=0.5, tokens=20,
+        created_at=recs[1].created_at, last_accessed_at=recs[1].created_at,
+        source=Source.USER, meta={"summary_of": ["r0", "r1"]},
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put_many([*recs[:2], note])
+    store.mark_archived("alice", ["r0", "r1"], recs[1].created_at)
+    done = consolidate(store, RULES, [recs[2]])
+    kept = done.updated[0].text_at(None)
+    assert "$50,000" not in kept and "TeamCity" in kept
+
+
 def test_the_clause_holding_the_value_is_the_one_replaced() -> None:
     """Two clauses of one record match at the same confidence: the one whose
     replaced words are the value (an e-mail), not a chat word, gets the span."""

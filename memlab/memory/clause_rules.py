@@ -25,7 +25,16 @@ from memlab.memory.consolidate import (
 from memlab.memory.frames import same_frame, symbolic
 from memlab.memory.records import MemoryRecord, Source
 from memlab.memory.update_cues import BROAD_KINDS, FUNCTION_WORDS
-from memlab.memory.update_text import Clause, Parsed, contains, diff, key, loose, tokens
+from memlab.memory.update_text import (
+    Clause,
+    Parsed,
+    contains,
+    diff,
+    key,
+    loose,
+    span_of,
+    tokens,
+)
 
 
 @dataclass(frozen=True)
@@ -311,7 +320,13 @@ def value_diff(
         )
     else:
         return None
-    decision = _on_clause(old, new, oc, reason, conf, why, d.old_value, d.new_value)
+    # where words look like values, the values named are those words: in "Hard cap
+    # on spend: $50,000 a month" -> "$800 a month ... our spend cap" the old value
+    # is "$50,000", not the first differing word ("hard"), so the note's other
+    # sentences that restate it ("Noted: $50,000 a month.") are found and marked too
+    old_value = span_of(oc, tuple(k for k in d.old_only if k in old_vals)) or d.old_value
+    new_value = span_of(nc, tuple(k for k in d.new_only if k in new_vals)) or d.new_value
+    decision = _on_clause(old, new, oc, reason, conf, why, old_value, new_value)
     # echoes are found by the value's words: those that look like a value if any
     # do ("Okta", "$7,500"; not "logins")
     old_keys = (set(d.old_only) & oc.valuey) or set(d.old_only)

@@ -599,6 +599,12 @@ def _span(clause: Clause, keys: tuple[str, ...]) -> str:
     return " ".join(toks[best[0] : best[-1] + 1])
 
 
+def span_of(clause: Clause, keys: tuple[str, ...]) -> str:
+    """The words of ``clause`` whose keys are in ``keys``, as they are written (the
+    longest run of them; "" if none): how a value a rule chose is named."""
+    return _span(clause, keys)
+
+
 def contains(text_loose: str, value: str) -> bool:
     """Whether ``value`` occurs as whole words in a text given as ``loose(text)``."""
     v = loose(value)
@@ -621,5 +627,6 @@ __all__ = [
     "loose",
     "parse",
     "parse_said",
+    "span_of",
     "tokens",
 ]
