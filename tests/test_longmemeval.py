@@ -271,3 +271,29 @@ def test_shared_s_slice_and_convert(tmp_path: Path, capsys) -> None:  # type: ig
         )
     assert "wrote 2 transcripts" in capsys.readouterr().out
     assert [t.to_dict() for t in load_dir(tmp_path)] == [t.to_dict() for t in ts[:2]]
+
+
+def test_a_replay_gives_the_same_figures_every_time(tmp_path: Path) -> None:
+    """Four questions whose figures differed from run to run while record ids
+    were random (ties on created_at, between a note or reflection and its newest
+    source, were broken by id): two replays in one process agree probe by probe."""
+    path = shared_path("datasets", "longmemeval", "longmemeval_oracle_dev48.json")
+    cfg = plan_run(
+        [
+            "transcripts=longmemeval",
+            f"transcripts.path={path}",
+            "transcripts.ids=[195a1a1b,4d6b87c8,9aaed6a3,993da5e2]",
+            "strategies=[memory_longterm_reflect]",
+            "report.bootstrap=0",
+            "report.charts=false",
+            "progress=false",
+        ]
+    ).cfg
+    runs = []
+    for i in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DatasetWarning)
+            runs.append(run(cfg, tmp_path / f"run{i}").probes)
+    cols = ["transcript", "probe", "evidence_recall", "context_tokens", "context_ids"]
+    a, b = (r[cols].sort_values(["transcript", "probe"]).reset_index(drop=True) for r in runs)
+    pd.testing.assert_frame_equal(a, b)
