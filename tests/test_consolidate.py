@@ -277,6 +277,24 @@ def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
     assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
 
 
+def _folded_store(recs: list[MemoryRecord], note_text: str) -> InMemoryStore:
+    """A store where ``recs[0]`` and ``recs[1]`` were folded into a user note "n0"
+    with ``note_text`` (archived), and ``recs[2]``, the correction, is nearest to
+    ``recs[0]`` by embedding while the note as a whole is near neither."""
+    axis = np.eye(HASH.dims, dtype=np.float32)
+    recs[0].embedding, recs[1].embedding, recs[2].embedding = axis[0], axis[1], axis[0]
+    note = MemoryRecord(
+        id="n0", content=note_text, embedding=axis[2],
+        kind=MemoryKind.SEMANTIC, scope="alice", salience=0.5, tokens=len(note_text.split()),
+        created_at=recs[1].created_at, last_accessed_at=recs[1].created_at,
+        source=Source.USER, meta={"summary_of": [recs[0].id, recs[1].id]},
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put_many([*recs[:2], note])
+    store.mark_archived("alice", [recs[0].id, recs[1].id], recs[1].created_at)
+    return store
+
+
 def test_a_note_is_decided_through_the_episodes_it_folded() -> None:
     """A correction of a statement that was folded into a summary note before the
     correction came is decided against the folded episode (its own words and
@@ -288,18 +306,8 @@ def test_a_note_is_decided_through_the_episodes_it_folded() -> None:
          ("user", "Actually, pages go to PagerDuty now.")),
         HASH, "alice",
     )  # fmt: skip
-    axis = np.eye(HASH.dims, dtype=np.float32)
-    recs[0].embedding, recs[1].embedding, recs[2].embedding = axis[0], axis[1], axis[0]
     note_text = "Alerts go through FireHydrant. Our office is in Porto."
-    note = MemoryRecord(
-        id="n0", content=note_text, embedding=axis[2],
-        kind=MemoryKind.SEMANTIC, scope="alice", salience=0.5, tokens=15,
-        created_at=recs[1].created_at, last_accessed_at=recs[1].created_at,
-        source=Source.USER, meta={"summary_of": ["r0", "r1"]},
-    )  # fmt: skip
-    store = InMemoryStore()
-    store.put_many([*recs[:2], note])
-    store.mark_archived("alice", ["r0", "r1"], recs[1].created_at)
+    store = _folded_store(recs, note_text)
     (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
     assert d.old_id == "n0" and d.partial and d.span is not None
     assert note_text[d.span[0] : d.span[1]] == "Alerts go through FireHydrant."
@@ -322,21 +330,11 @@ def test_a_notes_echo_of_a_superseded_value_is_cut_with_it() -> None:
          ("user", "Change on our side: $800 a month has taken over as our spend cap.")),
         HASH, "alice",
     )  # fmt: skip
-    axis = np.eye(HASH.dims, dtype=np.float32)
-    recs[0].embedding, recs[1].embedding, recs[2].embedding = axis[0], axis[1], axis[0]
-    note_text = (
+    store = _folded_store(
+        recs,
         "Our builds run on TeamCity. Hard cap on spend: $50,000 a month. Never exceed it. "
-        "Noted: $50,000 a month."
+        "Noted: $50,000 a month.",
     )
-    note = MemoryRecord(
-        id="n0", content=note_text, embedding=axis[2],
-        kind=MemoryKind.SEMANTIC, scope="alice", salience=0.5, tokens=20,
-        created_at=recs[1].created_at, last_accessed_at=recs[1].created_at,
-        source=Source.USER, meta={"summary_of": ["r0", "r1"]},
-    )  # fmt: skip
-    store = InMemoryStore()
-    store.put_many([*recs[:2], note])
-    store.mark_archived("alice", ["r0", "r1"], recs[1].created_at)
     done = consolidate(store, RULES, [recs[2]])
     kept = done.updated[0].text_at(None)
     assert "$50,000" not in kept and "TeamCity" in kept
