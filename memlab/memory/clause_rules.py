@@ -329,8 +329,7 @@ def value_diff(
     decision = _on_clause(old, new, oc, reason, conf, why, old_value, new_value)
     # echoes are found by the value's words: those that look like a value if any
     # do ("Okta", "$7,500"; not "logins")
-    old_keys = (set(d.old_only) & oc.valuey) or set(d.old_only)
-    return decision, frozenset(old_keys), frozenset(d.new_only)
+    return decision, frozenset(old_vals), frozenset(d.new_only)
 
 
 def named(

@@ -71,13 +71,13 @@ def new_id() -> str:
     made before: 12 hex digits of milliseconds since the epoch (never going back),
     then an 80-bit counter that starts at a random value each millisecond.
 
-    Records that share a ``created_at`` (the turns of one LongMemEval session, a
-    note and its episodes) are ordered by ``(created_at, id)`` in folds, "the newest
-    bundle" and the ranking's ties. With random ids those ties broke at random, and
-    a replay of the same data gave different figures from run to run (evidence
-    recall on LongMemEval oracle_dev48 moved by up to 0.06); with these they break
-    by write order, the same in every run. Ids from several processes stay unique
-    (the random start), like UUIDs.
+    Records that share a ``created_at`` (a note or a reflection and its newest
+    source) are ordered by ``(created_at, id)`` in folds, reflection cursors, "the
+    newest bundle" and the ranking's ties. With random ids those ties broke at
+    random: a replay of the same LongMemEval questions gave different figures from
+    run to run, and an episode written at the same time as the last one reflected
+    could be skipped. With these they break by write order, the same in every run.
+    Ids from several processes stay unique (the random start), like UUIDs.
     """
     with _ID_LOCK:
         ms = max(time.time_ns() // 1_000_000, _ID_LAST[0])

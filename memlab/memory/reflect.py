@@ -337,7 +337,7 @@ class RuleReflector:
                     # "I'm visiting my sister Emily in Denver, any tips?": not a
                     # statement to lift, but its episode is kept, never archived unread
                     continue
-                if PLEASANTRY.match(s) or GREETING.match(s) or s.endswith("?"):
+                if _courtesy(s) or s.endswith("?"):
                     content_free[r.id] = content_free.get(r.id, 0) + 1
                     continue
                 if r.source not in self.sources:
@@ -416,7 +416,7 @@ class RuleReflector:
         each sentence is a pleasantry, short (``ack_words``) without specifics, or
         every specific word in it (numbers, names) is in a lifted statement."""
         for s in sentences(text):
-            if PLEASANTRY.match(s) or GREETING.match(s):
+            if _courtesy(s):
                 continue
             specific = _specifics(s)
             if not specific and len(s.split()) <= self.ack_words:
@@ -541,6 +541,11 @@ def _reaction(sentence: str) -> bool:
     )
 
 
+def _courtesy(sentence: str) -> bool:
+    """A pleasantry or a greeting: it says nothing to remember."""
+    return bool(PLEASANTRY.match(sentence) or GREETING.match(sentence))
+
+
 # a pronoun that points back at what was just said ("never exceed it")
 _ANAPHOR = re.compile(r"\b(?:it|that|this|them|those|these)\b", re.I)
 
@@ -562,13 +567,7 @@ def _units(parts: list[str]) -> list[str]:
     out: list[str] = []
     for s in parts:
         prev = out[-1] if out else ""
-        if (
-            prev
-            and _leans_back(s)
-            and not prev.endswith("?")
-            and not PLEASANTRY.match(prev)
-            and not GREETING.match(prev)
-        ):
+        if prev and _leans_back(s) and not prev.endswith("?") and not _courtesy(prev):
             out[-1] = f"{_ended(prev)} {s}"
         else:
             out.append(s)
@@ -725,12 +724,7 @@ def _records(
         for old_id in item.replaces:
             if old_id in known:
                 provenance.update(dict.fromkeys(known[old_id].provenance))
-        for r in sources:
-            provenance.update(dict.fromkeys(r.provenance))
-        for cid in item.covers:  # echoes archived with it: cited, not trusted from
-            echo = shown.get(cid)
-            if echo is not None and echo.source not in UNTRUSTED_SOURCES:
-                provenance.update(dict.fromkeys(echo.provenance))
+        _cite(provenance, sources, item.covers, shown)
         created = max(r.created_at for r in sources)
         out.append(
             MemoryRecord(
@@ -758,6 +752,22 @@ def _records(
             ).validate()
         )
     return out
+
+
+def _cite(
+    provenance: dict[str, None], sources: Sequence[MemoryRecord], covers: Sequence[str],
+    shown: dict[str, MemoryRecord],
+) -> dict[str, None]:  # fmt: skip
+    """``provenance`` with what ``sources`` cite added, and what the echoes
+    ``covers`` names (ids among ``shown``) cite: an echo archived with a reflection
+    is cited, not trusted from, so an untrusted one adds nothing."""
+    for r in sources:
+        provenance.update(dict.fromkeys(r.provenance))
+    for cid in covers:
+        echo = shown.get(cid)
+        if echo is not None and echo.source not in UNTRUSTED_SOURCES:
+            provenance.update(dict.fromkeys(echo.provenance))
+    return provenance
 
 
 def _value_in_force(
@@ -822,8 +832,8 @@ def _top_up(
     marked: list[MemoryRecord],
     retired: dict[str, None],
     limit: int,
-    parts_of: dict[str, tuple[Reflection, ...]] | None = None,
-    shown: dict[str, MemoryRecord] | None = None,
+    parts_of: dict[str, tuple[Reflection, ...]],
+    shown: dict[str, MemoryRecord],
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """A bundling reflector's newest earlier bundle takes the pass's facts while it
     has room, so bundles fill up across passes instead of leaving a part-filled
@@ -855,7 +865,6 @@ def _top_up(
         if _label(r) == "fact" and not r.superseded and r.source.trusted
     ]  # fmt: skip
     fits = [(len(r.content.split()), -i) for i, r in movable if len(r.content.split()) <= room]
-    parts_of = parts_of or {}
     if fits:
         at = -max(fits)[1]  # the longest that fits; the first of equals
         moved, rest = records[at], None
@@ -872,8 +881,8 @@ def _top_up(
             take += 1
         if not take:
             return records, marked
-        moved = _piece(layer, new, parts[:take], shown or {}, new_id())
-        rest = _piece(layer, new, parts[take:], shown or {}, new.id)
+        moved = _piece(layer, new, parts[:take], shown, new_id())
+        rest = _piece(layer, new, parts[take:], shown, new.id)
     text = f"{_ended(kept)} {moved.content}"
     data = dict(moved.meta[META_KEY])
     data["count"] = int(old.meta.get(META_KEY, {}).get("count", 1)) + int(data.get("count", 1))
@@ -899,14 +908,7 @@ def _piece(
     """The record of some of a new bundle's statements: ``bundle`` with their text,
     sources, citations, count and salience (its embedding is set by the caller)."""
     sources = [shown[i] for p in parts for i in p.sources if i in shown]
-    provenance: dict[str, None] = {}
-    for r in sources:
-        provenance.update(dict.fromkeys(r.provenance))
-    for p in parts:
-        for cid in p.covers:  # as in _records: an echo is cited, not trusted from
-            echo = shown.get(cid)
-            if echo is not None and echo.source not in UNTRUSTED_SOURCES:
-                provenance.update(dict.fromkeys(echo.provenance))
+    provenance = _cite({}, sources, [c for p in parts for c in p.covers], shown)
     text = " ".join(_ended(p.content) for p in parts)
     data = dict(bundle.meta[META_KEY])
     data["count"] = sum(p.count for p in parts)

@@ -545,11 +545,11 @@ class Diff:
     @property
     def old_value(self) -> str:
         """The old clause's differing words, in its own order and spelling."""
-        return _span(self.old, self.old_only)
+        return span_of(self.old, self.old_only)
 
     @property
     def new_value(self) -> str:
-        return _span(self.new, self.new_only)
+        return span_of(self.new, self.new_only)
 
 
 def diff(old: Clause, new: Clause) -> Diff:
@@ -574,7 +574,7 @@ def _stated_keys(clause: Clause) -> tuple[str, ...]:
     return kept or clause.keys
 
 
-def _span(clause: Clause, keys: tuple[str, ...]) -> str:
+def span_of(clause: Clause, keys: tuple[str, ...]) -> str:
     """The clause's tokens whose keys are in ``keys``, from the first to the last
     such token (function words between them kept): "GitLab self-managed"."""
     if not keys:
@@ -597,12 +597,6 @@ def _span(clause: Clause, keys: tuple[str, ...]) -> str:
             runs.append([i])
     best = max(runs, key=len)
     return " ".join(toks[best[0] : best[-1] + 1])
-
-
-def span_of(clause: Clause, keys: tuple[str, ...]) -> str:
-    """The words of ``clause`` whose keys are in ``keys``, as they are written (the
-    longest run of them; "" if none): how a value a rule chose is named."""
-    return _span(clause, keys)
 
 
 def contains(text_loose: str, value: str) -> bool:
