@@ -70,10 +70,10 @@ from memlab.memory.reflect import (
     Reflections,
     Reflector,
     ReflectPolicy,
-    RuleReflector,
 )
 from memlab.memory.rewrite import MemoryQuestionRewriter, NoRewrite, QueryRewriter
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
+from memlab.memory.rule_reflector import RuleReflector
 from memlab.memory.salience import estimate_salience
 from memlab.memory.scopes import LayerPolicy, layers_of
 from memlab.memory.stores import (

@@ -66,12 +66,11 @@ from memlab.memory.reflect import (
     META_KEY as REFLECTION_KEY,
 )
 from memlab.memory.reflect import (
-    ReflectionReport,
     Reflector,
     ReflectPolicy,
     is_reflection,
-    reflect_scope,
 )
+from memlab.memory.reflection_pass import ReflectionReport, reflect_scope
 from memlab.memory.rewrite import QueryRewriter
 from memlab.memory.scopes import Layered, LayerPolicy
 from memlab.memory.stores.base import MemoryStore, scoped_ids

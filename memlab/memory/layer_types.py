@@ -13,7 +13,7 @@ import numpy as np
 from memlab.memory.checks import check_number
 from memlab.memory.evict import EvictionReport
 from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, ScopeArg, Source
-from memlab.memory.reflect import ReflectionReport
+from memlab.memory.reflection_pass import ReflectionReport
 from memlab.memory.timeparse import TimeWindow
 
 Clock = Callable[[], float]

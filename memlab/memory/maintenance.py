@@ -11,7 +11,8 @@ import numpy as np
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
 from memlab.memory.records import MemoryKind, MemoryRecord, Source, untrusted_mask
-from memlab.memory.reflect import reflect_scope, sentences
+from memlab.memory.reflect_sentences import sentences
+from memlab.memory.reflection_pass import reflect_scope
 from memlab.memory.stores.base import scope_columns
 
 if TYPE_CHECKING:
