@@ -3,11 +3,10 @@ summarize and evict, over any MemoryStore and Embedder."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,11 +14,8 @@ from memlab.errors import DimensionMismatch, InputError, StoreError
 from memlab.memory.checks import (
     check_bool,
     check_callable,
-    check_id,
     check_instance,
-    check_meta,
     check_number,
-    check_strings,
     check_text,
 )
 from memlab.memory.consolidate import Consolidator
@@ -39,28 +35,22 @@ from memlab.memory.layer_types import (
 from memlab.memory.maintenance import maintain_scopes, summarize_scope
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
-from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
 from memlab.memory.procedural import ProcedurePolicy, ToolCall, remember_procedure
 from memlab.memory.rank import (
     HalfLives,
     HybridRanker,
     RankWeights,
-    Scored,
-    ranked,
 )
+from memlab.memory.recall import rank as rank_query
+from memlab.memory.recall import recall as recall_query
 from memlab.memory.records import (
-    UNTRUSTED_SOURCES,
     MemoryKind,
     MemoryRecord,
     RecallQuery,
     ScopeArg,
     Source,
-    as_kind,
-    as_source,
     check_scope,
     check_scopes,
-    new_id,
-    untrusted_mask,
 )
 from memlab.memory.reflect import (
     META_KEY as REFLECTION_KEY,
@@ -72,17 +62,18 @@ from memlab.memory.reflect import (
 )
 from memlab.memory.reflection_pass import ReflectionReport, reflect_scope
 from memlab.memory.rewrite import QueryRewriter
-from memlab.memory.scopes import Layered, LayerPolicy
+from memlab.memory.scopes import LayerPolicy
 from memlab.memory.stores.base import MemoryStore, scoped_ids
 from memlab.memory.supersede import (
     SupersedePolicy,
     lift,
-    mode_of,
-    valid_at_for,
 )
 from memlab.memory.supersede import consolidate as supersede_batch
 from memlab.memory.text import TokenCounter, estimate_tokens
-from memlab.memory.timeparse import TimeWindow, parse_time
+from memlab.memory.writing import new_records
+
+if TYPE_CHECKING:
+    from memlab.memory.recall_guard import RecallGuard
 
 __all__ = [
     "Clock",
@@ -220,11 +211,13 @@ class MemoryLayer:
         self._reflected: dict[tuple[str, str], tuple[float, str]] = {}
         self.consolidator = consolidator
         self.supersede = supersede or SupersedePolicy()
-        self._guard = None
+        # the recall guard (checks packed hits against each other), if the
+        # consolidator can judge given records and the policy asks for it
+        self.guard: RecallGuard | None = None
         if self.supersede.guard and callable(getattr(consolidator, "judge", None)):
             from memlab.memory.recall_guard import RecallGuard
 
-            self._guard = RecallGuard(consolidator)  # type: ignore[arg-type]
+            self.guard = RecallGuard(consolidator)  # type: ignore[arg-type]
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._closed = False
         dims = store.dims
@@ -316,7 +309,7 @@ class MemoryLayer:
             InputError: a bad item (nothing stored).
             ConsolidatorError: the consolidator failed or made an unusable decision.
         """
-        records = self._new_records(items)
+        records = new_records(self, items)
         if not records:
             return []
         updated: list[MemoryRecord] = []
@@ -331,74 +324,6 @@ class MemoryLayer:
             records, updated = done.records, done.updated
         self.store.put_many(records + updated)
         return records
-
-    def _new_records(self, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
-        """The records ``items`` make, checked and embedded in one batched call, not
-        stored (``remember_many``; maintenance decides what a note replaces first)."""
-        self._check_open()
-        if isinstance(items, MemoryInput) or not isinstance(items, Sequence | Iterable):
-            raise InputError(
-                f"remember_many takes a list of MemoryInput, got {type(items).__name__}"
-            )
-        items = list(items)
-        if not items:
-            return []
-        now = check_number(self.clock(), "the layer's clock()")
-        prepared = [self._prepare(item, now) for item in items]
-        texts = [p[2] for p in prepared]
-        vectors = check_embeddings(
-            self.embedder.embed(texts), len(texts), self.embedder.dims, self.embedder.name
-        )
-        return [
-            MemoryRecord(
-                id=item.id or new_id(),
-                content=text,
-                embedding=vectors[i],
-                kind=kind,
-                scope=scope,
-                salience=salience,
-                tokens=self.count_tokens(text),
-                created_at=created,
-                last_accessed_at=created,
-                source=source,
-                provenance=tuple(item.provenance),
-                meta=dict(item.meta or {}),
-            )
-            for i, (item, scope, text, kind, source, salience, created) in enumerate(prepared)
-        ]
-
-    def _prepare(
-        self, item: MemoryInput, now: float
-    ) -> tuple[MemoryInput, str, str, MemoryKind, Source, float, float]:
-        if not isinstance(item, MemoryInput):
-            raise InputError(
-                f"remember_many takes MemoryInput items, got {type(item).__name__}; "
-                "e.g. MemoryInput('alice', 'We deploy on GKE.')"
-            )
-        kind = as_kind(item.kind)
-        scope = self.layers.scope_for(kind, item.scope)
-        if not isinstance(item.content, str) or not item.content.strip():
-            raise InputError(f"cannot remember empty content in scope {scope!r}")
-        check_text(item.content, "content")
-        source = as_source(item.source)
-        salience = check_number(item.salience, "salience", lo=0.0, hi=1.0)
-        if source in UNTRUSTED_SOURCES:
-            salience = min(salience, self.untrusted_salience_cap)
-        check_strings(item.provenance, "provenance")
-        if item.meta is not None:
-            check_meta(item.meta)
-        if item.id is not None:
-            check_id(item.id, "id")
-        created = check_number(item.created_at, "created_at", none=True)
-        return (
-            item,
-            scope,
-            item.content.strip(),
-            kind,
-            source,
-            salience,
-            now if created is None else created,
-        )
 
     def write_scope(self, scope: ScopeArg, kind: MemoryKind | str) -> str:
         """The scope a record of ``kind`` is written to, given one scope or a list
@@ -535,57 +460,7 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(not_a_query("recall", query))
         check_bool(touch, "touch")
-        mode = mode_of(self.supersede, query.superseded)
-        as_of = query.as_of
-        valid_at = valid_at_for(mode, as_of)
-        now, text, window, cands, scored = self._score(query, valid_at)
-        if scored is None:
-            return RecallResult(query, [], now, 0, text, window, mode)
-        mask = cands.mask
-        scores = scored.scores
-        conflict = None
-        if valid_at is None:  # superseded records are candidates in this mode
-            stale = cands.superseded & mask
-            if stale.any():
-                if mode == "downweight":
-                    scores = np.where(stale, scores * self.supersede.factor, scores)
-                conflict = superseder_rows(self.store, cands, stale)
-        neighbor_rows: dict[int, int] = {}
-        expand = neighbor_expander(self.neighbors, cands)
-        guarded: list[tuple[str, str, str]] = []
-        # keyed by row, so each packed row's id is looked up in the layered ids once
-        records: dict[int, MemoryRecord] = {}
-        for _ in range(3):  # the guard may leave hits out: pack again without them
-            neighbor_rows.clear()
-            rows = pack_rows(query, cands, scores, self.neighbors, expand, neighbor_rows, conflict)
-            by_scope: dict[str, dict[str, int]] = {}
-            unread = [row for row in rows if row not in records]
-            for row, (scope, rid) in zip(unread, cands.keys(unread), strict=True):
-                by_scope.setdefault(scope, {})[rid] = row
-            for scope, wanted in by_scope.items():
-                for rec in self.store.get_many(scope, list(wanted)):
-                    if rec.scope == scope and rec.id in wanted:
-                        records[wanted[rec.id]] = rec
-            if self._guard is None or mode == "include":
-                break
-            top = [records[r] for r in rows if r in records]
-            found = self._guard.conflicts(top[: self.supersede.guard_top], as_of)
-            if not found:
-                break
-            scores = scores.copy()
-            row_of = {records[r].id: r for r in rows if r in records}
-            for old_id, newer_id, why in found:
-                r = row_of[old_id]
-                scores[r] = -np.inf if mode == "exclude" else scores[r] * self.supersede.factor
-                guarded.append((old_id, newer_id, why))
-        hits = hits_of(rows, records, cands, scores, scored, neighbor_rows, mode, as_of)
-        if touch and hits and as_of is None:
-            touched: dict[str, list[str]] = {}
-            for h in hits:
-                touched.setdefault(h.record.scope, []).append(h.record.id)
-            for scope, ids in touched.items():
-                self.store.touch(scope, ids, now)
-        return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
+        return recall_query(self, query, touch)
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every active record of ``query.scope`` ranked best first, as ``recall``
@@ -605,63 +480,7 @@ class MemoryLayer:
         """
         if not isinstance(query, RecallQuery):
             raise InputError(not_a_query("rank", query))
-        mode = mode_of(self.supersede, query.superseded)
-        valid_at = valid_at_for(mode, query.as_of)
-        now, text, _, cands, scored = self._score(query, valid_at)
-        if scored is None:
-            return Ranking(query, [], np.zeros(0), now, text)
-        scores = scored.scores
-        if valid_at is None and mode == "downweight":
-            stale = cands.superseded & cands.mask
-            scores = np.where(stale, scores * self.supersede.factor, scores)
-        rows = list(
-            ranked(
-                scores,
-                cands.tokens,
-                int(cands.tokens.max()),
-                ids=cands.ids,
-                tiebreak=cands.created_at,
-            )
-        )
-        return Ranking(query, [cands.ids[r] for r in rows], scores[rows], now, text)
-
-    def _score(
-        self, query: RecallQuery, valid_at: float | None
-    ) -> tuple[float, str, TimeWindow | None, Layered, Scored | None]:
-        """The candidates of the query's scopes scored for ``query`` (``recall`` and
-        ``rank``): (now, rewritten text, time window, candidates side by side,
-        scores; None when the scopes have no candidates). Several scopes are scored
-        as one ranking (``HybridRanker.score_layers``). ``valid_at`` is passed to
-        ``candidates`` (see ``supersede.valid_at_for``); the time to rank against is
-        ``query.now``, else ``query.as_of``, else the clock."""
-        self._check_open()
-        if query.now is not None:
-            now = float(query.now)
-        else:
-            now = float(query.as_of) if query.as_of is not None else self.clock()
-        text = self.rewriter.rewrite(query.text) if self.rewriter is not None else query.text
-        window = parse_time(query.text, now) if self.ranker.weights.time > 0 else None
-        qvec = self.embed_query(text)
-        scopes = query.scopes
-        parts = [
-            self.store.candidates(
-                scope,
-                qvec,
-                kinds=query.kinds,
-                include_archived=False,
-                pool=self.pool,
-                text=text if self.ranker.uses_lexical else None,
-                weights=self.ranker.weights.as_dict(),
-                valid_at=valid_at,
-            )
-            for scope in scopes
-        ]
-        if not query.include_untrusted:
-            parts = [dataclasses.replace(c, mask=c.mask & ~untrusted_mask(c.source)) for c in parts]
-        cands = Layered.of(scopes, parts)
-        if len(cands) == 0:
-            return now, text, window, cands, None
-        return now, text, window, cands, self.ranker.score_layers(parts, qvec, now, window=window)
+        return rank_query(self, query)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:
         """A table of why each record was chosen: its score and each signal's share.

@@ -14,6 +14,7 @@ from memlab.memory.records import MemoryKind, MemoryRecord, Source, untrusted_ma
 from memlab.memory.reflect_sentences import sentences
 from memlab.memory.reflection_pass import reflect_scope
 from memlab.memory.stores.base import scope_columns
+from memlab.memory.writing import new_records
 
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
@@ -99,7 +100,8 @@ def fold(
             meta["from_scope"] = scope
         # checked and embedded, not stored yet; a note restates what is in force and
         # supersedes nothing, so no consolidator sees it
-        note = layer._new_records(
+        note = new_records(
+            layer,
             [
                 MemoryInput(
                     into,
@@ -111,7 +113,7 @@ def fold(
                     meta=meta,
                     created_at=max(r.created_at for r in cluster),
                 )
-            ]
+            ],
         )[0]
         found = restated(layer, note, into)
         if found.absorbed_by:  # every sentence of it is in notes kept: they cite its sources

@@ -1,0 +1,139 @@
+"""The recall pipeline behind ``MemoryLayer.recall`` and ``MemoryLayer.rank``:
+embed the query, read each scope's candidates, score them as one ranking, pack the
+best into the token budget (with the recall guard and supersession), and turn the
+packed rows into hits."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memlab.memory.layer_types import Ranking, RecallResult
+from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
+from memlab.memory.rank import Scored, ranked
+from memlab.memory.records import MemoryRecord, RecallQuery, untrusted_mask
+from memlab.memory.scopes import Layered
+from memlab.memory.supersede import mode_of, valid_at_for
+from memlab.memory.timeparse import TimeWindow, parse_time
+
+if TYPE_CHECKING:
+    from memlab.memory.layer import MemoryLayer
+
+
+def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
+    """``MemoryLayer.recall`` for a checked query (see there)."""
+    mode = mode_of(layer.supersede, query.superseded)
+    as_of = query.as_of
+    valid_at = valid_at_for(mode, as_of)
+    now, text, window, cands, scored = score(layer, query, valid_at)
+    if scored is None:
+        return RecallResult(query, [], now, 0, text, window, mode)
+    mask = cands.mask
+    scores = scored.scores
+    conflict = None
+    if valid_at is None:  # superseded records are candidates in this mode
+        stale = cands.superseded & mask
+        if stale.any():
+            if mode == "downweight":
+                scores = np.where(stale, scores * layer.supersede.factor, scores)
+            conflict = superseder_rows(layer.store, cands, stale)
+    neighbor_rows: dict[int, int] = {}
+    expand = neighbor_expander(layer.neighbors, cands)
+    guarded: list[tuple[str, str, str]] = []
+    # keyed by row, so each packed row's id is looked up in the layered ids once
+    records: dict[int, MemoryRecord] = {}
+    for _ in range(3):  # the guard may leave hits out: pack again without them
+        neighbor_rows.clear()
+        rows = pack_rows(query, cands, scores, layer.neighbors, expand, neighbor_rows, conflict)
+        by_scope: dict[str, dict[str, int]] = {}
+        unread = [row for row in rows if row not in records]
+        for row, (scope, rid) in zip(unread, cands.keys(unread), strict=True):
+            by_scope.setdefault(scope, {})[rid] = row
+        for scope, wanted in by_scope.items():
+            for rec in layer.store.get_many(scope, list(wanted)):
+                if rec.scope == scope and rec.id in wanted:
+                    records[wanted[rec.id]] = rec
+        if layer.guard is None or mode == "include":
+            break
+        top = [records[r] for r in rows if r in records]
+        found = layer.guard.conflicts(top[: layer.supersede.guard_top], as_of)
+        if not found:
+            break
+        scores = scores.copy()
+        row_of = {records[r].id: r for r in rows if r in records}
+        for old_id, newer_id, why in found:
+            r = row_of[old_id]
+            scores[r] = -np.inf if mode == "exclude" else scores[r] * layer.supersede.factor
+            guarded.append((old_id, newer_id, why))
+    hits = hits_of(rows, records, cands, scores, scored, neighbor_rows, mode, as_of)
+    if touch and hits and as_of is None:
+        touched: dict[str, list[str]] = {}
+        for h in hits:
+            touched.setdefault(h.record.scope, []).append(h.record.id)
+        for scope, ids in touched.items():
+            layer.store.touch(scope, ids, now)
+    return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
+
+
+def rank(layer: MemoryLayer, query: RecallQuery) -> Ranking:
+    """``MemoryLayer.rank`` for a checked query (see there)."""
+    mode = mode_of(layer.supersede, query.superseded)
+    valid_at = valid_at_for(mode, query.as_of)
+    now, text, _, cands, scored = score(layer, query, valid_at)
+    if scored is None:
+        return Ranking(query, [], np.zeros(0), now, text)
+    scores = scored.scores
+    if valid_at is None and mode == "downweight":
+        stale = cands.superseded & cands.mask
+        scores = np.where(stale, scores * layer.supersede.factor, scores)
+    rows = list(
+        ranked(
+            scores,
+            cands.tokens,
+            int(cands.tokens.max()),
+            ids=cands.ids,
+            tiebreak=cands.created_at,
+        )
+    )
+    return Ranking(query, [cands.ids[r] for r in rows], scores[rows], now, text)
+
+
+def score(
+    layer: MemoryLayer, query: RecallQuery, valid_at: float | None
+) -> tuple[float, str, TimeWindow | None, Layered, Scored | None]:
+    """The candidates of the query's scopes scored for ``query`` (``recall`` and
+    ``rank``): (now, rewritten text, time window, candidates side by side,
+    scores; None when the scopes have no candidates). Several scopes are scored
+    as one ranking (``HybridRanker.score_layers``). ``valid_at`` is passed to
+    ``candidates`` (see ``supersede.valid_at_for``); the time to rank against is
+    ``query.now``, else ``query.as_of``, else the clock."""
+    layer._check_open()
+    if query.now is not None:
+        now = float(query.now)
+    else:
+        now = float(query.as_of) if query.as_of is not None else layer.clock()
+    text = layer.rewriter.rewrite(query.text) if layer.rewriter is not None else query.text
+    window = parse_time(query.text, now) if layer.ranker.weights.time > 0 else None
+    qvec = layer.embed_query(text)
+    scopes = query.scopes
+    parts = [
+        layer.store.candidates(
+            scope,
+            qvec,
+            kinds=query.kinds,
+            include_archived=False,
+            pool=layer.pool,
+            text=text if layer.ranker.uses_lexical else None,
+            weights=layer.ranker.weights.as_dict(),
+            valid_at=valid_at,
+        )
+        for scope in scopes
+    ]
+    if not query.include_untrusted:
+        parts = [dataclasses.replace(c, mask=c.mask & ~untrusted_mask(c.source)) for c in parts]
+    cands = Layered.of(scopes, parts)
+    if len(cands) == 0:
+        return now, text, window, cands, None
+    return now, text, window, cands, layer.ranker.score_layers(parts, qvec, now, window=window)
