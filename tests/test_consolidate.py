@@ -404,6 +404,9 @@ def test_named_old_and_new_values(text: str, old: str, new: str) -> None:
         ("please kill the contractor's api tokens now", "request"),
         ("The SAML test fails with AccessDenied.", "problem"),
         ("Apparently the office moved to Oslo.", "reported"),
+        ("There's talk of moving the office to Oslo.", "hypothetical"),
+        ("Oslo for the office, nothing final.", "hypothetical"),
+        ("Before the reorg, the office was in Oslo.", "history"),
     ],
 )
 def test_markers(text: str, kind: str) -> None:
@@ -418,10 +421,21 @@ def test_markers(text: str, kind: str) -> None:
         "I would like invoices sent to ap@acme.io.",
         "Also, we deploy everything on GKE.",
         "Please send the weekly recaps in French from now on.",
+        "Before I forget, our office is in Oslo.",  # "before" an event is history only
     ],
 )
 def test_no_false_markers(text: str) -> None:
     assert parse(text).clauses[0].markers == {}
+
+
+def test_history_before_an_event_is_only_the_clause_in_the_past() -> None:
+    clauses = parse("Before the reorg the office was in Bergen; now it's in Oslo.").clauses
+    assert [("history" in c.markers) for c in clauses] == [True, False]
+    # what holds now, said in the same clause, makes it a correction
+    assert (
+        parse("Before the reorg we were on Bergen, the office is in Oslo now.").clauses[-1].markers
+        == {}
+    )
 
 
 def test_a_dash_before_a_back_reference_does_not_end_the_clause() -> None:

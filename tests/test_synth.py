@@ -526,19 +526,21 @@ def _distinctive(template: str) -> bool:
 
 def test_phrasing_sets_are_disjoint_and_all_is_dev_plus_heldout() -> None:
     for pool in _pools():
-        assert pool.dev and pool.heldout and pool.fresh
+        assert pool.dev and pool.heldout and pool.fresh and pool.blind
         assert not (set(pool.dev) | set(pool.heldout)) & set(pool.fresh)
+        assert not (set(pool.dev) | set(pool.heldout) | set(pool.fresh)) & set(pool.blind)
         assert not set(pool.dev) & set(pool.heldout)
-        assert pool.get("all") == pool.dev + pool.heldout  # the shipped set: no fresh
+        assert pool.get("all") == pool.dev + pool.heldout  # the shipped set: no later set
         assert pool.get("fresh") == pool.fresh
+        assert pool.get("blind") == pool.blind
 
 
-@pytest.mark.parametrize("phrasings", ["dev", "heldout", "fresh"])
+@pytest.mark.parametrize("phrasings", ["dev", "heldout", "fresh", "blind"])
 def test_a_phrasing_set_draws_only_its_own_templates(phrasings: str) -> None:
     own = [_template_re(t) for p in _pools() for t in p.get(phrasings) if _distinctive(t)]
     others = [
         _template_re(t)
-        for other in ("dev", "heldout", "fresh")
+        for other in ("dev", "heldout", "fresh", "blind")
         if other != phrasings
         for p in _pools()
         for t in p.get(other)

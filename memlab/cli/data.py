@@ -71,8 +71,8 @@ def synth(args: list[str]) -> int:
         default="all",
         help="which set of update phrasings corrections and false corrections come "
         "from: all (default, the shipped set: dev and heldout), dev or heldout (the two "
-        "halves rules were developed on) or fresh (for reporting figures on phrasings no "
-        "rule was developed on)",
+        "halves rules were developed on), fresh (written later, developed on since "
+        "2026-12-02) or blind (for reporting figures on phrasings no rule was developed on)",
     )
     _no_progress(parser)
     ns = parser.parse_args(args)

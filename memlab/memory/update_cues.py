@@ -78,6 +78,14 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("replaced X with Y", re.compile(
         rf"\b(?:replaced|swapped|traded|exchanged|substituted) (?:the |our |my )?{_OLD}"
         rf" (?:with|for|by) (?:the |a )?{_NEW}{_END}")),
+    # the new value as the subject: "akamai replaced cloudflare as our cdn"
+    ("Y replaced X", re.compile(
+        rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) )(?:the |a |an )?{_NEW} "
+        rf"(?:replaced|replaces|has replaced|have replaced|took over from) "
+        rf"(?:the |our |my )?{_OLD}(?= as (?:the |our |my )?\w|" + _END[3:])),
+    ("said goodbye to X", re.compile(
+        rf"\b(?:said|say|saying|bid|bade|waved) (?:goodbye|farewell|bye) to "
+        rf"(?:the |our |my )?{_OLD}(?=,|;| —| –|:|\.(?!\w)|$|" + _END[3:])),
     ("renamed X to Y", re.compile(
         rf"\b(?:renamed|rebranded|retitled) (?:the |our |my )?{_OLD} (?:to|as|into) "
         rf"(?:the |a )?{_NEW}{_END}")),
@@ -93,6 +101,10 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("no longer X", re.compile(
         r"\bno longer (?:use|using|on|in|at|with|run|running|have|having|go|going|be|"
         rf"send|sending|work|working|live|living|based in|located in)? ?(?:the |our |my )?{_OLD}{_END}")),
+    # before "not X anymore", which would take the fact's name for the old value
+    ("X isn't our Y anymore", re.compile(
+        rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) ){_OLD} (?:is not|isn't|are not|aren't|"
+        r"was not|wasn't) (?:the |our |my )[^,;.!?]{1,40}? any ?more\b")),
     ("not X anymore", re.compile(
         r"(?:\bnot|n't|\bno) (?:use |using |run |running |have |on |in |at |with |using |go to "
         rf"|send to )?(?:the |our |my )?{_OLD} any ?more\b")),
@@ -129,6 +141,10 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "may move", "may switch", "we may", "i may", "potentially", "thinking we",
         "want to", "wanted to", "wants to", "'d like to", "would like to", "'d love to",
         "would love to", "wish", "trying to", "try to", "goal is", "aiming to",
+        # talk of a change that is not decided ("there's talk of making X our Y,
+        # nothing final")
+        "talk of", "nothing final", "nothing's final", "nothing is final", "not final",
+        "not decided", "undecided",
     ),
     # asking for something (advice, ideas) states no fact either
     "request": (
@@ -175,6 +191,14 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "timing out", "times out", "locked out", "invalid", "denied", "missing",
     ),
 }  # fmt: skip
+
+#: History told by an event it came before ("before the 2021 migration, our log
+#: retention was 45 days"): "before" an event, and a past tense, in one clause; a
+#: clause that also says what holds now ("..., now it's Y") is a correction.
+PAST_BEFORE = re.compile(
+    r"^(?!.*\b(?:now|these days|currently|today|anymore|any more)\b)"
+    r"(?=.*\bbefore (?:the|our|my|we|that|\d{4})\b)(?=.*\b(?:was|were|had)\b)"
+)
 
 #: Marker phrases that do not count where they are followed by these words
 #: ("would like" states a preference; "too many" is not an addition).

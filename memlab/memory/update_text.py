@@ -47,6 +47,7 @@ from memlab.memory.update_cues import (
     NUMBER_WORDS,
     OLD_VALUE_PATTERNS,
     OWN_STATEMENT,
+    PAST_BEFORE,
     QUESTION_STARTS,
     STANDING,
     UNIT_WORDS,
@@ -88,7 +89,7 @@ _VALUE_TRIGGER = re.compile(
     r"exchanged|substituted|instead|rather|place|longer|not|n't|no|became|becomes|turned|"
     r"now|changed|went|is|are|was|were|has|have|contract|subscription|plan|account|deal|"
     r"used|back|revert\w*|return\w*|renamed|rebranded|retitled|switched|handed|forget|"
-    r"disregard)\b|n't\b|->|→|=>"
+    r"disregard|goodbye|farewell|bye|replaces|took)\b|n't\b|->|→|=>"
 )
 _LOOSE = re.compile(r"[^\w@#$%]+", re.UNICODE)
 
@@ -338,6 +339,8 @@ def _find_markers(low: str, toks: list[str]) -> dict[str, tuple[str, ...]]:
             continue
         if marker not in found.setdefault(kind, []):
             found[kind].append(marker)
+    if PAST_BEFORE.match(low):
+        found.setdefault("history", []).append("before")
     out.update((kind, tuple(markers)) for kind, markers in found.items())
     return out
 

@@ -48,9 +48,10 @@ def generate(seed: int, mix: Mix | None = None, *, phrasings: str = "all") -> Tr
     that corrections and false corrections of the 60-turn transcript are drawn
     from: ``all`` (the shipped transcripts), ``dev`` (for developing rules; also
     the catalog's own correction templates), ``heldout`` (the held-out half, looked
-    at since) or ``fresh`` (for reporting figures: phrasings no rule was developed
-    on; like ``heldout``, no catalog correction templates). A non-default ``mix``
-    takes ``all``.
+    at since), ``fresh`` (written later; looked at since 2 December 2026) or
+    ``blind`` (for reporting figures: phrasings no rule was developed on; like
+    ``heldout``, no catalog correction templates). A non-default ``mix`` takes
+    ``all``.
 
     Raises:
         InputError: ``seed`` is not a non-negative integer, or unknown ``phrasings``.
@@ -62,7 +63,7 @@ def generate(seed: int, mix: Mix | None = None, *, phrasings: str = "all") -> Tr
     if mix is not None and not mix.is_default():
         if phrasings != "all":
             raise InputError(
-                "synth --phrasings dev|heldout|fresh applies to the 60-turn transcripts only; "
+                "synth --phrasings dev|heldout|fresh|blind applies to the 60-turn transcripts only; "
                 "drop the length and mix options, or --phrasings"
             )
         return generate_mixed(seed, mix)

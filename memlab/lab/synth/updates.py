@@ -29,6 +29,10 @@ developed on the dev half and the held-out half had been looked at (a rule's fai
 on it was examined): it is the report set from then on, and development may use both
 halves. It is not part of ``all``, so the shipped transcripts do not change.
 
+A fourth set, ``blind``, was written on 2026-12-02, before any failure on the fresh
+set was examined (the fresh set had been measured twice, in aggregate only). From
+then on the fresh set is development data and ``blind`` is the report set.
+
 Slots: ``{new}``, ``{old}``, ``{v}`` (the value returned to), ``{prev}`` (the value
 dropped by a revert), ``{x}`` (a false correction's other value), each with its
 article when the kind needs one ("the Growth plan", "a flat white"); ``{our}`` /
@@ -40,9 +44,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PHRASINGS = ("all", "dev", "heldout", "fresh")
+PHRASINGS = ("all", "dev", "heldout", "fresh", "blind")
 #: the phrasing sets that leave out the catalog's own correction templates
-REPORT_PHRASINGS = ("heldout", "fresh")
+REPORT_PHRASINGS = ("heldout", "fresh", "blind")
 
 #: update styles of a true correction (``probe.meta["update"]``)
 STYLES = ("explicit", "implicit", "unlike", "chain", "revert")
@@ -52,22 +56,26 @@ FALSE_KINDS = ("hypothetical", "other", "addition", "history", "question", "tool
 
 @dataclass(frozen=True)
 class Pool:
-    """Phrasings of one case, in a development and a held-out half, and a ``fresh``
-    set written later (see the module docstring)."""
+    """Phrasings of one case, in a development and a held-out half, and the
+    ``fresh`` and ``blind`` sets written later (see the module docstring)."""
 
     dev: tuple[str, ...]
     heldout: tuple[str, ...]
     fresh: tuple[str, ...] = ()
+    blind: tuple[str, ...] = ()
 
     def get(self, phrasings: str) -> tuple[str, ...]:
-        """The phrasings of one half (``dev`` / ``heldout``), the ``fresh`` set, or
-        both halves (``all``: the shipped transcripts; ``fresh`` is not in it)."""
+        """The phrasings of one half (``dev`` / ``heldout``), the ``fresh`` or the
+        ``blind`` set, or both halves (``all``: the shipped transcripts; neither
+        later set is in it)."""
         if phrasings == "dev":
             return self.dev
         if phrasings == "heldout":
             return self.heldout
         if phrasings == "fresh":
             return self.fresh
+        if phrasings == "blind":
+            return self.blind
         return self.dev + self.heldout
 
 
@@ -169,6 +177,13 @@ IMPLICIT = Pool(
         "{new}, that's {our} {noun}.",
         "On file, {our} {noun} should read {new}.",
     ),
+    blind=(
+        "Here's {our} {noun}: {new}.",
+        "{new} — that's what {our} {noun} is.",
+        'Make a note that {our} {noun} is {new}.',
+        'For your records, {new} is {our} {noun}.',
+        '{Our} {noun}, for the record, reads {new}.',
+    ),
 )
 #: a change phrased unlike the original statement, naming only the new value
 UNLIKE = Pool(
@@ -193,6 +208,13 @@ UNLIKE = Pool(
         "{new} is {our} new {noun}, just so you know.",
         "We made the jump to {new} for {our} {noun} last month.",
     ),
+    blind=(
+        'Update for your files: {our} {noun} is {new} since the last review.',
+        'We ended up on {new} for {our} {noun}.',
+        "Fyi, {our} {noun} switched over, it's {new} today.",
+        '{new} took over as {our} {noun} a few weeks back.',
+        'Heads up that {our} {noun} now points at {new}.',
+    ),
 )
 #: new phrasings naming the old and the new value
 EXPLICIT = Pool(
@@ -214,6 +236,12 @@ EXPLICIT = Pool(
         "{old} isn't {our} {noun} anymore, it's {new}.",
         "We said goodbye to {old} — {our} {noun} is {new} from here on.",
     ),
+    blind=(
+        "We moved {our} {noun} off {old}, it's {new} now.",
+        '{Our} {noun} went from {old} to {new} recently.',
+        '{old} has been replaced by {new} as {our} {noun}.',
+        'No more {old}: {our} {noun} is {new}.',
+    ),
 )
 #: back to a former value ({v}); {prev} is the value being dropped
 REVERT = Pool(
@@ -234,6 +262,12 @@ REVERT = Pool(
         "We've returned to {v} for {our} {noun}.",
         "Going back to how it was: {our} {noun} is {v}.",
         "After trying {prev}, we switched {our} {noun} back to {v}.",
+    ),
+    blind=(
+        "We're on {v} again for {our} {noun}, {prev} is gone.",
+        '{Our} {noun} went back to {v} after all.',
+        'The {prev} experiment ended; {our} {noun} is {v} as before.',
+        'Back to {v} for {our} {noun}, we undid the move to {prev}.',
     ),
 )
 
@@ -258,6 +292,12 @@ FALSE: dict[str, Pool] = {
             "Assuming we picked {x} as {our} {noun}, what would change?",
             "There's talk of making {x} {our} {noun}, nothing final.",
         ),
+        blind=(
+            'Imagine {our} {noun} were {x}, how much work would that be?',
+            "Someone suggested {x} as {our} {noun}; we haven't agreed to anything.",
+            'If legal signs off, {x} might become {our} {noun} next quarter.',
+            'Were we to adopt {x} as {our} {noun}, would the integration still work?',
+        ),
     ),
     "other": Pool(
         dev=(
@@ -278,6 +318,12 @@ FALSE: dict[str, Pool] = {
             "A team down the hall picked {x} as their {noun}.",
             "The consultant we hired said {x} was the {noun} at her last job.",
         ),
+        blind=(
+            "My neighbour's startup has {x} as their {noun}.",
+            'The agency next door runs {x} as its {noun}.',
+            'A former coworker of mine says their {noun} is {x} these days.',
+            "Our parent company's {noun} is {x}, which is separate from ours.",
+        ),
     ),
     "addition": Pool(
         dev=(
@@ -294,6 +340,11 @@ FALSE: dict[str, Pool] = {
             "Alongside that, we keep {x} as a backup {noun}.",
             "There's also a secondary {noun}, {x}, for the EU entity.",
             "Plus {x} serves as a spare {noun} for the mobile team.",
+        ),
+        blind=(
+            'We run {x} as a further {noun} for the analytics group.',
+            'Next to the main one, {x} is a fallback {noun} for on-prem customers.',
+            'The research lab also has {x} as an extra {noun}.',
         ),
     ),
     "history": Pool(
@@ -312,6 +363,11 @@ FALSE: dict[str, Pool] = {
             "Originally, when we started out, {x} was {our} {noun}.",
             "Before the 2021 migration, {our} {noun} was {x}.",
         ),
+        blind=(
+            'Ten years ago {our} {noun} was {x}, before the rebrand.',
+            'At the very beginning {x} was {our} {noun}.',
+            'Our first {noun}, back in 2016, was {x}.',
+        ),
     ),
     "question": Pool(
         dev=(
@@ -329,6 +385,11 @@ FALSE: dict[str, Pool] = {
             "Could {x} be {our} {noun} instead, do you think?",
             "What do other customers say about {x} as a {noun}?",
         ),
+        blind=(
+            'Would you recommend {x} as {our} {noun}?',
+            'Does {x} make sense as {our} {noun}, in your view?',
+            'Is {x} supported as a {noun} on your side?',
+        ),
     ),
     "tool": Pool(
         dev=(
@@ -342,6 +403,10 @@ FALSE: dict[str, Pool] = {
         fresh=(
             'profile.fetch() -> {{"{field}": "{x}", "synced": "2019-04-02"}}',
             "org.export() -> {field}={x}; origin=legacy-import",
+        ),
+        blind=(
+            'accounts.describe() -> {{"{field}": "{x}", "updated": "2018-11-30"}}',
+            'settings.dump() -> {field}={x} (imported from the old CRM)',
         ),
     ),
 }
@@ -360,6 +425,10 @@ TOOL_ASKS = Pool(
     fresh=(
         "Could you read me what's in our account profile?",
         "What does your system list for us right now?",
+    ),
+    blind=(
+        "Can you see what you have stored for our account?",
+        "What's in your records for us at the moment?",
     ),
 )
 #: the agent's reply to a false correction: no value, no echo
