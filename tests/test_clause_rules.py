@@ -8,7 +8,15 @@ import pytest
 
 from memlab.errors import InputError
 from memlab.memory import MemoryKind, MemoryRecord, Source
-from memlab.memory.clause_rules import Candidate, RulePolicy, explicit, keys_of, value_diff
+from memlab.memory.clause_rules import (
+    Candidate,
+    RulePolicy,
+    explicit,
+    keys_of,
+    shared_slot,
+    slots,
+    value_diff,
+)
 from memlab.memory.consolidate import CUE_DIFF, EXPLICIT, VALUE_DIFF
 from memlab.memory.update_text import parse
 
@@ -44,6 +52,11 @@ def test_explicit_names_the_old_value() -> None:
         ("Standup is at 9:30.", "Actually, standup is at 10:00 now.", CUE_DIFF),
         ("Send invoices to billing@acme.io.", "Put down ap@acme.io as our invoice email.",
          VALUE_DIFF),
+        # one fact named by its owner, each statement with its own value
+        ("$7,500 a month isn't our spend cap anymore, it's $1,200 a month.",
+         "On file, our spend cap should read $30,000 a month.", VALUE_DIFF),
+        ("Quick correction on our ticket: it's SUP-56431 now.",
+         "SUP-81973 is our new ticket, just so you know.", CUE_DIFF),
     ],
 )  # fmt: skip
 def test_value_diff_fires(old: str, new: str, reason: str) -> None:
@@ -59,6 +72,8 @@ def test_value_diff_fires(old: str, new: str, reason: str) -> None:
         ("Invoice INV-5321 was charged twice.", "Invoice INV-7790 was charged twice."),
         ("Send the invoices to billing@acme.io.", "Security reports go to security@acme.io."),
         ("the primary database is aurora postgres.", "our primary region is ap-southeast-2."),
+        ("Our CI is Jenkins.", "Our CI is slow today."),  # no new value
+        ("Our ticket is OPS-1182.", "Our ticket OPS-2290 is about billing."),  # two ids
     ],
 )
 def test_value_diff_holds_back(old: str, new: str) -> None:
@@ -80,3 +95,26 @@ def test_value_diff_names_the_words_that_look_like_values() -> None:
     assert hit is not None
     # not "hard", the first word only the old statement has
     assert (hit[0].old_value, hit[0].new_value) == ("$50,000", "$800")
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("On file, our spend cap should read $30,000 a month.", {("spend", "cap")}),
+        ("$7,500 a month isn't our spend cap anymore.", {("spend", "cap")}),
+        ("Wednesday 04:00 UTC is our new maintenance window.", {("maint", "windo")}),
+        ("Our CDN became Akamai.", {("cdn",)}),
+        ("It's nine engineers on our side.", set()),  # a place, not a fact
+        ("Is that on my account?", set()),
+        ("Our team is small.", set()),  # a generic word alone
+    ],
+)
+def test_slots_are_the_facts_named_by_their_owner(text: str, named: set) -> None:
+    assert slots(parse(text).clauses[0]) == named
+
+
+def test_a_shared_slot_is_the_longest_fact_both_name() -> None:
+    old = parse("My call window is between 14:00 and 17:00.").clauses[0]
+    new = parse("My call window has moved to 07:00-09:00.").clauses[0]
+    assert shared_slot(old, new) == ("call", "windo")
+    assert shared_slot(old, parse("The call window is fine.").clauses[0]) is None

@@ -277,6 +277,24 @@ def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
     assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
 
 
+def test_a_correction_corrected_again_loses_its_claim_not_its_retired_value() -> None:
+    """ "We said goodbye to Wednesday 22:00 UTC — our window is Saturday 01:00 UTC",
+    corrected again: the clause that states the value in force is the one replaced
+    (not the one that names a value as old, whose clock must be read whole), and the
+    retiring clause goes with it."""
+    recs = _records(
+        (("user", "We said goodbye to Wednesday 22:00 UTC — our maintenance window is "
+                  "Saturday 01:00 UTC from here on."),
+         ("user", "These days we're on Friday 05:00 UTC for our maintenance window.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[1], ScopeReader(store, "alice"))
+    assert not d.partial and d.span == (41, 99) and d.old_value == "01:00"
+    assert parse(recs[0].content).clauses[0].olds == ("wednesday 22 00 utc",)
+
+
 def _folded_store(recs: list[MemoryRecord], note_text: str) -> InMemoryStore:
     """A store where ``recs[0]`` and ``recs[1]`` were folded into a user note "n0"
     with ``note_text`` (archived), and ``recs[2]``, the correction, is nearest to

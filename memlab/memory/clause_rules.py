@@ -24,7 +24,15 @@ from memlab.memory.consolidate import (
 )
 from memlab.memory.frames import same_frame, symbolic
 from memlab.memory.records import MemoryRecord, Source
-from memlab.memory.update_cues import BROAD_KINDS, FUNCTION_WORDS
+from memlab.memory.update_cues import (
+    BROAD_KINDS,
+    FUNCTION_WORDS,
+    GENERIC_SLOTS,
+    SLOT_OWNERS,
+    SLOT_PLACES,
+    SLOT_SKIP,
+    SLOT_STOPS,
+)
 from memlab.memory.update_text import (
     Clause,
     Parsed,
@@ -250,6 +258,11 @@ def value_diff(
             news = [t for vt, t in nc.typed if vt in kinds and not contains(old_low, t)]
             decision = _on_clause(old, new, oc, reason, conf, why, olds[0], news[0])
             return decision, keys_of(" ".join(olds)), keys_of(" ".join(news))
+    slot = shared_slot(oc, nc)
+    if slot:
+        hit = _slot_values(policy, new, nc, old, oc, d.old_only, d.new_only, slot)
+        if hit is not None:
+            return hit
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
         return None
     if len(d.shared) < 2 and symbolic(_words_of(oc, d.old_only)) != symbolic(
@@ -332,6 +345,99 @@ def value_diff(
     return decision, frozenset(old_vals), frozenset(d.new_only)
 
 
+def slots(clause: Clause) -> set[tuple[str, ...]]:
+    """The facts a clause names by their owner: the keys of up to three words after
+    "our"/"my" ("our spend cap": ``("spend", "cap")``), until a function word, a verb
+    or a value; none after a place ("on our side") or when the one word is generic."""
+    out: set[tuple[str, ...]] = set()
+    toks, keys = clause.tokens, clause.token_keys
+    for i, t in enumerate(toks):
+        if t not in SLOT_OWNERS or (i and toks[i - 1] in SLOT_PLACES):
+            continue
+        words: list[str] = []
+        for j in range(i + 1, min(i + 5, len(toks))):
+            w = toks[j]
+            if not words and w in SLOT_SKIP:
+                continue
+            if (
+                w in FUNCTION_WORDS
+                or w in SLOT_STOPS
+                or not w.replace("-", "").isalpha()
+                or len(words) == 3
+            ):
+                break
+            words.append(keys[j])
+        if words and not (
+            len(words) == 1 and toks[i + 1 + (toks[i + 1] in SLOT_SKIP)] in GENERIC_SLOTS
+        ):
+            out.add(tuple(words))
+    return out
+
+
+def shared_slot(old: Clause, new: Clause) -> tuple[str, ...] | None:
+    """A fact both clauses name by their owner ("our spend cap"), if any."""
+    if not (SLOT_OWNERS & set(new.tokens)) or not (SLOT_OWNERS & set(old.tokens)):
+        return None
+    both = slots(old) & slots(new)
+    return max(both, key=len) if both else None
+
+
+def _slot_values(
+    policy: RulePolicy,
+    new: MemoryRecord,
+    nc: Clause,
+    old: MemoryRecord,
+    oc: Clause,
+    old_only: Sequence[str],
+    new_only: Sequence[str],
+    slot: tuple[str, ...],
+) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
+    """Two statements of one named fact, each with its own value ("$7,500 a month
+    isn't our spend cap anymore, it's $1,200 a month" -> "on file, our spend cap
+    should read $30,000 a month"): the values must look alike (in cased text both
+    look like values of one class; otherwise typed values of one kind, or a change
+    cue and a short new value) and never be two identifiers."""
+    skip = set(slot) | {k for c in nc.cues for k in keys_of(c)}
+    olds = [k for k in old_only if k not in skip]
+    news = [k for k in new_only if k not in skip]
+    if not olds or not news:
+        return None
+    if oc.cased and nc.cased:
+        ov, nv = set(olds) & oc.valuey, set(news) & nc.valuey
+        oclass = {oc.classes.get(k) for k in ov}
+        nclass = {nc.classes.get(k) for k in nv}
+        if not ov or not nv or not (oclass & nclass) - {None}:
+            return None
+    else:
+        okinds = {vt for vt, tok in oc.typed if not contains(nc.loose, tok)}
+        nkinds = {vt for vt, tok in nc.typed if not contains(oc.loose, tok)}
+        kinds = okinds & nkinds
+        if kinds:
+            ov = set(keys_of(" ".join(tok for vt, tok in oc.typed if vt in kinds))) & set(olds)
+            nv = set(keys_of(" ".join(tok for vt, tok in nc.typed if vt in kinds))) & set(news)
+            ov, nv = ov or set(olds), nv or set(news)
+        elif (
+            nc.cues
+            and len(news) <= policy.max_value_words
+            and len(olds) <= 2 * policy.max_value_words
+        ):
+            ov, nv = set(olds), set(news)
+        else:
+            return None
+        oclass = {oc.classes.get(k) for k in ov}
+        nclass = {nc.classes.get(k) for k in nv}
+    if "id" in oclass & nclass and not nc.cues:
+        # two identifiers name two things (INV-5321, INV-7790), unless the new one
+        # is said to replace ("SUP-81973 is our new ticket")
+        return None
+    reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
+    why = f"both name {' '.join(slot)}, each with its value"
+    old_value = span_of(oc, tuple(k for k in old_only if k in ov)) or " ".join(sorted(ov))
+    new_value = span_of(nc, tuple(k for k in new_only if k in nv)) or " ".join(sorted(nv))
+    decision = _on_clause(old, new, oc, reason, conf, why, old_value, new_value)
+    return decision, frozenset(ov), frozenset(nv)
+
+
 def named(
     old: MemoryRecord,
     new: MemoryRecord,
@@ -411,4 +517,14 @@ def _shapes_agree(
     return old_v == new_v
 
 
-__all__ = ["SLOT_KINDS", "Candidate", "RulePolicy", "explicit", "keys_of", "named", "value_diff"]
+__all__ = [
+    "SLOT_KINDS",
+    "Candidate",
+    "RulePolicy",
+    "explicit",
+    "keys_of",
+    "named",
+    "shared_slot",
+    "slots",
+    "value_diff",
+]

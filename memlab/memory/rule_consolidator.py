@@ -281,7 +281,7 @@ class RuleConsolidator:
         statement = old.source not in _ECHO_ONLY
         old_clauses = [c for c in cand.parsed.clauses if c.states]
         best: tuple[Supersession, frozenset[str], frozenset[str], frozenset[str]] | None = None
-        best_strength = (0.0, False)
+        best_strength = (0.0, False, False)
         for nc in clauses:
             for oc in old_clauses:
                 blocked = nc.blocked_against(oc)
@@ -471,12 +471,18 @@ def _onto_notes(decided: dict[str, Candidate]) -> dict[str, Candidate]:
     return out
 
 
-def _strength(decision: Supersession, oc: Clause) -> tuple[float, bool]:
+def _strength(decision: Supersession, oc: Clause) -> tuple[float, bool, bool]:
     """How a decision ranks among one old record's clauses: by confidence, then
     whether the replaced words look like a value ("billing@x.io", not "read"): in
     "I don't read email at night. Our billing email is a@x.io", the e-mail is the
     claim an e-mail correction replaces."""
-    return decision.confidence, bool(keys_of(decision.old_value) & oc.valuey)
+    return (
+        decision.confidence,
+        # a clause that names a value only as old ("we said goodbye to X —") is no
+        # claim of its own: the record's clause that states a value is the one replaced
+        not (oc.olds and not oc.news),
+        bool(keys_of(decision.old_value) & oc.valuey),
+    )
 
 
 def _with_restatements(best: Supersession, p: Parsed) -> Supersession:
@@ -496,9 +502,18 @@ def _only_retires(c: Clause) -> bool:
     if not c.olds or c.news:
         return False
     words = {k: t for t, k in zip(c.tokens, c.token_keys, strict=True)}
-    return all(any(contains(loose(v), loose(words.get(k, k))) for v in c.olds) for k in c.keys)
+    return all(
+        k in _RETIRING or any(contains(loose(v), loose(words.get(k, k))) for v in c.olds)
+        for k in c.keys
+    )
 
 
+#: Words a clause that only retires a value may hold besides the value ("we said
+#: goodbye to X", "X was dropped").
+_RETIRING = frozenset(
+    key(w)
+    for w in ["said", "goodbye", "farewell", "bye", "retired", "dropped", "ditched", "gone", "out"]
+)
 #: Sources whose records are only retired as echoes or by a named old value.
 _ECHO_ONLY = frozenset({Source.AGENT})
 _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)

@@ -32,6 +32,7 @@ CHANGE_CUES: tuple[str, ...] = (
     "ignore the earlier", "ignore what i said", "ignore my earlier", "disregard", "i meant",
     "typo", "by mistake", "mistake", "wrong", "no longer", "not anymore", "became",
     "replaced", "swapped", "rather", "took over", "covering", "is out", "is gone",
+    "made the jump", "made the switch", "made the move", "switched over",
     "went from", "raised", "lowered", "bumped", "increased", "decreased", "reduced",
     "dropped", "ditched", "upgraded", "downgraded", "transferred", "relocated", "rewrote",
     "finished the migration", "contract ended", "retired", "deprecated", "just got",
@@ -45,6 +46,8 @@ CHANGE_CUES: tuple[str, ...] = (
 NEW_CUE = re.compile(
     r"\b(?:the |a |our |my )?new (?!york|zealand|delhi|orleans|jersey|mexico)[\w-]+"
     r"(?: [\w-]+)?(?: is| are|:)"
+    # "X is our new Y": the owner's new one replaces the old ("webex is my new chat app")
+    r"|\b(?:is|are|'s) (?:our|my) new (?!york|zealand|delhi|orleans|jersey|mexico)[\w-]+"
 )
 
 #: Patterns that name the old value (group ``old``) and often the new one
@@ -85,7 +88,7 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?:the |our |my )?{_OLD}(?= as (?:the |our |my )?\w|" + _END[3:])),
     ("said goodbye to X", re.compile(
         rf"\b(?:said|say|saying|bid|bade|waved) (?:goodbye|farewell|bye) to "
-        rf"(?:the |our |my )?{_OLD}(?=,|;| —| –|:|\.(?!\w)|$|" + _END[3:])),
+        rf"(?:the |our |my )?{_OLD}(?=,(?!\d)|;| —| –|:(?!\w)|\.(?!\w)|$|" + _END[3:])),
     ("renamed X to Y", re.compile(
         rf"\b(?:renamed|rebranded|retitled) (?:the |our |my )?{_OLD} (?:to|as|into) "
         rf"(?:the |a )?{_NEW}{_END}")),
@@ -94,7 +97,7 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?:shifts |places |roles |the rotation )?(?:with|to) {_NEW}{_END}")),
     ("forget X", re.compile(
         rf"(?:^|[,;:—–-] )(?:forget(?: about)?|disregard) (?:the |our |my )?"
-        rf"{_OLD}(?=,|;| —| –|:)")),
+        rf"{_OLD}(?=,(?!\d)|;| —| –|:(?!\w))")),
     ("instead of X", re.compile(rf"\b(?:instead of|rather than|in place of) (?:the |our |my )?{_OLD}{_END}")),
     ("no longer X but Y", re.compile(
         rf"\bno longer (?:the |our |my )?{_OLD},? but (?:rather )?(?:the |a |an )?{_NEW}{_END}")),
@@ -123,6 +126,12 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"cancell?ed|no more|a mistake|undone)\b")),
     ("X contract ended", re.compile(rf"(?:^|[,;:—–-] ){_OLD} (?:contract|subscription|plan|account|deal) (?:ended|expired|lapsed|was cancell?ed)\b")),
     ("used to X, now", re.compile(rf"\bused to (?:be |use |run |have |live |work |go )?(?:on |in |at |with |to )?(?:the |our |my )?{_OLD}{_END}(?=.*\b(?:now|these days|currently|instead|today)\b)")),
+    # a revert names what was tried and dropped ("after trying X, ... back to Y",
+    # "X didn't stick, so ...")
+    ("after trying X, back to Y", re.compile(
+        rf"\bafter trying (?:out )?(?:the |our |my )?{_OLD}(?=,)(?=.*\bback (?:to|on)\b)")),
+    ("X didn't stick", re.compile(
+        rf"(?:^|[,;:—–-] ){_OLD} (?:didn't|did not|never) (?:stick|work out|last|take)\b")),
     ("back to Y", re.compile(rf"\b(?:back to|revert(?:s|ed|ing)? to|return(?:s|ed|ing)? to) (?:the |using |our )?{_NEW}{_END}")),
 )  # fmt: skip
 
@@ -354,4 +363,35 @@ LEAD_PHRASES = re.compile(
     r"^(?:(?:not sure (?:if |whether )?(?:it|this|that) (?:matters|helps|is relevant),? but|"
     r"side note|for context|before i forget|one more thing|heads up|btw|fyi|also|oh,? and|"
     r"quick one|hey|hi|hello|ok|okay|so|well|anyway)\b[\s,:;—–-]*)+"
+)
+
+#: A fact named by its owner: "our spend cap", "my call window". The words after
+#: "our"/"my" name the slot, up to three of them, until a function word, a verb or a
+#: value; a word in SLOT_SKIP is passed over first ("our new maintenance window").
+SLOT_OWNERS = frozenset({"our", "my"})
+SLOT_SKIP = frozenset({"new", "current", "usual", "actual", "official"})
+#: after these the owner's words place something, they do not name the fact ("on our
+#: side", "in our dashboard")
+SLOT_PLACES = frozenset(
+    {"on", "in", "at", "from", "with", "by", "of", "about", "into", "onto", "under", "over",
+     "through", "behind", "inside", "within", "across", "throughout"}
+)  # fmt: skip
+#: one-word "slots" that name no fact of their own
+GENERIC_SLOTS = frozenset(
+    {"side", "end", "account", "team", "company", "behalf", "own", "part", "records",
+     "notes", "setup", "stuff", "way", "folks", "people", "org", "business", "case", "plan",
+     "thing", "things", "list", "job", "work", "time", "project", "product", "data"}
+)  # fmt: skip
+#: words that end a slot: verbs ("our cdn became akamai", "my editor runs in a
+#: terminal"; words that are also nouns, "host", "read", "migration", are left out)
+#: and adverbs ("our spend cap anymore")
+SLOT_STOPS = _words(
+    """is are was were be been being became becomes reads runs lives stays sits uses
+    points needs goes says shows lists sends gets works looks takes starts ends handles
+    means should must will would can could may might moved moving switched switching
+    changed changing went going migrated migrating raised lowered bumped increased
+    decreased reduced upgraded downgraded swapped transferred shifted relocated updated
+    converted renamed ported rewrote grew jumped rose fell dropped got been transitioned
+    replaced replaces isn't aren't wasn't weren't hasn't haven't anymore now again
+    instead today recently lately currently still also though please"""
 )

@@ -89,7 +89,7 @@ _VALUE_TRIGGER = re.compile(
     r"exchanged|substituted|instead|rather|place|longer|not|n't|no|became|becomes|turned|"
     r"now|changed|went|is|are|was|were|has|have|contract|subscription|plan|account|deal|"
     r"used|back|revert\w*|return\w*|renamed|rebranded|retitled|switched|handed|forget|"
-    r"disregard|goodbye|farewell|bye|replaces|took)\b|n't\b|->|→|=>"
+    r"disregard|goodbye|farewell|bye|replaces|took|trying)\b|n't\b|->|→|=>"
 )
 _LOOSE = re.compile(r"[^\w@#$%]+", re.UNICODE)
 
