@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memlab.lab.strategies import ContextItem
 from memlab.memory import InMemoryStore, JsonlStore, MemoryRecord, SqliteStore
 from memlab.memory.records import MemoryKind, Source, new_id
 from memlab.memory.stores.base import MemoryStore
@@ -343,3 +344,16 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def context_item(
+    text: str,
+    prov: tuple[str, ...] = (),
+    scope: str = "alice:support",
+    source: str = "user",
+    tokens: int = 10,
+) -> ContextItem:
+    """A context item of a turn (the metric tests' unit of context)."""
+    return ContextItem(
+        text=text, tokens=tokens, kind="turn", scope=scope, source=source, provenance=prov
+    )

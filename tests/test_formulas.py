@@ -18,18 +18,7 @@ from memlab.lab.formulas import (
     token_precision,
 )
 from memlab.lab.strategies import ContextItem
-
-
-def item(
-    text: str,
-    prov: tuple[str, ...] = (),
-    scope: str = "alice:support",
-    source: str = "user",
-    tokens: int = 10,
-) -> ContextItem:
-    return ContextItem(
-        text=text, tokens=tokens, kind="turn", scope=scope, source=source, provenance=prov
-    )
+from tests.conftest import context_item as item
 
 
 def _item(text: str, created_at: float | None, scope: str = "s") -> ContextItem:

@@ -19,18 +19,7 @@ from memlab.lab.metrics import (
 from memlab.lab.strategies import Context, ContextItem
 from memlab.lab.transcripts import Transcript, load
 from tests.conftest import FIXTURES
-
-
-def item(
-    text: str,
-    prov: tuple[str, ...] = (),
-    scope: str = "alice:support",
-    source: str = "user",
-    tokens: int = 10,
-) -> ContextItem:
-    return ContextItem(
-        text=text, tokens=tokens, kind="turn", scope=scope, source=source, provenance=prov
-    )
+from tests.conftest import context_item as item
 
 
 def test_score_probe_on_the_handmade_transcript() -> None:
