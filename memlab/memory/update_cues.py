@@ -78,6 +78,11 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?<!n't )(?<!not )(?<!never )\b(?:left|ditched|dropped|abandoned|quit|dumped) "
         rf"(?:the |our |my )?{_OLD}"
         rf"(?: (?:for|in favou?r of) (?:the |a )?{_NEW})?{_END}")),
+    # the passive: "x has been replaced by y", "x was replaced with y"
+    ("X was replaced by Y", re.compile(
+        rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) )(?:the |our |my )?{_OLD} "
+        rf"(?:has been|have been|was|were|got|is being) (?:replaced|swapped out|superseded) "
+        rf"(?:by|with|for) (?:the |a |an )?{_NEW}(?= as (?:the |our |my )?\w|" + _END[3:])),
     ("replaced X with Y", re.compile(
         rf"\b(?:replaced|swapped|traded|exchanged|substituted) (?:the |our |my )?{_OLD}"
         rf" (?:with|for|by) (?:the |a )?{_NEW}{_END}")),
