@@ -347,14 +347,16 @@ def value_diff(
 
 def slots(clause: Clause) -> set[tuple[str, ...]]:
     """The facts a clause names by their owner: the keys of up to three words after
-    "our"/"my" ("our spend cap": ``("spend", "cap")``), until a function word, a verb
-    or a value; none after a place ("on our side") or when the one word is generic."""
+    "our"/"my" ("our spend cap": ``("spend", "cap")``; a leading "new" or "current"
+    passed over), until a function word, a verb, an adverb or a token that is no
+    word; none after a place ("on our side") or when the one word is generic."""
     out: set[tuple[str, ...]] = set()
     toks, keys = clause.tokens, clause.token_keys
     for i, t in enumerate(toks):
         if t not in SLOT_OWNERS or (i and toks[i - 1] in SLOT_PLACES):
             continue
-        words: list[str] = []
+        words: list[str] = []  # the slot's tokens
+        named: list[str] = []  # and their keys, which name it
         for j in range(i + 1, min(i + 5, len(toks))):
             w = toks[j]
             if not words and w in SLOT_SKIP:
@@ -366,11 +368,10 @@ def slots(clause: Clause) -> set[tuple[str, ...]]:
                 or len(words) == 3
             ):
                 break
-            words.append(keys[j])
-        if words and not (
-            len(words) == 1 and toks[i + 1 + (toks[i + 1] in SLOT_SKIP)] in GENERIC_SLOTS
-        ):
-            out.add(tuple(words))
+            words.append(w)
+            named.append(keys[j])
+        if words and not (len(words) == 1 and words[0] in GENERIC_SLOTS):
+            out.add(tuple(named))
     return out
 
 
