@@ -13,10 +13,13 @@ counts). Each such item gets one cause:
   correcting turn: named, cued, unlike, implicit, revert, ...);
 - ``span-kept``: the record is partly superseded, yet its text still carries the
   stale value (the cut span missed it);
-- ``summary:detected``: a summary note that folded the stale value, although the
-  correction superseded some record stating it (the note was not marked);
-- ``summary:missed:<update>``: a summary note that folded the stale value, and the
-  correction superseded nothing that states it (a detector miss inside a note);
+- ``summary:detected``: a summary note that folded the stale value, although every
+  correction from it to the value in force superseded some record stating the value
+  it replaced (the note was not marked);
+- ``summary:missed:<update>``: a summary note that folded the stale value, and some
+  correction on the way to the value in force superseded nothing stating the value
+  it replaced (a detector miss inside a note; in a chain A -> B -> C, C missing B
+  leaves B's sentence, which names A, in force);
 - ``agent``: an agent record (echo, answer) stating the stale value;
 - ``restated:<act>``: a user record that states the stale value without being a
   statement of the fact (history, someone else's value, a question, ...);
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +81,34 @@ def _correction_of(
                 return t
             held = m.value
     return None
+
+
+def value_chain(
+    transcript: Transcript, index: int, scope: str, fact: str
+) -> list[tuple[str, Turn]]:
+    """The values the user gave ``fact`` in ``scope`` before ``index``, in order, each
+    with the turn that first stated it (a value said again in a row is one step)."""
+    out: list[tuple[str, Turn]] = []
+    for t in transcript.turns[:index]:
+        if t.scope != scope or t.source != "user":
+            continue
+        for m in t.mentions or ():
+            if m.fact == fact and (not out or out[-1][0] != m.value):
+                out.append((m.value, t))
+    return out
+
+
+def chain_linked(
+    chain: Sequence[tuple[str, Turn]], stale: str, superseded: Callable[[Turn, str], bool]
+) -> bool:
+    """Whether every correction from ``stale``'s last statement to the value in force
+    superseded a record stating the value it replaced (``superseded(turn, value)``).
+    In a chain A -> B -> C a note holding A is only "detected" when B retired A and
+    C retired B: a C that missed B leaves B's sentence, which names A, in force."""
+    pos = max((k for k, (v, _) in enumerate(chain) if v == stale), default=None)
+    if pos is None or pos == len(chain) - 1:
+        return False
+    return all(superseded(chain[k + 1][1], chain[k][0]) for k in range(pos, len(chain) - 1))
 
 
 def classify(
@@ -248,6 +279,15 @@ def run(overrides: Sequence[str], strategy: str = "memory") -> tuple[list[StaleI
                     # notes: did the correction supersede a record stating the stale value?
                     state = tr.fact_state(i, turn.scope)
                     every = s.layer.store.list(turn.scope, include_archived=True)
+
+                    def superseded(by: Turn, value: str) -> bool:
+                        crid = by_prov.get((by.id,))
+                        return crid is not None and any(
+                            e.by == crid and contains(normalize(r.content), value)
+                            for r in every
+                            for e in r.superseded
+                        )
+
                     for item in ctx.items:
                         if item.kind == "episodic":
                             continue
@@ -256,14 +296,12 @@ def run(overrides: Sequence[str], strategy: str = "memory") -> tuple[list[StaleI
                             fs = state.get(f)
                             if fs is None:
                                 continue
+                            chain = value_chain(tr, i, turn.scope, f)
+                            text = normalize(item.text)
+                            # only the stale values this note states
                             for v in fs.stale:
-                                c = _correction_of(tr, i, turn.scope, f, v)
-                                crid = by_prov.get((c.id,)) if c is not None else None
-                                hit = hit or any(
-                                    e.by == crid and contains(normalize(r.content), v)
-                                    for r in every
-                                    for e in r.superseded
-                                )
+                                if contains(text, v):
+                                    hit = hit or chain_linked(chain, v, superseded)
                         spans[item.provenance] = hit
                     items.extend(stale_items(tr, i, turn, ctx, spans))
 

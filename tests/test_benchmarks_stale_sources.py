@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.stale_sources import counts, stale_items
+from benchmarks.stale_sources import chain_linked, counts, stale_items, value_chain
 from memlab.lab.strategies.base import Context, ContextItem
 from memlab.lab.transcripts import Transcript
 
@@ -89,3 +89,26 @@ def test_only_corrected_probes_and_items_without_the_value_in_force() -> None:
     t = _transcript()
     both = Context([_item("We moved from Jenkins to Buildkite.", "user", ("t3",))])
     assert stale_items(t, 4, t.turns[4], both) == []
+
+
+def test_a_chain_is_detected_only_when_every_step_retired_the_one_before() -> None:
+    def said(i: int, value: str) -> dict[str, Any]:
+        return _turn(i, "user", f"Our CI is {value}.", mentions=[{"fact": "ci", "value": value}])
+
+    turns = [said(0, "Jenkins"), said(1, "Jenkins"), said(2, "Buildkite"), said(3, "CircleCI")]
+    t = Transcript.from_dict(
+        {"format": "memlab.transcript/1", "id": "c", "facts": {"ci": {"description": "CI"}},
+         "turns": turns}
+    )  # fmt: skip
+    chain = value_chain(t, 4, SCOPE, "ci")
+    assert [(v, turn.id) for v, turn in chain] == [
+        ("Jenkins", "t0"), ("Buildkite", "t2"), ("CircleCI", "t3")
+    ]  # fmt: skip
+    # t2 retired Jenkins, t3 missed Buildkite: Jenkins is not "detected"
+    links = {("t2", "Jenkins")}
+    assert not chain_linked(chain, "Jenkins", lambda turn, v: (turn.id, v) in links)
+    links.add(("t3", "Buildkite"))
+    assert chain_linked(chain, "Jenkins", lambda turn, v: (turn.id, v) in links)
+    assert chain_linked(chain, "Buildkite", lambda turn, v: (turn.id, v) in links)
+    assert not chain_linked(chain, "CircleCI", lambda turn, v: True)  # the value in force
+    assert not chain_linked(chain, "Travis", lambda turn, v: True)  # never stated

@@ -295,6 +295,24 @@ def test_a_correction_corrected_again_loses_its_claim_not_its_retired_value() ->
     assert parse(recs[0].content).clauses[0].olds == ("wednesday 22 00 utc",)
 
 
+def test_a_retired_range_goes_with_the_replaced_clause() -> None:
+    """ "We said goodbye to between 09:00 and 12:00 — my call window is between 14:00
+    and 17:00", corrected again: the retired range ("and" inside a range of numbers
+    does not end the value) is no claim of its own, so nothing of the record stays."""
+    recs = _records(
+        (("user", "We said goodbye to between 09:00 and 12:00 — my call window is between "
+                  "14:00 and 17:00 from here on."),
+         ("user", "Between 14:00 and 17:00 isn't my call window anymore, it's between 07:00 "
+                  "and 09:00.")),
+        HASH, "alice",
+    )  # fmt: skip
+    assert parse(recs[0].content).clauses[0].olds == ("between 09 00 and 12 00",)
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[1], ScopeReader(store, "alice"))
+    assert not d.partial  # superseded whole: its text no longer says 09:00-12:00
+
+
 def _folded_store(recs: list[MemoryRecord], note_text: str) -> InMemoryStore:
     """A store where ``recs[0]`` and ``recs[1]`` were folded into a user note "n0"
     with ``note_text`` (archived), and ``recs[2]``, the correction, is nearest to

@@ -57,7 +57,10 @@ NEW_CUE = re.compile(
 _V = r"(?P<{g}>(?:[^,;:.!?()]|[.:](?=\w)|,(?=\d)){{1,60}}?)"
 _OLD = _V.format(g="old")
 _NEW = _V.format(g="new")
-_END = r"(?=\s*(?:,(?!\d)|[;!?()]|[.:](?!\w)|$|\s(?:now|instead|last|this|next|and|from now on|"
+# "and" ends a value, except inside a range of numbers ("between 09:00 and 12:00")
+_END = (
+    r"(?=\s*(?:,(?!\d)|[;!?()]|[.:](?!\w)|$|\s(?:now|instead|last|this|next|and(?! \d)|from now on|"
+)
 _END += r"going forward|for (?:good|now)|recently|today|yesterday|effective|starting)\b))"
 CHANGE_VERBS = (
     "moved|move|moving|switched|switch|switching|changed|change|changing|went|go|going|"
