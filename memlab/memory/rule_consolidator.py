@@ -27,7 +27,7 @@ from memlab.memory.consolidate import (
 )
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source, same_speaker, speaker_of
 from memlab.memory.stores.base import Candidates
-from memlab.memory.update_cues import ACK_WORDS
+from memlab.memory.update_cues import ACK_WORDS, RETIRING_WORDS
 from memlab.memory.update_text import (
     Clause,
     Parsed,
@@ -508,12 +508,7 @@ def _only_retires(c: Clause) -> bool:
     )
 
 
-#: Words a clause that only retires a value may hold besides the value ("we said
-#: goodbye to X", "X was dropped").
-_RETIRING = frozenset(
-    key(w)
-    for w in ["said", "goodbye", "farewell", "bye", "retired", "dropped", "ditched", "gone", "out"]
-)
+_RETIRING = frozenset(key(w) for w in RETIRING_WORDS)
 #: Sources whose records are only retired as echoes or by a named old value.
 _ECHO_ONLY = frozenset({Source.AGENT})
 _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)

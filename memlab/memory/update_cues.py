@@ -57,11 +57,18 @@ NEW_CUE = re.compile(
 _V = r"(?P<{g}>(?:[^,;:.!?()]|[.:](?=\w)|,(?=\d)){{1,60}}?)"
 _OLD = _V.format(g="old")
 _NEW = _V.format(g="new")
-# "and" ends a value, except inside a range of numbers ("between 09:00 and 12:00")
-_END = (
-    r"(?=\s*(?:,(?!\d)|[;!?()]|[.:](?!\w)|$|\s(?:now|instead|last|this|next|and(?! \d)|from now on|"
+# What ends a value: clause punctuation, or a word that starts what follows it; "and"
+# does, except inside a range of numbers ("between 09:00 and 12:00").
+_VALUE_ENDS = (
+    r"\s*(?:,(?!\d)|[;!?()]|[.:](?!\w)|$|\s(?:now|instead|last|this|next|and(?! \d)|"
+    r"from now on|going forward|for (?:good|now)|recently|today|yesterday|effective|"
+    r"starting)\b)"
 )
-_END += r"going forward|for (?:good|now)|recently|today|yesterday|effective|starting)\b))"
+_END = rf"(?={_VALUE_ENDS})"
+#: ... or " as our Z" after it ("akamai replaced cloudflare as our cdn")
+_END_OR_AS = rf"(?= as (?:the |our |my )?\w|{_VALUE_ENDS})"
+#: ... or a dash or colon ending the clause ("we said goodbye to X — ...")
+_END_OR_CLAUSE = rf"(?=,(?!\d)|;| —| –|:(?!\w)|\.(?!\w)|$|{_VALUE_ENDS})"
 CHANGE_VERBS = (
     "moved|move|moving|switched|switch|switching|changed|change|changing|went|go|going|"
     "migrated|migrate|migrating|migration|raised|lowered|bumped|cut|increased|decreased|"
@@ -85,7 +92,7 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("X was replaced by Y", re.compile(
         rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) )(?:the |our |my )?{_OLD} "
         rf"(?:has been|have been|was|were|got|is being) (?:replaced|swapped out|superseded) "
-        rf"(?:by|with|for) (?:the |a |an )?{_NEW}(?= as (?:the |our |my )?\w|" + _END[3:])),
+        rf"(?:by|with|for) (?:the |a |an )?{_NEW}{_END_OR_AS}")),
     ("replaced X with Y", re.compile(
         rf"\b(?:replaced|swapped|traded|exchanged|substituted) (?:the |our |my )?{_OLD}"
         rf" (?:with|for|by) (?:the |a )?{_NEW}{_END}")),
@@ -93,10 +100,10 @@ OLD_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Y replaced X", re.compile(
         rf"(?:^|[,;:—–-] )(?!(?:our|my|your|their) )(?:the |a |an )?{_NEW} "
         rf"(?:replaced|replaces|has replaced|have replaced|took over from) "
-        rf"(?:the |our |my )?{_OLD}(?= as (?:the |our |my )?\w|" + _END[3:])),
+        rf"(?:the |our |my )?{_OLD}{_END_OR_AS}")),
     ("said goodbye to X", re.compile(
         rf"\b(?:said|say|saying|bid|bade|waved) (?:goodbye|farewell|bye) to "
-        rf"(?:the |our |my )?{_OLD}(?=,(?!\d)|;| —| –|:(?!\w)|\.(?!\w)|$|" + _END[3:])),
+        rf"(?:the |our |my )?{_OLD}{_END_OR_CLAUSE}")),
     ("renamed X to Y", re.compile(
         rf"\b(?:renamed|rebranded|retitled) (?:the |our |my )?{_OLD} (?:to|as|into) "
         rf"(?:the |a )?{_NEW}{_END}")),
@@ -373,9 +380,14 @@ LEAD_PHRASES = re.compile(
     r"quick one|hey|hi|hello|ok|okay|so|well|anyway)\b[\s,:;—–-]*)+"
 )
 
+#: Words a clause that only retires a value may hold besides the value ("we said
+#: goodbye to X", "X was dropped").
+RETIRING_WORDS = _words("said goodbye farewell bye retired dropped ditched gone out")
+
 #: A fact named by its owner: "our spend cap", "my call window". The words after
-#: "our"/"my" name the slot, up to three of them, until a function word, a verb or a
-#: value; a word in SLOT_SKIP is passed over first ("our new maintenance window").
+#: "our"/"my" name the slot, up to three of them, until a function word, a verb, an
+#: adverb or a token that is no word; a word in SLOT_SKIP is passed over first ("our
+#: new maintenance window").
 SLOT_OWNERS = frozenset({"our", "my"})
 SLOT_SKIP = frozenset({"new", "current", "usual", "actual", "official"})
 #: after these the owner's words place something, they do not name the fact ("on our
