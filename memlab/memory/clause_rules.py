@@ -230,9 +230,7 @@ def value_diff(
     topic = [k for k in d.shared if k.isalpha()]
     if nc.cues or topic:
         old_low, new_low = oc.loose, nc.loose
-        kinds = {vt for vt, t in nc.typed if not contains(old_low, t)} & {
-            vt for vt, t in oc.typed if not contains(new_low, t)
-        }
+        kinds = _differing_kinds(oc, nc)
         if nc.cues:
             # a kind many facts share (money, a duration, a date) needs more: O must
             # be the nearest statement holding that kind, and alike in words or meaning
@@ -405,14 +403,10 @@ def _slot_values(
         return None
     if oc.cased and nc.cased:
         ov, nv = set(olds) & oc.valuey, set(news) & nc.valuey
-        oclass = {oc.classes.get(k) for k in ov}
-        nclass = {nc.classes.get(k) for k in nv}
-        if not ov or not nv or not (oclass & nclass) - {None}:
+        if not ov or not nv:
             return None
     else:
-        okinds = {vt for vt, tok in oc.typed if not contains(nc.loose, tok)}
-        nkinds = {vt for vt, tok in nc.typed if not contains(oc.loose, tok)}
-        kinds = okinds & nkinds
+        kinds = _differing_kinds(oc, nc)
         if kinds:
             ov = set(keys_of(" ".join(tok for vt, tok in oc.typed if vt in kinds))) & set(olds)
             nv = set(keys_of(" ".join(tok for vt, tok in nc.typed if vt in kinds))) & set(news)
@@ -425,8 +419,10 @@ def _slot_values(
             ov, nv = set(olds), set(news)
         else:
             return None
-        oclass = {oc.classes.get(k) for k in ov}
-        nclass = {nc.classes.get(k) for k in nv}
+    oclass = {oc.classes.get(k) for k in ov}
+    nclass = {nc.classes.get(k) for k in nv}
+    if oc.cased and nc.cased and not (oclass & nclass) - {None}:
+        return None  # in cased text both sides look like values of one class
     if "id" in oclass & nclass and not nc.cues:
         # two identifiers name two things (INV-5321, INV-7790), unless the new one
         # is said to replace ("SUP-81973 is our new ticket")
@@ -437,6 +433,14 @@ def _slot_values(
     new_value = span_of(nc, tuple(k for k in new_only if k in nv)) or " ".join(sorted(nv))
     decision = _on_clause(old, new, oc, reason, conf, why, old_value, new_value)
     return decision, frozenset(ov), frozenset(nv)
+
+
+def _differing_kinds(oc: Clause, nc: Clause) -> set[str]:
+    """The kinds of distinctive value (e-mail, #channel, money, ...) both clauses
+    hold with a value the other does not state."""
+    return {vt for vt, t in nc.typed if not contains(oc.loose, t)} & {
+        vt for vt, t in oc.typed if not contains(nc.loose, t)
+    }
 
 
 def named(
