@@ -70,17 +70,9 @@ def _correction_of(
     transcript: Transcript, index: int, scope: str, fact: str, stale: str
 ) -> Turn | None:
     """The turn (before ``index``, in ``scope``) whose mention of ``fact`` replaced ``stale``."""
-    held = None
-    for t in transcript.turns[:index]:
-        if t.scope != scope or t.source != "user":
-            continue
-        for m in t.mentions or ():
-            if m.fact != fact:
-                continue
-            if held == stale and m.value != stale:
-                return t
-            held = m.value
-    return None
+    chain = value_chain(transcript, index, scope, fact)
+    at = next((k for k, (v, _) in enumerate(chain) if v == stale), None)
+    return chain[at + 1][1] if at is not None and at + 1 < len(chain) else None
 
 
 def value_chain(
