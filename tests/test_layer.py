@@ -413,6 +413,8 @@ def test_layer_is_a_context_manager_that_closes_what_it_was_given(tmp_path: Path
     for call in (
         lambda: layer.remember("alice", "more"),
         lambda: layer.recall(RecallQuery("alice", "gke")),
+        lambda: layer.rank(RecallQuery("alice", "gke")),
+        lambda: layer.remember_many([MemoryInput("alice", "more")]),
         lambda: layer.forget("alice", "x"),
         lambda: layer.maintain("alice"),
     ):

@@ -309,6 +309,7 @@ class MemoryLayer:
             InputError: a bad item (nothing stored).
             ConsolidatorError: the consolidator failed or made an unusable decision.
         """
+        self._check_open()
         records = new_records(self, items)
         if not records:
             return []
@@ -460,6 +461,7 @@ class MemoryLayer:
         if not isinstance(query, RecallQuery):
             raise InputError(not_a_query("recall", query))
         check_bool(touch, "touch")
+        self._check_open()
         return recall_query(self, query, touch)
 
     def rank(self, query: RecallQuery) -> Ranking:
@@ -480,6 +482,7 @@ class MemoryLayer:
         """
         if not isinstance(query, RecallQuery):
             raise InputError(not_a_query("rank", query))
+        self._check_open()
         return rank_query(self, query)
 
     def explain(self, result: RecallResult | RecallQuery, *, width: int = 60) -> str:

@@ -108,8 +108,8 @@ def score(
     scores; None when the scopes have no candidates). Several scopes are scored
     as one ranking (``HybridRanker.score_layers``). ``valid_at`` is passed to
     ``candidates`` (see ``supersede.valid_at_for``); the time to rank against is
-    ``query.now``, else ``query.as_of``, else the clock."""
-    layer._check_open()
+    ``query.now``, else ``query.as_of``, else the clock. The caller checked that the
+    layer is open."""
     if query.now is not None:
         now = float(query.now)
     else:

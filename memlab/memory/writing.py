@@ -28,12 +28,11 @@ if TYPE_CHECKING:
 
 def new_records(layer: MemoryLayer, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
     """The records ``items`` make, checked and embedded in one batched call, not
-    stored.
+    stored. The caller checked that the layer is open.
 
     Raises:
         InputError: a bad item (nothing is embedded after it).
     """
-    layer._check_open()
     if isinstance(items, MemoryInput) or not isinstance(items, Sequence | Iterable):
         raise InputError(f"remember_many takes a list of MemoryInput, got {type(items).__name__}")
     items = list(items)
