@@ -43,11 +43,11 @@ CHANGE_CUES: tuple[str, ...] = (
 
 #: "new" is a cue only before a noun phrase it renews, not in "new york" or
 #: "brand new laptop" (a description of a thing, not of a change).
+_NOT_A_PLACE = r"(?!york|zealand|delhi|orleans|jersey|mexico)"  # "new york" is no renewal
 NEW_CUE = re.compile(
-    r"\b(?:the |a |our |my )?new (?!york|zealand|delhi|orleans|jersey|mexico)[\w-]+"
-    r"(?: [\w-]+)?(?: is| are|:)"
+    rf"\b(?:the |a |our |my )?new {_NOT_A_PLACE}[\w-]+(?: [\w-]+)?(?: is| are|:)"
     # "X is our new Y": the owner's new one replaces the old ("webex is my new chat app")
-    r"|\b(?:is|are|'s) (?:our|my) new (?!york|zealand|delhi|orleans|jersey|mexico)[\w-]+"
+    rf"|\b(?:is|are|'s) (?:our|my) new {_NOT_A_PLACE}[\w-]+"
 )
 
 #: Patterns that name the old value (group ``old``) and often the new one
