@@ -62,8 +62,9 @@ def generate(seed: int, mix: Mix | None = None, *, phrasings: str = "all") -> Tr
         raise InputError(f"synth phrasings must be one of {list(PHRASINGS)}, got {phrasings!r}")
     if mix is not None and not mix.is_default():
         if phrasings != "all":
+            sets = "|".join(p for p in PHRASINGS if p != "all")
             raise InputError(
-                "synth --phrasings dev|heldout|fresh|blind applies to the 60-turn transcripts only; "
+                f"synth --phrasings {sets} applies to the 60-turn transcripts only; "
                 "drop the length and mix options, or --phrasings"
             )
         return generate_mixed(seed, mix)
