@@ -526,21 +526,25 @@ def _distinctive(template: str) -> bool:
 
 def test_phrasing_sets_are_disjoint_and_all_is_dev_plus_heldout() -> None:
     for pool in _pools():
-        assert pool.dev and pool.heldout and pool.fresh and pool.blind
-        assert not (set(pool.dev) | set(pool.heldout)) & set(pool.fresh)
-        assert not (set(pool.dev) | set(pool.heldout) | set(pool.fresh)) & set(pool.blind)
+        later = (pool.fresh, pool.blind, pool.sealed)
+        assert pool.dev and pool.heldout and all(later)
+        seen = set(pool.dev) | set(pool.heldout)
+        for phrasings in later:
+            assert not seen & set(phrasings)
+            seen |= set(phrasings)
         assert not set(pool.dev) & set(pool.heldout)
         assert pool.get("all") == pool.dev + pool.heldout  # the shipped set: no later set
         assert pool.get("fresh") == pool.fresh
         assert pool.get("blind") == pool.blind
+        assert pool.get("sealed") == pool.sealed
 
 
-@pytest.mark.parametrize("phrasings", ["dev", "heldout", "fresh", "blind"])
+@pytest.mark.parametrize("phrasings", ["dev", "heldout", "fresh", "blind", "sealed"])
 def test_a_phrasing_set_draws_only_its_own_templates(phrasings: str) -> None:
     own = [_template_re(t) for p in _pools() for t in p.get(phrasings) if _distinctive(t)]
     others = [
         _template_re(t)
-        for other in ("dev", "heldout", "fresh", "blind")
+        for other in ("dev", "heldout", "fresh", "blind", "sealed")
         if other != phrasings
         for p in _pools()
         for t in p.get(other)

@@ -72,7 +72,8 @@ def synth(args: list[str]) -> int:
         help="which set of update phrasings corrections and false corrections come "
         "from: all (default, the shipped set: dev and heldout), dev or heldout (the two "
         "halves rules were developed on), fresh (written later, developed on since "
-        "2026-12-02) or blind (for reporting figures on phrasings no rule was developed on)",
+        "2026-12-02), blind (never read; measured in aggregate since round five) or "
+        "sealed (for reporting figures on phrasings no rule was developed on)",
     )
     _no_progress(parser)
     ns = parser.parse_args(args)

@@ -48,9 +48,10 @@ def generate(seed: int, mix: Mix | None = None, *, phrasings: str = "all") -> Tr
     that corrections and false corrections of the 60-turn transcript are drawn
     from: ``all`` (the shipped transcripts), ``dev`` (for developing rules; also
     the catalog's own correction templates), ``heldout`` (the held-out half, looked
-    at since), ``fresh`` (written later; looked at since 2 December 2026) or
-    ``blind`` (for reporting figures: phrasings no rule was developed on; like
-    ``heldout``, no catalog correction templates). A non-default ``mix`` takes
+    at since), ``fresh`` (written later; looked at since 2 December 2026),
+    ``blind`` (its failures never read; measured in aggregate since round five)
+    or ``sealed`` (for reporting figures: phrasings no rule was developed on).
+    The later sets, like ``heldout``, leave out the catalog's correction templates. A non-default ``mix`` takes
     ``all``.
 
     Raises:

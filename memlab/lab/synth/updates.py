@@ -33,6 +33,12 @@ A fourth set, ``blind``, was written on 2026-12-02, before any failure on the fr
 set was examined (the fresh set had been measured twice, in aggregate only). From
 then on the fresh set is development data and ``blind`` is the report set.
 
+A fifth set, ``sealed``, was written on 2026-12-02 (a later session), before round
+six of the rules. Round five had ended with one aggregate measurement of the blind
+set, and writing this set's generator code showed the blind templates again, so
+from then on ``sealed`` is the report set and ``blind`` is kept as a second one
+whose failures were never read.
+
 Slots: ``{new}``, ``{old}``, ``{v}`` (the value returned to), ``{prev}`` (the value
 dropped by a revert), ``{x}`` (a false correction's other value), each with its
 article when the kind needs one ("the Growth plan", "a flat white"); ``{our}`` /
@@ -44,9 +50,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PHRASINGS = ("all", "dev", "heldout", "fresh", "blind")
+PHRASINGS = ("all", "dev", "heldout", "fresh", "blind", "sealed")
 #: the phrasing sets that leave out the catalog's own correction templates
-REPORT_PHRASINGS = ("heldout", "fresh", "blind")
+REPORT_PHRASINGS = ("heldout", "fresh", "blind", "sealed")
 
 #: update styles of a true correction (``probe.meta["update"]``)
 STYLES = ("explicit", "implicit", "unlike", "chain", "revert")
@@ -57,25 +63,21 @@ FALSE_KINDS = ("hypothetical", "other", "addition", "history", "question", "tool
 @dataclass(frozen=True)
 class Pool:
     """Phrasings of one case, in a development and a held-out half, and the
-    ``fresh`` and ``blind`` sets written later (see the module docstring)."""
+    ``fresh``, ``blind`` and ``sealed`` sets written later (see the module
+    docstring)."""
 
     dev: tuple[str, ...]
     heldout: tuple[str, ...]
     fresh: tuple[str, ...] = ()
     blind: tuple[str, ...] = ()
+    sealed: tuple[str, ...] = ()
 
     def get(self, phrasings: str) -> tuple[str, ...]:
-        """The phrasings of one half (``dev`` / ``heldout``), the ``fresh`` or the
-        ``blind`` set, or both halves (``all``: the shipped transcripts; neither
-        later set is in it)."""
-        if phrasings == "dev":
-            return self.dev
-        if phrasings == "heldout":
-            return self.heldout
-        if phrasings == "fresh":
-            return self.fresh
-        if phrasings == "blind":
-            return self.blind
+        """The phrasings of one half (``dev`` / ``heldout``), one later set
+        (``fresh``, ``blind``, ``sealed``), or both halves (``all``: the shipped
+        transcripts; no later set is in it)."""
+        if phrasings in PHRASINGS[1:]:
+            return getattr(self, phrasings)  # type: ignore[no-any-return]
         return self.dev + self.heldout
 
 
@@ -184,6 +186,13 @@ IMPLICIT = Pool(
         'For your records, {new} is {our} {noun}.',
         '{Our} {noun}, for the record, reads {new}.',
     ),
+    sealed=(
+        'To answer your earlier question, {our} {noun} is {new}.',
+        'You can put {new} down as {our} {noun}.',
+        '{Our} {noun}: {new}, if anyone asks.',
+        'Quick fact for the ticket: {our} {noun} is {new}.',
+        'I can confirm {our} {noun} is {new}.',
+    ),
 )
 #: a change phrased unlike the original statement, naming only the new value
 UNLIKE = Pool(
@@ -215,6 +224,13 @@ UNLIKE = Pool(
         '{new} took over as {our} {noun} a few weeks back.',
         'Heads up that {our} {noun} now points at {new}.',
     ),
+    sealed=(
+        "Small update on {our} {noun}: we're on {new} as of this month.",
+        '{Our} {noun} is {new} since the reorg.',
+        "These days it's {new} for {our} {noun}.",
+        "Scratch what I said earlier about {our} {noun}; it's {new}.",
+        "We've gone with {new} for {our} {noun} lately.",
+    ),
 )
 #: new phrasings naming the old and the new value
 EXPLICIT = Pool(
@@ -242,6 +258,12 @@ EXPLICIT = Pool(
         '{old} has been replaced by {new} as {our} {noun}.',
         'No more {old}: {our} {noun} is {new}.',
     ),
+    sealed=(
+        '{old} is out and {new} is in as {our} {noun}.',
+        'We dropped {old}; {our} {noun} is {new} from here on.',
+        'Instead of {old}, {our} {noun} is {new} now.',
+        '{Our} {noun} used to be {old} but it is {new} now.',
+    ),
 )
 #: back to a former value ({v}); {prev} is the value being dropped
 REVERT = Pool(
@@ -268,6 +290,12 @@ REVERT = Pool(
         '{Our} {noun} went back to {v} after all.',
         'The {prev} experiment ended; {our} {noun} is {v} as before.',
         'Back to {v} for {our} {noun}, we undid the move to {prev}.',
+    ),
+    sealed=(
+        'We reverted {our} {noun} to {v}; {prev} was a mistake.',
+        '{prev} is history, {our} {noun} is {v} once more.',
+        'Undo my last update: {our} {noun} is {v} again, not {prev}.',
+        'We gave up on {prev} and returned to {v} for {our} {noun}.',
     ),
 )
 
@@ -298,6 +326,12 @@ FALSE: dict[str, Pool] = {
             'If legal signs off, {x} might become {our} {noun} next quarter.',
             'Were we to adopt {x} as {our} {noun}, would the integration still work?',
         ),
+        sealed=(
+            'Would it be a problem if {our} {noun} became {x} later this year?',
+            'Purely speculative, but imagine {our} {noun} as {x}: any gotchas?',
+            'Leadership floated {x} for {our} {noun}; nobody has signed off.',
+            'Should we ever pick {x} as {our} {noun}, what would we need to do?',
+        ),
     ),
     "other": Pool(
         dev=(
@@ -324,6 +358,12 @@ FALSE: dict[str, Pool] = {
             'A former coworker of mine says their {noun} is {x} these days.',
             "Our parent company's {noun} is {x}, which is separate from ours.",
         ),
+        sealed=(
+            "My manager's {noun} is {x}, for what it's worth.",
+            'Our sister company has {x} as their {noun}.',
+            'A friend mentioned that their {noun} is {x}.',
+            "The other team's {noun} is {x}, not ours.",
+        ),
     ),
     "addition": Pool(
         dev=(
@@ -345,6 +385,11 @@ FALSE: dict[str, Pool] = {
             'We run {x} as a further {noun} for the analytics group.',
             'Next to the main one, {x} is a fallback {noun} for on-prem customers.',
             'The research lab also has {x} as an extra {noun}.',
+        ),
+        sealed=(
+            'On top of that, we added {x} as another {noun}.',
+            '{x} is an extra {noun} we run alongside the existing one.',
+            'Besides the usual one, some of us also use {x} as a {noun}.',
         ),
     ),
     "history": Pool(
@@ -368,6 +413,11 @@ FALSE: dict[str, Pool] = {
             'At the very beginning {x} was {our} {noun}.',
             'Our first {noun}, back in 2016, was {x}.',
         ),
+        sealed=(
+            'Back in 2019 {our} {noun} was {x}, long before this ticket.',
+            'Once upon a time {our} {noun} was {x}, but that was years ago.',
+            'When the company started, {x} was {our} {noun}.',
+        ),
     ),
     "question": Pool(
         dev=(
@@ -390,6 +440,11 @@ FALSE: dict[str, Pool] = {
             'Does {x} make sense as {our} {noun}, in your view?',
             'Is {x} supported as a {noun} on your side?',
         ),
+        sealed=(
+            'Do you think {x} would suit us better as {our} {noun}?',
+            'Is {x} a common choice for the {noun} among your customers?',
+            'Has anyone else moved their {noun} to {x}?',
+        ),
     ),
     "tool": Pool(
         dev=(
@@ -407,6 +462,10 @@ FALSE: dict[str, Pool] = {
         blind=(
             'accounts.describe() -> {{"{field}": "{x}", "updated": "2018-11-30"}}',
             'settings.dump() -> {field}={x} (imported from the old CRM)',
+        ),
+        sealed=(
+            'accounts.get(id) -> {{"{field}": "{x}", "updated": "2023-02-11"}}',
+            'profile_sync: {field} = "{x}" (copied from the legacy CRM)',
         ),
     ),
 }
@@ -429,6 +488,10 @@ TOOL_ASKS = Pool(
     blind=(
         "Can you see what you have stored for our account?",
         "What's in your records for us at the moment?",
+    ),
+    sealed=(
+        'Can you tell me what your tools show for our account?',
+        'Could you fetch our account details from your side?',
     ),
 )
 #: the agent's reply to a false correction: no value, no echo
