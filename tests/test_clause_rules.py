@@ -14,6 +14,7 @@ from memlab.memory.clause_rules import (
     explicit,
     keys_of,
     shared_slot,
+    slot_topic,
     slots,
     value_diff,
 )
@@ -111,6 +112,40 @@ def test_value_diff_names_the_words_that_look_like_values() -> None:
 )
 def test_slots_are_the_facts_named_by_their_owner(text: str, named: set) -> None:
     assert slots(parse(text).clauses[0]) == named
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "topic"),
+    [
+        ("Escalate to the CTO after an hour.", "Our escalation rule is the SRE lead.",
+         (("escal", "rule"), ("escal",))),
+        ("Source is hosted on Gitea.", "Our code host is Gerrit.",
+         (("code", "host"), ("host",))),
+        # the old clause names a fact too: it must open with the same word
+        ("Our escalation policy: the CTO.", "Our escalation rule: the SRE lead.",
+         (("escal", "rule"), ("escal",))),
+        ("Our code host is GitLab.", "Our hosting platform is Render.", None),
+        ("Our repos live on Gitea.", "Our code host is Gerrit.", None),
+        # category and generic words tie nothing
+        ("Don't deploy outside the window.", "My call window is 09:00.", None),
+        ("The primary database is Postgres.", "Our primary region is Frankfurt.", None),
+        ("My team reads those.", "Our team size is ten.", None),
+    ],
+)  # fmt: skip
+def test_slot_topic_is_a_named_fact_the_old_clause_speaks_of(
+    old: str, new: str, topic: tuple | None
+) -> None:
+    assert slot_topic(parse(old).clauses[0], parse(new).clauses[0]) == topic
+
+
+def test_a_topic_decides_only_values_of_one_kind() -> None:
+    o, oc, n, nc, cand = pair("We keep logs for 90 days.", "Our log retention is 14 days.")
+    hit = value_diff(RulePolicy(), n, nc, o, oc, cand)
+    assert hit is not None and (hit[0].old_value, hit[0].new_value) == ("90", "14")
+    assert hit[0].reason == VALUE_DIFF
+    # a date is not the value of "our subscription"
+    o, oc, n, nc, cand = pair("The subscription renews on May 3.", "Our subscription is Pro.")
+    assert value_diff(RulePolicy(), n, nc, o, oc, cand) is None
 
 
 def test_a_shared_slot_is_the_longest_fact_both_name() -> None:

@@ -26,6 +26,7 @@ from memlab.memory.frames import same_frame, symbolic
 from memlab.memory.records import MemoryRecord, Source
 from memlab.memory.update_cues import (
     BROAD_KINDS,
+    CATEGORY_WORDS,
     FUNCTION_WORDS,
     GENERIC_SLOTS,
     SLOT_OWNERS,
@@ -261,6 +262,16 @@ def value_diff(
         hit = _slot_values(policy, new, nc, old, oc, d.old_only, d.new_only, slot)
         if hit is not None:
             return hit
+    else:
+        spoken = slot_topic(oc, nc)
+        if spoken and _typed_alike(oc, nc):
+            named_slot, held = spoken
+            why = f"names {' '.join(named_slot)}, which the statement speaks of ({' '.join(held)})"
+            hit = _slot_values(
+                policy, new, nc, old, oc, d.old_only, d.new_only, named_slot + held, why
+            )
+            if hit is not None:
+                return hit
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
         return None
     if len(d.shared) < 2 and symbolic(_words_of(oc, d.old_only)) != symbolic(
@@ -381,6 +392,34 @@ def shared_slot(old: Clause, new: Clause) -> tuple[str, ...] | None:
     return max(both, key=len) if both else None
 
 
+def slot_topic(old: Clause, new: Clause) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """A fact the new clause names by its owner that the old clause speaks of
+    without naming it: the old clause holds a distinctive word of the slot, in any
+    inflection ("our escalation rule" and "escalate to the CTO after an hour"; "our
+    code host" and "source is hosted on Gitea"; "my call window" and "only call me
+    between 13:00 and 15:00"). Category words ("window", "tool", "primary") and
+    generic ones are not distinctive. Returns the slot and the words the old clause
+    holds, or None. When the old clause names facts by their owner too, one of
+    them must open with the same word ("our escalation policy: the CTO after an
+    hour"): "our repos live on Gitea" is about the repos whatever else it holds,
+    and "our code host" is not "our hosting platform"."""
+    owned = slots(old) if SLOT_OWNERS & set(old.tokens) else set()
+    held = {s[0] for s in owned} if owned else set(old.keys)
+    best: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    for slot in sorted(slots(new)):
+        words = tuple(
+            k for i, k in enumerate(slot)
+            if k in held and k not in _TOPIC_SKIP and k not in FUNCTION_WORDS
+            and not (owned and i)
+        )  # fmt: skip
+        if words and (best is None or len(words) > len(best[1])):
+            best = (slot, words)
+    return best
+
+
+_TOPIC_SKIP = frozenset(key(w) for w in CATEGORY_WORDS | GENERIC_SLOTS)
+
+
 def _slot_values(
     policy: RulePolicy,
     new: MemoryRecord,
@@ -390,6 +429,7 @@ def _slot_values(
     old_only: Sequence[str],
     new_only: Sequence[str],
     slot: tuple[str, ...],
+    why: str = "",
 ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
     """Two statements of one named fact, each with its own value ("$7,500 a month
     isn't our spend cap anymore, it's $1,200 a month" -> "on file, our spend cap
@@ -428,11 +468,21 @@ def _slot_values(
         # is said to replace ("SUP-81973 is our new ticket")
         return None
     reason, conf = (CUE_DIFF, 0.8) if nc.cues else (VALUE_DIFF, 0.6)
-    why = f"both name {' '.join(slot)}, each with its value"
+    why = why or f"both name {' '.join(slot)}, each with its value"
     old_value = span_of(oc, tuple(k for k in old_only if k in ov)) or " ".join(sorted(ov))
     new_value = span_of(nc, tuple(k for k in new_only if k in nv)) or " ".join(sorted(nv))
     decision = _on_clause(old, new, oc, reason, conf, why, old_value, new_value)
     return decision, frozenset(ov), frozenset(nv)
+
+
+def _typed_alike(oc: Clause, nc: Clause) -> bool:
+    """Neither clause holds a distinctive value (a date, money, an e-mail) that the
+    other does not, unless the other holds one of that kind too: "the subscription
+    is up on April 15" does not hold the value of "the Starter plan is our
+    subscription"."""
+    olds = {vt for vt, t in oc.typed if not contains(nc.loose, t)}
+    news = {vt for vt, t in nc.typed if not contains(oc.loose, t)}
+    return not (olds or news) or bool(olds & news)
 
 
 def _differing_kinds(oc: Clause, nc: Clause) -> set[str]:
@@ -530,6 +580,7 @@ __all__ = [
     "keys_of",
     "named",
     "shared_slot",
+    "slot_topic",
     "slots",
     "value_diff",
 ]

@@ -402,6 +402,18 @@ GENERIC_SLOTS = frozenset(
      "notes", "setup", "stuff", "way", "folks", "people", "org", "business", "case", "plan",
      "thing", "things", "list", "job", "work", "time", "project", "product", "data"}
 )  # fmt: skip
+#: words of a slot that tie no other statement to it alone: the heads that name a
+#: category many facts share ("our maintenance window" and "during our window", which
+#: may be the call window) and the adjectives that rank one of several ("our primary
+#: region" and "the primary DB"); ``clause_rules.slot_topic`` passes over them
+CATEGORY_WORDS = frozenset(
+    {"window", "date", "time", "name", "rule", "policy", "tool", "app", "system",
+     "platform", "vendor", "provider", "language", "size", "city", "address", "email",
+     "channel", "number", "engineer", "person", "contact", "framework", "library",
+     "service", "server", "setting", "settings", "level", "type", "version", "format",
+     "primary", "main", "secondary", "preferred", "default", "favourite", "favorite",
+     "usual", "first", "second", "billing", "incident"}
+)  # fmt: skip
 #: words that end a slot: verbs ("our cdn became akamai", "my editor runs in a
 #: terminal"; words that are also nouns, "host", "read", "migration", are left out)
 #: and adverbs ("our spend cap anymore")

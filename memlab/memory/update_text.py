@@ -152,13 +152,15 @@ def _quantities(toks: list[str]) -> list[tuple[str, str]]:
     out = []
     for i, t in enumerate(toks):
         t = _ORDINAL.sub(r"\1", t)  # "7th" -> "7"
-        number = t.replace(",", "").isdigit() or t in NUMBER_WORDS or t in ("a", "one")
+        number = t.replace(",", "").isdigit() or t in NUMBER_WORDS or t in ("a", "an", "one")
         if not number:
             continue
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         prev = toks[i - 1] if i else ""
-        if nxt in DURATION_UNITS and t != "a":
+        if nxt in DURATION_UNITS and t not in ("a", "an"):
             out.append(("duration", f"{t} {nxt}"))
+        elif t == "an" and nxt in DURATION_UNITS and value_type(prev) != "money":
+            out.append(("duration", f"{t} {nxt}"))  # "after an hour", not "$40 an hour"
         elif t.isdigit() and (prev in MONTHS or nxt in MONTHS):
             out.append(("date", f"{prev} {t}" if prev in MONTHS else f"{t} {nxt}"))
     return out

@@ -77,7 +77,7 @@ class Pool:
         (``fresh``, ``blind``, ``sealed``), or both halves (``all``: the shipped
         transcripts; no later set is in it)."""
         if phrasings in PHRASINGS[1:]:
-            return getattr(self, phrasings)  # type: ignore[no-any-return]
+            return getattr(self, phrasings)
         return self.dev + self.heldout
 
 
@@ -490,8 +490,8 @@ TOOL_ASKS = Pool(
         "What's in your records for us at the moment?",
     ),
     sealed=(
-        'Can you tell me what your tools show for our account?',
-        'Could you fetch our account details from your side?',
+        "Can you tell me what your tools show for our account?",
+        "Could you fetch our account details from your side?",
     ),
 )
 #: the agent's reply to a false correction: no value, no echo
