@@ -277,6 +277,29 @@ def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
     assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
 
 
+def test_a_revert_retires_the_replacement_stated_by_a_back_reference() -> None:
+    """ "Kafka is out as our event bus; NATS took its place", then a revert to Kafka:
+    the replaced clause names Kafka only as old, and the clause after it states the
+    replacement by a back reference, so both go (the record's text would otherwise
+    still say "NATS took its place"); a clause about something else stays."""
+    recs = _records(
+        (("user", "Kafka is out as our event bus; NATS took its place."),
+         ("user", "Kafka is out as our event bus; NATS took its place. Our region is fra."),
+         ("user", "We went back to Kafka for our event bus.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store = InMemoryStore()
+    store.put(recs[0])
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert not d.partial
+    store = InMemoryStore()
+    store.put(recs[1])
+    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
+    assert d.partial
+    done = consolidate(store, RULES, [recs[2]])
+    assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
+
+
 def test_a_correction_corrected_again_loses_its_claim_not_its_retired_value() -> None:
     """ "We said goodbye to Wednesday 22:00 UTC — our window is Saturday 01:00 UTC",
     corrected again: the clause that states the value in force is the one replaced

@@ -9,6 +9,8 @@ and the clause analysis in ``memlab.memory.update_text``.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -305,6 +307,16 @@ class RuleConsolidator:
             if span is not None and i + 1 < len(old_clauses)
             and old_clauses[i + 1].start == span[0] and _only_retires(c)
         ]  # fmt: skip
+        # and the other way round: a replaced clause that names a value only as old
+        # ("$50,000 a month is out as our spend cap;") takes along the clause after
+        # it that states its replacement by a back reference ("$800 a month took its
+        # place."), which a revert to $50,000 retires too
+        retired += [
+            c for i, c in enumerate(old_clauses)
+            if span is not None and i and old_clauses[i - 1].start == span[0]
+            and old_clauses[i - 1].olds and not old_clauses[i - 1].news
+            and not c.olds and _BACK_REFERENCE.search(c.text)
+        ]  # fmt: skip
         partial = any(
             len(c.keys) >= 2 and (span is None or c.start != span[0]) and c not in retired
             for c in old_clauses
@@ -509,6 +521,8 @@ def _only_retires(c: Clause) -> bool:
 
 
 _RETIRING = frozenset(key(w) for w in RETIRING_WORDS)
+#: words by which a clause refers to the value the clause before it retired
+_BACK_REFERENCE = re.compile(r"\b(?:its|it|it's|instead)\b", re.I)
 #: Sources whose records are only retired as echoes or by a named old value.
 _ECHO_ONLY = frozenset({Source.AGENT})
 _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)
