@@ -10,7 +10,6 @@ and the clause analysis in ``memlab.memory.update_text``.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from dataclasses import replace
 
