@@ -13,6 +13,7 @@ from memlab.memory.clause_rules import (
     RulePolicy,
     explicit,
     keys_of,
+    named_apart,
     shared_slot,
     slot_topic,
     slots,
@@ -145,6 +146,39 @@ def test_a_topic_decides_only_values_of_one_kind() -> None:
     assert hit[0].reason == VALUE_DIFF
     # a date is not the value of "our subscription"
     o, oc, n, nc, cand = pair("The subscription renews on May 3.", "Our subscription is Pro.")
+    assert value_diff(RulePolicy(), n, nc, o, oc, cand) is None
+
+
+def test_a_slot_ends_at_punctuation() -> None:
+    assert slots(parse("Never deploy outside our window, Sunday 02:00.").clauses[0]) == {("windo",)}
+    assert slots(parse("Our escalation policy: the CTO.").clauses[0]) == {("escal", "polic")}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "apart"),
+    [
+        ("My call window is 10:00.", "Our maintenance window moved to 23:00.", True),
+        ("Outside our window, Sunday 02:00.", "Our maintenance window is 23:00.", False),
+        ("Our contract renews on March 31.", "Our renewal date is May 1.", False),
+        ("Our CI is Jenkins.", "Our CI system is Buildkite.", False),
+        ("Jenkins runs the builds.", "Our CI system is Buildkite.", False),  # no owner
+    ],
+)  # fmt: skip
+def test_named_apart(old: str, new: str, apart: bool) -> None:
+    assert named_apart(parse(old).clauses[0], parse(new).clauses[-1]) is apart
+
+
+def test_a_time_zone_is_one_setting_whatever_it_is_called() -> None:
+    o, oc, n, nc, cand = pair(
+        "My calendar is set to Europe/Lisbon.", "My time zone is America/Chicago now."
+    )
+    assert named_apart(oc, nc)
+    hit = value_diff(RulePolicy(), n, nc, o, oc, cand)
+    assert hit is not None and hit[0].new_value == "america/chicago"
+    # two other facts named apart with one kind of value are not
+    o, oc, n, nc, cand = pair(
+        "My call window is 10:00 to 12:00.", "Our deploy freeze is at 16:00 now."
+    )
     assert value_diff(RulePolicy(), n, nc, o, oc, cand) is None
 
 

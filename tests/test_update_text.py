@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlab.memory.update_text import key, loose, parse
+from memlab.memory.update_text import key, loose, parse, token_breaks, tokens
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,12 @@ def test_loose_text_tests_whole_words() -> None:
 )
 def test_typed_values(text: str, typed: list) -> None:
     assert list(parse(text).clauses[0].typed) == typed
+
+
+def test_token_breaks_are_where_punctuation_follows() -> None:
+    text = "btw, only touch prod during our window, tuesday 01:00 — thanks"
+    toks = tuple(tokens(text))
+    assert [toks[i] for i in sorted(token_breaks(text, toks))] == ["btw", "window", "01:00"]
+    # a clause's tokens, a leading word dropped: indices are into those
+    assert sorted(token_breaks(text, toks[1:])) == [5, 7]
+    assert token_breaks(text, ("nothing", "here")) == frozenset()

@@ -42,6 +42,7 @@ from memlab.memory.update_text import (
     key,
     loose,
     span_of,
+    token_breaks,
     tokens,
 )
 
@@ -173,6 +174,9 @@ class Candidate:
     note: MemoryRecord | None = None  # a folded episode: the summary note holding it
 
 
+#: value kinds an owner has one of, whatever the statement calls it: "my calendar is
+#: set to America/New_York" and "my time zone is America/Sao_Paulo" name one setting
+ONE_PER_OWNER = frozenset({"area/city"})
 #: value kinds (``update_text.value_type``) that name one slot of a fact, so two
 #: values of one kind with a topic word in common replace each other without a cue
 SLOT_KINDS = ("email@", "channel", "area/city", "url:")
@@ -223,6 +227,8 @@ def value_diff(
         why = f"same words around one value ({frame})"
         decision = _on_clause(old, new, oc, reason, conf, why, framed.old_value, framed.new_value)
         return decision, framed.old_keys, framed.new_keys
+    if named_apart(oc, nc) and not _differing_kinds(oc, nc) & ONE_PER_OWNER:
+        return None  # "my call window is ..." is not "our maintenance window is ..."
     d = diff(oc, nc)
     if not d.old_only or not d.new_only:
         return None  # nothing differs, or N adds nothing: no new value
@@ -361,6 +367,7 @@ def slots(clause: Clause) -> set[tuple[str, ...]]:
     word; none after a place ("on our side") or when the one word is generic."""
     out: set[tuple[str, ...]] = set()
     toks, keys = clause.tokens, clause.token_keys
+    breaks = token_breaks(clause.text, clause.tokens)
     for i, t in enumerate(toks):
         if t not in SLOT_OWNERS or (i and toks[i - 1] in SLOT_PLACES):
             continue
@@ -379,6 +386,8 @@ def slots(clause: Clause) -> set[tuple[str, ...]]:
                 break
             words.append(w)
             named.append(keys[j])
+            if j in breaks:
+                break  # "our window, tuesday 01:00": the phrase ends at the comma
         if words and not (len(words) == 1 and words[0] in GENERIC_SLOTS):
             out.add(tuple(named))
     return out
@@ -390,6 +399,21 @@ def shared_slot(old: Clause, new: Clause) -> tuple[str, ...] | None:
         return None
     both = slots(old) & slots(new)
     return max(both, key=len) if both else None
+
+
+def named_apart(old: Clause, new: Clause) -> bool:
+    """Both clauses name a fact by its owner, and no two of the facts are related:
+    none opens with the other's first word, and neither's words are among the
+    other's ("our window" is "our maintenance window"; "my call window" is not). Two
+    such statements are about two facts, whatever values they share a kind of."""
+    if not (SLOT_OWNERS & set(new.tokens)) or not (SLOT_OWNERS & set(old.tokens)):
+        return False
+    olds, news = slots(old), slots(new)
+    if not olds or not news:
+        return False
+    return not any((set(o) & set(n)) - _TOPIC_SKIP for o in olds for n in news) and not any(
+        set(o) <= set(n) or set(n) <= set(o) for o in olds for n in news
+    )
 
 
 def slot_topic(old: Clause, new: Clause) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -579,6 +603,7 @@ __all__ = [
     "explicit",
     "keys_of",
     "named",
+    "named_apart",
     "shared_slot",
     "slot_topic",
     "slots",

@@ -110,6 +110,30 @@ def tokens(text: str) -> list[str]:
     return [t for t in (_norm_token(m.group(0)) for m in TOKEN.finditer(text)) if t]
 
 
+@lru_cache(maxsize=1 << 14)  # slots are read for every candidate pair
+def token_breaks(text: str, toks: tuple[str, ...]) -> frozenset[int]:
+    """Indices into ``toks`` (a clause's tokens: ``tokens(text)`` or a run of them,
+    leading words dropped) of the tokens that punctuation follows (a comma, a colon,
+    a semicolon, a dash, a bracket): where a noun phrase ends ("during our window,
+    tuesday 01:00 utc")."""
+    spans = [
+        (m.start(), m.end(), norm)
+        for m in TOKEN.finditer(text)
+        if (norm := _norm_token(m.group(0)))
+    ]
+    words = [w for _, _, w in spans]
+    n = len(toks)
+    at = next((k for k in range(len(words) - n + 1) if tuple(words[k : k + n]) == toks), None)
+    if at is None:
+        return frozenset()
+    return frozenset(
+        i for i in range(n - 1) if _BREAK.search(text, spans[at + i][1], spans[at + i + 1][0])
+    )
+
+
+_BREAK = re.compile(r"[,;:()\u2013\u2014]|\s-\s")
+
+
 _ID = re.compile(r"^([a-z]{2,})-\d{2,}$")
 _EMAIL = re.compile(r"^[^@\s]+@([\w-]+(?:\.[\w-]+)+)$")
 _AREA = re.compile(r"^[a-z]+/[a-z_]+$")
