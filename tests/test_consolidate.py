@@ -253,39 +253,25 @@ def test_restatements_of_a_superseded_value_get_a_stale_span_each() -> None:
     assert note_after.text_at(None).split() == ["Calls", "work", "between", "9", "and", "11."]
 
 
-def test_a_superseded_correction_takes_the_value_it_retired_along() -> None:
-    """A correction corrected again ("Opsgenie was retired; our paging tool is
-    PagerDuty now", then Rootly): the clause naming the retired value is no claim
-    of its own, so the record is
-    superseded whole (its text would otherwise still say "Opsgenie"); next to a
-    claim of its own, it is cut with the replaced clause."""
+@pytest.mark.parametrize(
+    ("claim", "correction"),
+    [
+        # a correction corrected again: the clause naming the retired value is no
+        # claim of its own
+        ("Opsgenie was retired; our paging tool is PagerDuty now.",
+         "Actually, our paging tool is Rootly now."),
+        # a revert: the replaced clause names Kafka only as old, and the clause after
+        # it states the replacement by a back reference
+        ("Kafka is out as our event bus; NATS took its place.",
+         "We went back to Kafka for our event bus."),
+    ],
+)  # fmt: skip
+def test_a_replaced_clause_takes_the_clause_tied_to_it_along(claim: str, correction: str) -> None:
+    """The record is superseded whole (its text would otherwise still name the
+    retired value, or "NATS took its place"); next to a claim of its own, both
+    clauses are cut and the other claim stays."""
     recs = _records(
-        (("user", "Opsgenie was retired; our paging tool is PagerDuty now."),
-         ("user", "Opsgenie was retired; our paging tool is PagerDuty now. Our region is fra."),
-         ("user", "Actually, our paging tool is Rootly now.")),
-        HASH, "alice",
-    )  # fmt: skip
-    store = InMemoryStore()
-    store.put(recs[0])
-    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
-    assert not d.partial
-    store = InMemoryStore()
-    store.put(recs[1])
-    (d,) = RULES.decide(recs[2], ScopeReader(store, "alice"))
-    assert d.partial
-    done = consolidate(store, RULES, [recs[2]])
-    assert done.updated[0].text_at(None).split() == ["Our", "region", "is", "fra."]
-
-
-def test_a_revert_retires_the_replacement_stated_by_a_back_reference() -> None:
-    """ "Kafka is out as our event bus; NATS took its place", then a revert to Kafka:
-    the replaced clause names Kafka only as old, and the clause after it states the
-    replacement by a back reference, so both go (the record's text would otherwise
-    still say "NATS took its place"); a clause about something else stays."""
-    recs = _records(
-        (("user", "Kafka is out as our event bus; NATS took its place."),
-         ("user", "Kafka is out as our event bus; NATS took its place. Our region is fra."),
-         ("user", "We went back to Kafka for our event bus.")),
+        (("user", claim), ("user", claim + " Our region is fra."), ("user", correction)),
         HASH, "alice",
     )  # fmt: skip
     store = InMemoryStore()
