@@ -422,7 +422,9 @@ def slot_topic(old: Clause, new: Clause) -> tuple[tuple[str, ...], tuple[str, ..
     inflection ("our escalation rule" and "escalate to the CTO after an hour"; "our
     code host" and "source is hosted on Gitea"; "my call window" and "only call me
     between 13:00 and 15:00"). Category words ("window", "tool", "primary") and
-    generic ones are not distinctive. Returns the slot and the words the old clause
+    generic ones are not distinctive, and a slot of one word is not enough: "our
+    deploys go to Elastic Beanstalk" is not the value of "we prefer to deploy on
+    Tuesday mornings". Returns the slot and the words the old clause
     holds, or None. When the old clause names facts by their owner too, one of
     them must open with the same word ("our escalation policy: the CTO after an
     hour"): "our repos live on Gitea" is about the repos whatever else it holds,
@@ -431,6 +433,8 @@ def slot_topic(old: Clause, new: Clause) -> tuple[tuple[str, ...], tuple[str, ..
     held = {s[0] for s in owned} if owned else set(old.keys)
     best: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     for slot in sorted(slots(new)):
+        if len(slot) < 2:
+            continue  # one word may be an act as well as a thing ("our deploys go to X")
         words = tuple(
             k for i, k in enumerate(slot)
             if k in held and k not in _TOPIC_SKIP and k not in FUNCTION_WORDS
