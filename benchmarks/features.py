@@ -12,8 +12,9 @@ the final stores:
 
 ``--dir NAME=FOLDER`` measures another transcript folder too (for example seeds
 of the generators that were not used while building: ``memlab synth --seed 7001
---out DIR``); a run folder that already holds a ``summary.csv`` is read, not
-replayed again.
+--out DIR``). Each set is replayed into ``results/features/runs/<name>``, an
+earlier run folder replaced (a run of older code would give older figures);
+``--reuse`` reads a run folder that already holds a ``summary.csv`` instead.
 
 Writes ``results/features/summary.csv`` (one row per set and strategy) and
 ``results/features/features.png``, and prints the table as markdown (the docs
@@ -37,6 +38,7 @@ table in docs/features.md). Columns:
 from __future__ import annotations
 
 import argparse
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -228,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", action="append", default=[], metavar="NAME=FOLDER",
                         help="also measure a transcript folder (e.g. generated seeds that were "
                         "not used while building), repeatable")  # fmt: skip
+    parser.add_argument("--reuse", action="store_true",
+                        help="read run folders that already hold a summary.csv instead of "
+                        "replaying them (figures of the code that wrote them)")  # fmt: skip
     ns = parser.parse_args(argv)
     folders: dict[str, tuple[Path, bool]] = {
         name: (SETS[name], True)
@@ -241,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     frames = []
     for name, (folder, shipped) in folders.items():
         run = ns.out / "runs" / name
-        if not (run / "summary.csv").exists():
+        if not (ns.reuse and (run / "summary.csv").exists()):
+            shutil.rmtree(run, ignore_errors=True)
             replay(name, run, None if shipped else folder.resolve())
         frames.append(measure(name, run, folder))
     df = pd.concat(frames, ignore_index=True)
