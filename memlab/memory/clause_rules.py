@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memlab.errors import InputError
 from memlab.memory.consolidate import (
@@ -273,9 +274,7 @@ def value_diff(
         if spoken and _typed_alike(oc, nc):
             named_slot, held = spoken
             why = f"names {' '.join(named_slot)}, which the statement speaks of ({' '.join(held)})"
-            hit = _slot_values(
-                policy, new, nc, old, oc, d.old_only, d.new_only, named_slot + held, why
-            )
+            hit = _slot_values(policy, new, nc, old, oc, d.old_only, d.new_only, named_slot, why)
             if hit is not None:
                 return hit
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
@@ -360,14 +359,19 @@ def value_diff(
     return decision, frozenset(old_vals), frozenset(d.new_only)
 
 
-def slots(clause: Clause) -> set[tuple[str, ...]]:
+def slots(clause: Clause) -> frozenset[tuple[str, ...]]:
     """The facts a clause names by their owner: the keys of up to three words after
     "our"/"my" ("our spend cap": ``("spend", "cap")``; a leading "new" or "current"
-    passed over), until a function word, a verb, an adverb or a token that is no
-    word; none after a place ("on our side") or when the one word is generic."""
+    passed over), until a function word, a verb, an adverb, a token that is no word
+    or punctuation; none after a place ("on our side") or when the one word is
+    generic."""
+    return _slots(clause.text, clause.tokens, clause.token_keys)
+
+
+@lru_cache(maxsize=1 << 14)  # every candidate pair reads both clauses' slots, twice
+def _slots(text: str, toks: tuple[str, ...], keys: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
     out: set[tuple[str, ...]] = set()
-    toks, keys = clause.tokens, clause.token_keys
-    breaks = token_breaks(clause.text, clause.tokens)
+    breaks = token_breaks(text, toks)
     for i, t in enumerate(toks):
         if t not in SLOT_OWNERS or (i and toks[i - 1] in SLOT_PLACES):
             continue
@@ -390,7 +394,7 @@ def slots(clause: Clause) -> set[tuple[str, ...]]:
                 break  # "our window, tuesday 01:00": the phrase ends at the comma
         if words and not (len(words) == 1 and words[0] in GENERIC_SLOTS):
             out.add(tuple(named))
-    return out
+    return frozenset(out)
 
 
 def shared_slot(old: Clause, new: Clause) -> tuple[str, ...] | None:
@@ -424,11 +428,11 @@ def slot_topic(old: Clause, new: Clause) -> tuple[tuple[str, ...], tuple[str, ..
     between 13:00 and 15:00"). Category words ("window", "tool", "primary") and
     generic ones are not distinctive, and a slot of one word is not enough: "our
     deploys go to Elastic Beanstalk" is not the value of "we prefer to deploy on
-    Tuesday mornings". Returns the slot and the words the old clause
-    holds, or None. When the old clause names facts by their owner too, one of
+    Tuesday mornings". When the old clause names facts by their owner too, one of
     them must open with the same word ("our escalation policy: the CTO after an
     hour"): "our repos live on Gitea" is about the repos whatever else it holds,
-    and "our code host" is not "our hosting platform"."""
+    and "our code host" is not "our hosting platform". Returns the slot and the
+    words the old clause holds, or None."""
     owned = slots(old) if SLOT_OWNERS & set(old.tokens) else set()
     held = {s[0] for s in owned} if owned else set(old.keys)
     best: tuple[tuple[str, ...], tuple[str, ...]] | None = None
@@ -503,22 +507,29 @@ def _slot_values(
     return decision, frozenset(ov), frozenset(nv)
 
 
+def _unstated_kinds(oc: Clause, nc: Clause) -> tuple[set[str], set[str]]:
+    """The kinds of distinctive value (e-mail, #channel, money, ...) each clause holds
+    with a value the other does not state: (the old clause's, the new clause's)."""
+    return (
+        {vt for vt, t in oc.typed if not contains(nc.loose, t)},
+        {vt for vt, t in nc.typed if not contains(oc.loose, t)},
+    )
+
+
 def _typed_alike(oc: Clause, nc: Clause) -> bool:
     """Neither clause holds a distinctive value (a date, money, an e-mail) that the
     other does not, unless the other holds one of that kind too: "the subscription
     is up on April 15" does not hold the value of "the Starter plan is our
     subscription"."""
-    olds = {vt for vt, t in oc.typed if not contains(nc.loose, t)}
-    news = {vt for vt, t in nc.typed if not contains(oc.loose, t)}
+    olds, news = _unstated_kinds(oc, nc)
     return not (olds or news) or bool(olds & news)
 
 
 def _differing_kinds(oc: Clause, nc: Clause) -> set[str]:
-    """The kinds of distinctive value (e-mail, #channel, money, ...) both clauses
-    hold with a value the other does not state."""
-    return {vt for vt, t in nc.typed if not contains(oc.loose, t)} & {
-        vt for vt, t in oc.typed if not contains(nc.loose, t)
-    }
+    """The kinds of distinctive value both clauses hold with a value the other does
+    not state."""
+    olds, news = _unstated_kinds(oc, nc)
+    return olds & news
 
 
 def named(

@@ -299,23 +299,27 @@ class RuleConsolidator:
             return
         decision, old_keys, new_keys, frame = best
         span = decision.span
-        # a clause that only names a value as retired ("X was retired;" before "our
-        # tool is Y now") is no claim of its own: it goes with the replaced clause
-        retired = [
-            c for i, c in enumerate(old_clauses)
-            if span is not None and i + 1 < len(old_clauses)
-            and old_clauses[i + 1].start == span[0] and _only_retires(c)
-        ]  # fmt: skip
-        # and the other way round: a replaced clause that names a value only as old
-        # ("$50,000 a month is out as our spend cap;") takes along the clause after
-        # it that states its replacement by a back reference ("$800 a month took its
-        # place."), which a revert to $50,000 retires too
-        retired += [
-            c for i, c in enumerate(old_clauses)
-            if span is not None and i and old_clauses[i - 1].start == span[0]
-            and old_clauses[i - 1].olds and not old_clauses[i - 1].news
-            and not c.olds and _BACK_REFERENCE.search(c.text)
-        ]  # fmt: skip
+        at = (
+            None if span is None
+            else next((i for i, c in enumerate(old_clauses) if c.start == span[0]), None)
+        )  # fmt: skip
+        retired: list[Clause] = []
+        if at is not None:
+            # a clause that only names a value as retired ("X was retired;" before "our
+            # tool is Y now") is no claim of its own: it goes with the replaced clause
+            if at and _only_retires(old_clauses[at - 1]):
+                retired.append(old_clauses[at - 1])
+            # and the other way round: a replaced clause that names a value only as
+            # old ("$50,000 a month is out as our spend cap;") takes along the clause
+            # after it that states its replacement by a back reference ("$800 a month
+            # took its place."), which a revert to $50,000 retires too
+            replaced = old_clauses[at]
+            after = old_clauses[at + 1] if at + 1 < len(old_clauses) else None
+            if (
+                after is not None and replaced.olds and not replaced.news
+                and not after.olds and _BACK_REFERENCE.search(after.text)
+            ):  # fmt: skip
+                retired.append(after)
         partial = any(
             len(c.keys) >= 2 and (span is None or c.start != span[0]) and c not in retired
             for c in old_clauses
@@ -521,7 +525,7 @@ def _only_retires(c: Clause) -> bool:
 
 _RETIRING = frozenset(key(w) for w in RETIRING_WORDS)
 #: words by which a clause refers to the value the clause before it retired
-_BACK_REFERENCE = re.compile(r"\b(?:its|it|it's|instead)\b", re.I)
+_BACK_REFERENCE = re.compile(r"\b(?:its?|instead)\b", re.I)
 #: Sources whose records are only retired as echoes or by a named old value.
 _ECHO_ONLY = frozenset({Source.AGENT})
 _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)

@@ -110,7 +110,6 @@ def tokens(text: str) -> list[str]:
     return [t for t in (_norm_token(m.group(0)) for m in TOKEN.finditer(text)) if t]
 
 
-@lru_cache(maxsize=1 << 14)  # slots are read for every candidate pair
 def token_breaks(text: str, toks: tuple[str, ...]) -> frozenset[int]:
     """Indices into ``toks`` (a clause's tokens: ``tokens(text)`` or a run of them,
     leading words dropped) of the tokens that punctuation follows (a comma, a colon,

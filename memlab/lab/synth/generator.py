@@ -51,8 +51,8 @@ def generate(seed: int, mix: Mix | None = None, *, phrasings: str = "all") -> Tr
     at since), ``fresh`` (written later; looked at since 2 December 2026),
     ``blind`` (its failures never read; measured in aggregate since round five)
     or ``sealed`` (for reporting figures: phrasings no rule was developed on).
-    The later sets, like ``heldout``, leave out the catalog's correction templates. A non-default ``mix`` takes
-    ``all``.
+    The later sets, like ``heldout``, leave out the catalog's correction templates.
+    A non-default ``mix`` takes ``all``.
 
     Raises:
         InputError: ``seed`` is not a non-negative integer, or unknown ``phrasings``.
