@@ -4,6 +4,7 @@ index through upserts, archives, touches, deletes and compactions."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +49,7 @@ def test_upsert_grows_and_replaces_in_place() -> None:
     assert len(idx) == 40 and idx.n == 40  # same row, no new one
     row = idx.row["r3"]
     assert idx.salience[row] == np.float32(0.9)
-    assert np.array_equal(idx.emb[row], changed.embedding)
+    assert np.array_equal(idx.view(None, True).embeddings[row], changed.embedding)
     assert idx.lexical.scores("billing", idx.n)[row] > 0
 
 
@@ -136,12 +137,90 @@ def test_columns_equal_the_records_after_any_operations(
     assert len(idx) == len(records)
     for include_archived in (False, True):
         assert actual_view(idx, include_archived) == expected_view(records, include_archived)
+    view = idx.view(None, True)
+    for i in np.flatnonzero(view.mask):  # the column-major vectors follow their rows
+        np.testing.assert_array_equal(view.embeddings[i], records[view.ids[i]].embedding)
     active = [r for r in records.values() if r.archived_at is None]
     for word in WORDS[:3]:
         view = idx.view(None, False, text=word)
         assert view.lexical is not None
         hit = {view.ids[i] for i in np.flatnonzero(view.mask & (view.lexical > 0))}
         assert hit == {r.id for r in active if word in r.content}
+
+
+def test_float32_scan_keeps_vectors_column_major_and_the_bit_scan_row_major() -> None:
+    from memlab.memory.stores.indexed import ScanPolicy
+
+    recs = [make_record(id=f"r{i}", content=f"about {WORDS[i % 8]}") for i in range(40)]
+    for scan, by_column in ((ScanPolicy(), True), (ScanPolicy(codes="bits"), False)):
+        idx = ScopeIndex(DIMS, scan)
+        for r in recs:
+            idx.upsert(r)
+        emb = idx.view(None, False).embeddings
+        assert emb.shape == (40, DIMS)
+        # dot_rows reads a sparse query's dimensions only when each is contiguous
+        assert (emb.T.strides[1] == emb.itemsize) is by_column
+        np.testing.assert_array_equal(emb, np.stack([r.embedding for r in recs]))
+
+
+def test_staged_vectors_reach_their_columns_through_appends_replacements_and_removes() -> None:
+    from memlab.memory.stores import indexed
+
+    rng = np.random.default_rng(3)
+    idx = ScopeIndex(DIMS)
+    want: dict[str, np.ndarray] = {}
+    for step in range(3 * indexed._STAGE + 7):  # several full stages, then a partial one
+        rid = f"r{step}"
+        if step % 5 == 4:  # replace an earlier row: staged or already written
+            rid = f"r{int(rng.integers(step))}"
+        if step % 11 == 10 and want:
+            gone = sorted(want)[int(rng.integers(len(want)))]
+            idx.remove(gone)
+            del want[gone]
+            continue
+        vec = rng.standard_normal(DIMS).astype(np.float32)
+        idx.upsert(make_record(id=rid, embedding=vec))
+        want[rid] = vec
+        if step % 97 == 0:  # a view mid-way flushes a partial stage
+            idx.view(None, True)
+    view = idx.view(None, True)
+    got = {view.ids[i]: view.embeddings[i] for i in np.flatnonzero(view.mask)}
+    assert got.keys() == want.keys()
+    for rid, vec in want.items():
+        np.testing.assert_array_equal(got[rid], vec)
+
+
+def test_large_column_major_matrices_are_mapped_and_grow_with_their_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mmap
+
+    from memlab.memory.stores import indexed
+    from memlab.memory.stores.indexed import ScanPolicy
+
+    def mapped(a: np.ndarray) -> bool:
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return isinstance(a.base, memoryview) and isinstance(a.base.obj, mmap.mmap)
+
+    monkeypatch.setattr(indexed, "_MAP_BYTES", 0)  # every matrix takes the mapped path
+    big = indexed._column_major(3, 5, np.float32)
+    assert mapped(big) and big.flags.writeable
+    assert not mapped(np.zeros((3, 5)))
+    assert big.shape == (3, 5) and not big.any()
+    recs = [make_record(id=f"r{i}", content=f"about {WORDS[i % 8]}") for i in range(100)]
+    for scan in (ScanPolicy(), ScanPolicy(codes="bits", min_rows=0)):
+        idx = ScopeIndex(DIMS, scan)
+        for r in recs:  # grows 16 -> 128 rows through three remaps
+            idx.upsert(r)
+        np.testing.assert_array_equal(
+            idx.view(None, False).embeddings, np.stack([r.embedding for r in recs])
+        )
+        if scan.codes == "bits":
+            assert mapped(idx.bits)
+            np.testing.assert_array_equal(idx.bits[:, 99], idx._signs(recs[99].embedding))
+        else:
+            assert mapped(idx.emb)
 
 
 # -- the sign-bit scan (ScanPolicy(codes="bits")) ------------------------------------

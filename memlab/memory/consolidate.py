@@ -49,7 +49,7 @@ from memlab.memory.records import (
     MemoryRecord,
     check_scope,
 )
-from memlab.memory.stores.base import Candidates, MemoryStore
+from memlab.memory.stores.base import Candidates, MemoryStore, dot_rows
 from memlab.registry import Registry
 
 
@@ -277,7 +277,7 @@ def neighbour_rows(
     out: dict[int, float] = {}
     # stores append rows in write order: the last scan_rows rows are the newest
     start = n if similar <= 0 else 0 if scan_rows is None else max(0, n - scan_rows)
-    sims = cands.embeddings[start:] @ new.embedding
+    sims = dot_rows(cands.embeddings[start:], new.embedding)
     sims = np.where(eligible[start:], sims, -np.inf)
     k = min(similar, sims.size)
     if k > 0:

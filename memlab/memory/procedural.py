@@ -530,7 +530,7 @@ def _near_duplicate(
     cands = layer.store.candidates(scope, vector, kinds=[MemoryKind.PROCEDURAL])
     if len(cands) == 0 or not cands.mask.any():
         return None
-    sims = cands.embeddings @ vector
+    sims = cands.dot(vector)
     rows = [
         int(r) for r in np.flatnonzero(cands.mask & (sims >= layer.procedures.merge_similarity))
     ]

@@ -178,7 +178,7 @@ class HybridRanker:
                     return np.array(c.similarity, dtype=np.float32)
                 out[...] = c.similarity
                 return out
-            return np.matmul(c.embeddings, q, out=out)
+            return c.dot(q, out)
 
         if len(layers) == 1:
             cands = layers[0]
@@ -269,7 +269,7 @@ class _ExactCosine:
 
     def all(self) -> np.ndarray:
         """Every row's cosine (one matrix-vector product per set)."""
-        return np.concatenate([c.embeddings @ self.query for c in self.layers])
+        return np.concatenate([c.dot(self.query) for c in self.layers])
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         if len(self.layers) == 1:

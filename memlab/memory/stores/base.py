@@ -71,6 +71,11 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def dot(self, query: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Every row's dot product with ``query`` (``embeddings @ query``, float32;
+        see ``dot_rows``)."""
+        return dot_rows(self.embeddings, query, out)
+
     @property
     def n_active(self) -> int:
         return int(self.mask.sum())
@@ -109,6 +114,49 @@ class Candidates:
             invalid_at=np.array([_inf(r.invalid_at) for r in records], dtype=np.float64),
             archived_at=np.array([_inf(r.archived_at) for r in records], dtype=np.float64),
         )
+
+
+# A query with at most dims / SPARSE_SHARE nonzero components reads only those
+# dimensions of a column-major matrix. Measured on 384 dims at 10k rows: 0.40 vs
+# 0.48 ms dense at 80 components, 0.29 vs 0.43 at 63, 0.08 vs 0.42 at 22 (a
+# hash-embedded question); at 1M rows 12 vs 50-60 ms at 22 components.
+SPARSE_SHARE = 5
+_BLOCK = 1 << 18  # floats of one gathered block (1 MB, within a core's L2)
+
+
+def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``matrix @ vector`` for an (n, dims) float32 matrix, into ``out`` if given.
+
+    When the matrix is stored column-major (each dimension's values contiguous, as
+    the exact stores keep them) and the vector is sparse (a hash embedder's), only
+    the vector's nonzero components are read: the rows of ``matrix.T`` they select,
+    in blocks that fit a core's cache. The result equals the dense product up to
+    float32 rounding (the omitted terms are exact zeros).
+
+    Args:
+        matrix: (n, dims) float32.
+        vector: (dims,) float32.
+        out: (n,) float32 to write into, or None.
+
+    Returns:
+        The (n,) float32 products (``out`` when given).
+    """
+    n, dims = matrix.shape
+    cols = matrix.T
+    if n and dims and cols.strides[1] == cols.itemsize:
+        nz = np.flatnonzero(vector)
+        if len(nz) * SPARSE_SHARE <= dims:
+            if out is None:
+                out = np.empty(n, dtype=np.float32)
+            if not len(nz):
+                out[...] = 0.0
+                return out
+            weights = vector[nz].astype(np.float32, copy=False)
+            step = max(1024, _BLOCK // len(nz))
+            for start in range(0, n, step):
+                np.matmul(weights, cols[nz, start : start + step], out=out[start : start + step])
+            return out
+    return np.matmul(matrix, vector, out=out)
 
 
 def _inf(value: float | None) -> float:

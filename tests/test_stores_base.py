@@ -1,0 +1,80 @@
+"""memlab.memory.stores.base helpers: dot_rows, the matrix-vector product every
+ranking and detection pass runs over a scope's embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlab.memory.stores.base import SPARSE_SHARE, dot_rows
+
+
+def column_major(rows: np.ndarray, slack: int = 7) -> np.ndarray:
+    """An (n, dims) view of a (dims, n + slack) array, as ScopeIndex keeps vectors."""
+    n, dims = rows.shape
+    store = np.zeros((dims, n + slack), dtype=np.float32)
+    store[:, :n] = rows.T
+    return store[:, :n].T
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    dims=st.sampled_from([8, 64, 384]),
+    share=st.floats(0.0, 1.0),
+    layout=st.sampled_from(["rows", "columns"]),
+    seed=st.integers(0, 2**16),
+)
+def test_dot_rows_equals_the_product_in_every_layout_and_density(
+    n: int, dims: int, share: float, layout: str, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((n, dims)).astype(np.float32)
+    vector = np.zeros(dims, dtype=np.float32)
+    nz = rng.choice(dims, round(share * dims), replace=False)
+    vector[nz] = rng.standard_normal(len(nz))
+    matrix = rows if layout == "rows" else column_major(rows)
+    got = dot_rows(matrix, vector)
+    want = rows.astype(np.float64) @ vector.astype(np.float64)
+    assert got.dtype == np.float32 and got.shape == (n,)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_sparse_query_reads_only_its_nonzero_dimensions() -> None:
+    rng = np.random.default_rng(1)
+    rows = rng.standard_normal((5000, 384)).astype(np.float32)
+    vector = np.zeros(384, dtype=np.float32)
+    vector[[3, 90, 200]] = [0.5, -1.0, 2.0]
+    poisoned = column_major(rows)
+    poisoned.T[7, :] = np.nan  # a dimension the query does not use
+    got = dot_rows(poisoned, vector)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, rows[:, [3, 90, 200]] @ vector[[3, 90, 200]], rtol=1e-5)
+    # a dense query, or a row-major matrix, takes the full product (NaN spreads)
+    assert np.isnan(dot_rows(rows_with_nan(rows), vector)).all()
+    dense = rng.standard_normal(384).astype(np.float32)
+    assert np.count_nonzero(dense) > 384 // SPARSE_SHARE
+    assert np.isnan(dot_rows(poisoned, dense)).all()
+
+
+def rows_with_nan(rows: np.ndarray) -> np.ndarray:
+    out = rows.copy()
+    out[:, 7] = np.nan
+    return out
+
+
+@pytest.mark.parametrize("layout", ["rows", "columns"])
+def test_dot_rows_writes_into_out_and_handles_a_zero_query(layout: str) -> None:
+    rng = np.random.default_rng(2)
+    rows = rng.standard_normal((40, 16)).astype(np.float32)
+    matrix = rows if layout == "rows" else column_major(rows)
+    out = np.full(40, 9.0, dtype=np.float32)
+    assert dot_rows(matrix, np.zeros(16, dtype=np.float32), out) is out
+    assert not out.any()
+    q = rng.standard_normal(16).astype(np.float32)
+    assert dot_rows(matrix, q, out) is out
+    np.testing.assert_allclose(out, rows @ q, rtol=1e-5, atol=1e-5)
+    empty = np.zeros((0, 16), dtype=np.float32)
+    assert dot_rows(empty, q).shape == (0,)
