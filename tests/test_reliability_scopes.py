@@ -66,3 +66,23 @@ def test_a_leaky_store_fails_the_check() -> None:
         LeakyStore(), scopes.adversarial_scopes(120), layer_recall=False
     )
     assert failures > 0 and any("candidates" in e for e in examples)
+
+
+class CaseBlindSupersededStore(InMemoryStore):
+    """superseded_by matches scopes case-insensitively: the check must notice."""
+
+    def superseded_by(self, scope, ids):  # type: ignore[no-untyped-def]
+        out = [
+            r
+            for s in self.scopes()
+            if s.lower() == scope.lower()
+            for r in super(CaseBlindSupersededStore, self).superseded_by(s, ids)
+        ]
+        return sorted(out, key=lambda r: (r.created_at, r.id))
+
+
+def test_a_store_whose_superseded_by_leaks_fails_the_check() -> None:
+    _, failures, examples = scopes.check_store(
+        CaseBlindSupersededStore(), scopes.adversarial_scopes(120), layer_recall=False
+    )
+    assert failures > 0 and all("superseded_by" in e for e in examples)

@@ -507,6 +507,37 @@ def _superseded_pair(store: MemoryStore) -> tuple[object, object, object]:
     return r0, r1, r2
 
 
+def test_superseded_by_returns_the_scopes_records_with_entries_by_those_ids(
+    store: MemoryStore,
+) -> None:
+    from memlab.memory import Superseded
+
+    r0, r1, r2 = _superseded_pair(store)
+    other = make_record(content="r3 supersedes r4", created_at=4.0)
+    r4 = make_record(content="older", created_at=0.5)
+    r4 = r4.copy(superseded=(Superseded(by=other.id, at=4.0),))
+    # another scope's record with an entry naming alice's r2: never returned for alice
+    bob = make_record(scope="bob", content="bob's", created_at=1.5)
+    bob = bob.copy(superseded=(Superseded(by=r2.id, at=3.0),))  # type: ignore[attr-defined]
+    store.put_many([other, r4, bob])
+    store.mark_archived("alice", [r0.id], at=5.0)  # type: ignore[attr-defined]
+
+    def ids(scope: str, by: list[str]) -> list[str]:
+        return [r.id for r in store.superseded_by(scope, by)]
+
+    assert ids("alice", [r2.id]) == [r0.id, r1.id]  # type: ignore[attr-defined]  # archived too
+    assert ids("alice", [other.id]) == [r4.id]
+    assert ids("alice", [r2.id, other.id]) == [r4.id, r0.id, r1.id]  # type: ignore[attr-defined]
+    assert ids("alice", ["nobody"]) == [] and ids("carol", [r2.id]) == []  # type: ignore[attr-defined]
+    assert ids("bob", [r2.id]) == [bob.id]  # type: ignore[attr-defined]
+    got = store.superseded_by("alice", [r2.id])[1]  # type: ignore[attr-defined]
+    assert got.same_as(r1)  # type: ignore[arg-type]
+    got.superseded = ()  # a copy: the store's record keeps its entry
+    assert ids("alice", [r2.id]) == [r0.id, r1.id]  # type: ignore[attr-defined]
+    with pytest.raises(InputError):
+        store.superseded_by("", [r2.id])  # type: ignore[attr-defined]
+
+
 def test_supersession_round_trips_and_filters_candidates(store: MemoryStore) -> None:
     r0, r1, r2 = _superseded_pair(store)
     for r in (r0, r1, r2):

@@ -171,6 +171,39 @@ def test_a_chain_keeps_only_the_last_value_and_forget_lifts(store: MemoryStore) 
     assert set(recalled(layer, "where is the office")) == {a, b}
 
 
+def test_forget_reads_only_what_the_forgotten_records_superseded() -> None:
+    from memlab.memory import InMemoryStore
+
+    class Counting(InMemoryStore):
+        listed = 0
+        lifted = 0
+
+        def list(self, *a, **kw):  # type: ignore[no-untyped-def]
+            out = super().list(*a, **kw)
+            self.listed += len(out)
+            return out
+
+        def superseded_by(self, scope, ids):  # type: ignore[no-untyped-def]
+            out = super().superseded_by(scope, ids)
+            self.lifted += len(out)
+            return out
+
+    store = Counting()
+    a, b = "office is in Lisbon", "office moved to Porto"
+    layer = make_layer(store, by_content({b: a}))
+    ra = layer.remember("alice", a)
+    for i in range(50):
+        layer.remember("alice", f"unrelated note {i}")
+    rb = layer.remember("alice", b)
+    assert a not in recalled(layer, "where is the office")
+    store.listed = 0
+    assert layer.forget("alice", rb.id) == 1
+    assert (store.listed, store.lifted) == (0, 1)  # ra alone, not the 51 others
+    got = store.get("alice", ra.id)
+    assert got is not None and got.superseded == ()
+    assert a in recalled(layer, "where is the office")
+
+
 def test_a_stale_claim_is_cut_from_a_multi_fact_record(store: MemoryStore) -> None:
     multi = "The standup is at 9:00. Invoices go to ap@acme.example."
 

@@ -414,11 +414,7 @@ class MemoryLayer:
     def _lift(self, scope: str, by: set[str]) -> None:
         changed = [
             r
-            for r in (
-                lift(rec, by)
-                for rec in self.store.list(scope, include_archived=True)
-                if rec.superseded
-            )
+            for r in (lift(rec, by) for rec in self.store.superseded_by(scope, sorted(by)))
             if r is not None
         ]
         if changed:

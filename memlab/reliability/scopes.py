@@ -6,7 +6,8 @@ letters, zero-width and direction marks, prefixes and extensions of each other,
 and long random texts past PostgreSQL's index entry size). Every scope gets its
 own records; then, for every scope, each public method is called with it and
 must see exactly that scope's records: ``list``, ``count``, ``candidates``,
-``get``/``get_many`` (own and a neighbour's ids), ``touch``/``mark_archived``/
+``get``/``get_many`` (own and a neighbour's ids), ``superseded_by`` (an id every
+scope's record names), ``touch``/``mark_archived``/
 ``delete`` of a neighbour's ids (must change nothing), a ``put`` that reuses a
 neighbour's id (must be refused), and ``MemoryLayer.recall``. At the end every
 record must be exactly as written, and ``scopes()`` must list every scope once.
@@ -22,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from memlab.errors import InputError
-from memlab.memory import MemoryLayer, MemoryRecord, RecallQuery
+from memlab.memory import MemoryLayer, MemoryRecord, RecallQuery, Superseded
 from memlab.memory.models.embedder import HashEmbedder
 from memlab.memory.stores.base import MemoryStore
 from memlab.reliability import Row, make_record
@@ -83,10 +84,17 @@ def adversarial_scopes(n: int, seed: int = 13) -> list[str]:
     return list(out)[:n]
 
 
+CORRECTOR = "corrector"  # the id every record names as having superseded a stale claim
+
+
 def _record(i: int, scope: str) -> MemoryRecord:
     vec = np.random.default_rng(i).standard_normal(DIMS).astype(np.float32)
+    content = f"secret {i} of its scope"
+    # a stale-claim entry (the record stays in force) shared by every scope, so that
+    # superseded_by(scope, [CORRECTOR]) must tell the scopes apart
+    stale = Superseded(by=CORRECTOR, at=1.785e9, span=(len(content) - 5, len(content)))
     return make_record(
-        f"rec-{i}", f"secret {i} of its scope", scope, vec / np.linalg.norm(vec), at=1.78e9 + i
+        f"rec-{i}", content, scope, vec / np.linalg.norm(vec), at=1.78e9 + i, superseded=(stale,)
     )
 
 
@@ -123,6 +131,8 @@ def check_store(
             fail(scope, "get neighbour's id")
         if [r.id for r in store.get_many(scope, [other.id, mine.id])] != [mine.id]:
             fail(scope, "get_many")
+        if [r.id for r in store.superseded_by(scope, [CORRECTOR, other.id])] != [mine.id]:
+            fail(scope, "superseded_by")
         if store.touch(scope, [other.id], 1.79e9) != 0:
             fail(scope, "touch of a neighbour's id")
         if store.mark_archived(scope, [other.id], 1.79e9) != 0:
@@ -134,7 +144,7 @@ def check_store(
             fail(scope, "put of a neighbour's id was accepted")
         except InputError:
             pass
-        ops += 10
+        ops += 11
         if layer_recall:
             hits = layer.recall(RecallQuery(scope, "secret of its scope"), touch=False)
             if [h.record.id for h in hits] != [mine.id]:

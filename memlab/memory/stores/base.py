@@ -243,6 +243,12 @@ class MemoryStore(Protocol):
         """A scope's records ordered by (created_at, id)."""
         ...
 
+    def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
+        """The scope's records (archived too) with a ``Superseded`` entry made by one
+        of these ids, ordered by (created_at, id): what forgetting those ids lifts.
+        Another scope's records are never returned, whatever their entries say."""
+        ...
+
     def delete(self, scope: str, ids: str | Sequence[str]) -> int:
         """Delete the scope's records with these ids; return how many existed."""
         ...

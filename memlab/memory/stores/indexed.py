@@ -475,6 +475,18 @@ class IndexedStore:
         out.sort(key=lambda r: (r.created_at, r.id))
         return out
 
+    def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
+        by = set(scoped_ids(scope, ids))
+        self._sync()
+        # only the matches are copied (a scope's list() would copy every record)
+        out = [
+            r.copy()
+            for r in self._by_scope.get(scope, {}).values()
+            if r.superseded and any(s.by in by for s in r.superseded)
+        ]
+        out.sort(key=lambda r: (r.created_at, r.id))
+        return out
+
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
         check_bool(include_archived, "include_archived")
         self._sync()

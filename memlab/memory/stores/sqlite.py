@@ -626,6 +626,15 @@ class SqliteStore:
         sql += " ORDER BY created_at, id"
         return [self._decode(row) for row in self._select(sql, params)]
 
+    def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
+        by = set(scoped_ids(scope, ids))
+        rows = self._select(
+            f"SELECT {_COLUMNS} FROM records WHERE scope = ? AND superseded != '[]' "
+            "ORDER BY created_at, id",
+            (scope,),
+        )
+        return [r for r in map(self._decode, rows) if any(s.by in by for s in r.superseded)]
+
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
         check_bool(include_archived, "include_archived")
         where, params = [], []

@@ -469,6 +469,23 @@ class PgVectorStore:
         out.sort(key=lambda r: (r.created_at, r.id))
         return out
 
+    def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
+        by = set(scoped_ids(scope, ids))
+        where, params = where_clause(scope, None, True)
+        with self._guard("superseded_by"):
+            if not self._ready():
+                return []
+            out = self._records(
+                self._q(
+                    f"SELECT {RECORD_COLS} FROM {{table}} "
+                    f"WHERE {where} AND json_array_length(superseded) > 0"
+                ),
+                params,
+            )
+        out = [r for r in out if any(s.by in by for s in r.superseded)]
+        out.sort(key=lambda r: (r.created_at, r.id))  # escaped ids do not sort in SQL
+        return out
+
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
         check_bool(include_archived, "include_archived")
         parts: builtins.list[str] = []
