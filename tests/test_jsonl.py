@@ -472,3 +472,15 @@ def test_a_log_from_before_supersession_opens(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     path.write_bytes((FIXTURES / "store-before-supersession.jsonl").read_bytes())
     check_file_from_before_supersession(lambda: JsonlStore(path))
+
+
+def test_reopening_keeps_the_scan_policy(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    store = JsonlStore(path, scan="bits", scan_rerank=100, scan_min_rows=0)
+    store.put(make_record(id="a"))
+    store.close()
+    again = JsonlStore(path, scan="bits", scan_rerank=100, scan_min_rows=0)
+    assert again.count() == 1  # the file is read
+    assert (again.scan.codes, again.scan.rerank, again.scan.min_rows) == ("bits", 100, 0)
+    assert again._index["alice"].words > 0  # the scope's index keeps sign bits
+    again.close()

@@ -534,6 +534,9 @@ def test_superseded_by_returns_the_scopes_records_with_entries_by_those_ids(
     assert got.same_as(r1)  # type: ignore[arg-type]
     got.superseded = ()  # a copy: the store's record keeps its entry
     assert ids("alice", [r2.id]) == [r0.id, r1.id]  # type: ignore[attr-defined]
+    store.put(r1.copy(superseded=()))  # type: ignore[attr-defined]  # reinstated
+    store.delete("alice", [r4.id])
+    assert ids("alice", [r2.id, other.id]) == [r0.id]  # type: ignore[attr-defined]
     with pytest.raises(InputError):
         store.superseded_by("", [r2.id])  # type: ignore[attr-defined]
 

@@ -367,8 +367,14 @@ class IndexedStore:
         scan_min_rows: int = ScanPolicy.min_rows,
     ) -> None:
         self.scan = ScanPolicy(scan, scan_rerank, scan_min_rows)
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        """Forget every record (a subclass reading its file again); the scan policy stays."""
         self._records: dict[str, MemoryRecord] = {}
         self._by_scope: dict[str, dict[str, MemoryRecord]] = {}
+        # per scope, the records that carry Superseded entries (superseded_by reads these)
+        self._marked: dict[str, dict[str, MemoryRecord]] = {}
         self._index: dict[str, ScopeIndex] = {}
         self._dims: int | None = None
 
@@ -381,6 +387,10 @@ class IndexedStore:
             stored = r.copy()
             self._records[r.id] = stored
             self._by_scope.setdefault(r.scope, {})[r.id] = stored
+            if stored.superseded:
+                self._marked.setdefault(r.scope, {})[r.id] = stored
+            elif (marked := self._marked.get(r.scope)) is not None:
+                marked.pop(r.id, None)
             if self._dims is None:
                 self._dims = int(r.embedding.shape[0])
             idx = self._index.get(r.scope)
@@ -393,6 +403,11 @@ class IndexedStore:
         scope_map = self._by_scope[r.scope]
         del scope_map[r.id]
         self._index[r.scope].remove(r.id)
+        marked = self._marked.get(r.scope)
+        if marked is not None:
+            marked.pop(r.id, None)
+            if not marked:
+                del self._marked[r.scope]
         if not scope_map:
             del self._by_scope[r.scope]
             del self._index[r.scope]
@@ -478,11 +493,10 @@ class IndexedStore:
     def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
         by = set(scoped_ids(scope, ids))
         self._sync()
-        # only the matches are copied (a scope's list() would copy every record)
         out = [
             r.copy()
-            for r in self._by_scope.get(scope, {}).values()
-            if r.superseded and any(s.by in by for s in r.superseded)
+            for r in self._marked.get(scope, {}).values()
+            if any(s.by in by for s in r.superseded)
         ]
         out.sort(key=lambda r: (r.created_at, r.id))
         return out

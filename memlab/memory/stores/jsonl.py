@@ -216,7 +216,7 @@ class JsonlStore(IndexedStore):
             st = os.fstat(fd)
             before = self._chain.generation if self._fd is not None else 0
             self._close_fd()
-            IndexedStore.__init__(self)
+            self._reset_state()
             self._fd, self._ident = fd, (st.st_dev, st.st_ino)
             self._offset, self._chain, self._torn_at = 0, Chain(), None
             if st.st_size == 0:
@@ -248,7 +248,7 @@ class JsonlStore(IndexedStore):
         except BaseException:
             # Forget the half-read state: the next call reads the file again.
             self._close_fd()
-            IndexedStore.__init__(self)
+            self._reset_state()
             self._offset, self._chain, self._torn_at = 0, Chain(), None
             raise
         return None
