@@ -313,7 +313,9 @@ def test_a_file_from_before_supersession_opens_and_migrates(tmp_path: Path) -> N
         assert db.execute("PRAGMA user_version").fetchone()[0] == 1
     check_file_from_before_supersession(lambda: SqliteStore(path))
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        names = {row[1] for row in db.execute("PRAGMA index_list(records)")}
+        assert "records_superseded" in names  # migration 3 on a file that had no index
 
 
 def test_a_damaged_superseded_column_is_reported(tmp_path: Path) -> None:
@@ -348,5 +350,34 @@ def test_reads_and_deletes_by_id_use_the_primary_key(tmp_path: Path) -> None:
                 for row in db.execute("EXPLAIN QUERY PLAN " + sql, ("alice", "a", "b", "c"))
             )
             assert "(id=?)" in plan and "scope" not in plan, (statement, plan)
+    finally:
+        db.close()
+
+
+def test_superseded_by_reads_the_partial_index_of_marked_records(tmp_path: Path) -> None:
+    from memlab.memory import Superseded
+
+    store = SqliteStore(tmp_path / "m.db")
+    plain = [make_record(content=f"f{i}", created_at=float(i + 1)) for i in range(50)]
+    marked = plain[3].copy(superseded=(Superseded(by=plain[9].id, at=10.0, span=(0, 1)),))
+    store.put_many([*plain[:3], marked, *plain[4:]])
+    assert [r.id for r in store.superseded_by("alice", [plain[9].id])] == [marked.id]
+    store.close()
+    db = sqlite3.connect(tmp_path / "m.db")
+    try:
+        plan = " ".join(
+            str(row[-1])
+            for row in db.execute(
+                "EXPLAIN QUERY PLAN SELECT id FROM records "  # superseded_by's condition
+                "WHERE scope = ? AND superseded != '[]' ORDER BY created_at, id",
+                ("alice",),
+            )
+        )
+        assert "records_superseded" in plan, plan
+        (n,) = db.execute(
+            "SELECT count(*) FROM records INDEXED BY records_superseded "
+            "WHERE scope = 'alice' AND superseded != '[]'"
+        ).fetchone()
+        assert n == 1  # the index holds the marked record only
     finally:
         db.close()

@@ -76,6 +76,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE records ADD COLUMN superseded TEXT NOT NULL DEFAULT '[]';
     """,
+    # 3: the records that carry supersession entries, per scope (superseded_by, which
+    # forget lifts through, reads these instead of the whole scope).
+    """
+    CREATE INDEX IF NOT EXISTS records_superseded ON records (scope) WHERE superseded != '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 _COLUMNS = (
@@ -629,8 +634,8 @@ class SqliteStore:
     def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
         by = set(scoped_ids(scope, ids))
         rows = self._select(
-            f"SELECT {_COLUMNS} FROM records WHERE scope = ? AND superseded != '[]' "
-            "ORDER BY created_at, id",
+            f"SELECT {_COLUMNS} FROM records "
+            "WHERE scope = ? AND superseded != '[]' ORDER BY created_at, id",
             (scope,),
         )
         return [r for r in map(self._decode, rows) if any(s.by in by for s in r.superseded)]
