@@ -48,6 +48,8 @@ def test_migrations_are_numbered_and_idempotent(dsn: str, schema: str) -> None:
             assert f"halfvec({DIMS + 2})" in aug
             assert f"WHERE ((archived_at IS NULL) AND (kind = '{kind}'::text))" in aug
         assert "mem_embedding_hnsw" not in indexes
+        # The rows with supersession entries, per scope (migration 7, superseded_by).
+        assert "(scope_key) WHERE (json_array_length(superseded) > 0)" in indexes["mem_superseded"]
         # Reopening applies nothing again.
         PgVectorStore(dsn, schema=schema, table="mem").close()
         again = conn.execute(
@@ -181,9 +183,9 @@ def test_a_version_5_table_gets_the_supersession_columns(dsn: str, schema: str) 
     s.close()
     with admin(dsn) as conn:
         conn.execute(f'ALTER TABLE "{schema}".mem DROP COLUMN superseded, DROP COLUMN invalid_at')
-        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version = 6')
+        conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version >= 6')
     with PgVectorStore(dsn, schema=schema, table="mem") as s:
-        assert s.schema_version == SCHEMA_VERSION == 6
+        assert s.schema_version == SCHEMA_VERSION == 7
         got = s.get("alice", old.id)
         assert got is not None and got.same_as(old) and got.invalid_at is None
         assert len(s.candidates("alice", vec(0), valid_at=float("inf"))) == 2
@@ -193,3 +195,24 @@ def test_a_version_5_table_gets_the_supersession_columns(dsn: str, schema: str) 
         assert got is not None and got.superseded_by == new.id
         assert s.candidates("alice", vec(0), valid_at=float("inf")).ids == [new.id]
         assert set(s.candidates("alice", vec(0), valid_at=1.5).ids) == {old.id}
+
+
+def test_superseded_by_uses_the_partial_index_of_marked_rows(dsn: str, schema: str) -> None:
+    from memlab.memory import Superseded
+
+    with PgVectorStore(dsn, schema=schema, table="mem", dims=DIMS) as s:
+        plain = [make_record(content=f"f{i}", created_at=float(i + 1)) for i in range(40)]
+        marked = plain[2].copy(superseded=(Superseded(by=plain[7].id, at=8.0, span=(0, 1)),))
+        s.put_many([*plain[:2], marked, *plain[3:]])
+        assert [r.id for r in s.superseded_by("alice", [plain[7].id])] == [marked.id]
+    with admin(dsn) as conn:
+        conn.execute(f'SET search_path = "{schema}"')
+        conn.execute("SET enable_seqscan = off")  # a 40-row table would be scanned anyway
+        plan = " ".join(
+            row[0]
+            for row in conn.execute(
+                "EXPLAIN SELECT id FROM mem WHERE scope_key = hashtextextended('alice', 0) "
+                "AND scope = 'alice' AND json_array_length(superseded) > 0"
+            )
+        )
+        assert "mem_superseded" in plan, plan

@@ -13,7 +13,9 @@ entry holds at most ~2.7 kB, so a long scope could not be indexed by its text.
 Every statement matches ``scope_key`` (to use the index) and the full ``scope``
 text (so two scopes with the same hash never mix). Migration 6 adds
 ``superseded json`` (the record's ``Superseded`` entries) and ``invalid_at`` (when
-the whole record was superseded; NULL while it is in force), which recall filters on. PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
+the whole record was superseded; NULL while it is in force), which recall filters on.
+Migration 7 adds a partial b-tree on ``scope_key`` of the rows whose ``superseded``
+is not empty (``superseded_by``). PostgreSQL text cannot hold NUL, so ``id``, ``scope`` and
 ``content`` are stored with a reversible escape (NUL -> U+2400 "0", U+2400 ->
 U+2400 U+2400) that leaves every other string unchanged and keeps equality exact.
 ``provenance`` and ``meta`` are ``json`` (which, unlike ``jsonb``, keeps ``\\u0000``
@@ -134,6 +136,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS invalid_at double precision",
         ],
     ),
+    (
+        "the rows with supersession entries, per scope: a partial b-tree on scope_key, "
+        "which superseded_by (what forget lifts) reads instead of the whole scope",
+        [
+            "CREATE INDEX IF NOT EXISTS {marked_idx} ON {table} (scope_key) "
+            "WHERE json_array_length(superseded) > 0",
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # pgvector's HNSW indexes hold at most 4,000 half-precision dimensions.
@@ -168,6 +178,7 @@ def object_names(schema: str, table: str, hnsw_m: int, hnsw_ef_construction: int
         "key_salient_idx": sql.Identifier(f"{table}_key_salient"),
         "key_recent_idx": sql.Identifier(f"{table}_key_recent"),
         "key_kind_idx": sql.Identifier(f"{table}_key_kind"),
+        "marked_idx": sql.Identifier(f"{table}_superseded"),
         "m": sql.Literal(hnsw_m),
         "efc": sql.Literal(hnsw_ef_construction),
     }
