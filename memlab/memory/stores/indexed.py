@@ -142,17 +142,19 @@ class ScopeIndex:
                 new[: self.n] = old[: self.n]
             return new
 
+        def grow_columns(old: np.ndarray | None, rows: int, dtype: type) -> np.ndarray:
+            new = _column_major(rows, cap, dtype)
+            if old is not None and self.n:
+                new[:, : self.n] = old[:, : self.n]
+            return new
+
         d = self.dims
         self.cap = cap
         get = self.__dict__.get
         if self.by_row:
             self.emb = grow(get("emb"), (cap, d), np.float32)
         else:
-            emb = _column_major(d, cap, np.float32)
-            old_emb = get("emb")
-            if old_emb is not None and self.n:
-                emb[:, : self.n] = old_emb[:, : self.n]
-            self.emb = emb
+            self.emb = grow_columns(get("emb"), d, np.float32)
             if len(self._stage) < min(_STAGE, cap):  # a small scope's stage stays small
                 self._flush()
                 self._stage = np.empty((min(_STAGE, cap), d), dtype=np.float32)
@@ -166,11 +168,7 @@ class ScopeIndex:
         self.archived_at = grow(get("archived_at"), (cap,), np.float64)  # inf: active
         self.invalid_at = grow(get("invalid_at"), (cap,), np.float64)  # inf: in force
         self.alive = grow(get("alive"), (cap,), np.bool_)
-        bits = _column_major(self.words, cap, np.uint64)
-        old = get("bits")
-        if old is not None and self.n:
-            bits[:, : self.n] = old[:, : self.n]
-        self.bits = bits
+        self.bits = grow_columns(get("bits"), self.words, np.uint64)
 
     def _signs(self, vector: np.ndarray) -> np.ndarray:
         """The sign bits of one vector as ``words`` uint64 words."""
@@ -227,9 +225,8 @@ class ScopeIndex:
             return
         rows = np.fromiter(self._staged, dtype=np.intp, count=len(self._staged))
         block = self._stage[: len(rows)].T
-        first = int(rows[0])
-        if int(rows[-1]) - first == len(rows) - 1 and bool((np.diff(rows) == 1).all()):
-            self.emb[:, first : first + len(rows)] = block  # appended rows: one slice
+        if bool((np.diff(rows) == 1).all()):  # appended rows: one slice
+            self.emb[:, rows[0] : rows[0] + len(rows)] = block
         else:
             self.emb[:, rows] = block
         self._staged.clear()
@@ -259,22 +256,20 @@ class ScopeIndex:
     def _compact(self) -> None:
         self._flush()
         keep = np.flatnonzero(self.alive[: self.n])
-        for name in (
+        by_row = [
             "created", "accessed", "salience", "access", "tokens",
             "kind", "source", "archived_at", "invalid_at", "alive",
-        ):  # fmt: skip
+        ]  # fmt: skip
+        by_column = ["bits"] if self.words else []
+        (by_row if self.by_row else by_column).append("emb")
+        for name in by_row:
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
             arr[len(keep) : self.n] = 0
-        if self.by_row:
-            self.emb[: len(keep)] = self.emb[keep]
-            self.emb[len(keep) : self.n] = 0
-        else:
-            self.emb[:, : len(keep)] = self.emb[:, keep]
-            self.emb[:, len(keep) : self.n] = 0
-        if self.words:
-            self.bits[:, : len(keep)] = self.bits[:, keep]
-            self.bits[:, len(keep) : self.n] = 0
+        for name in by_column:
+            arr = getattr(self, name)
+            arr[:, : len(keep)] = arr[:, keep]
+            arr[:, len(keep) : self.n] = 0
         self.ids = [self.ids[i] for i in keep]
         self.contents = [self.contents[i] for i in keep]
         self.lexical.renumber(keep)
