@@ -116,6 +116,16 @@ def test_pack_property(items: list[tuple[float, int]], budget: int, max_hits: in
             expected.append(i)
             left -= int(tokens[i])
     assert chosen == expected
+    # the row-by-row loop (taken whenever a superseder check is given) agrees
+    row_by_row = pack(
+        scores,
+        tokens,
+        budget,
+        ids=[f"{i:04d}" for i in range(len(items))],
+        max_hits=max_hits,
+        conflict=lambda row: None,
+    )
+    assert row_by_row == expected
 
 
 def test_adjacent_rows_in_time_order_with_masks_and_ties() -> None:
@@ -225,8 +235,24 @@ def test_pack_stops_on_the_smallest_row_it_could_still_take(
             drawn.append(row)
             yield row
 
+    heads: list[list[int]] = []
+    real_heads = rank._heads
+
+    def counting_heads(*args: Any, **kw: Any) -> Iterator[np.ndarray]:
+        for batch in real_heads(*args, **kw):
+            heads.append(batch.tolist())
+            yield batch
+
     monkeypatch.setattr(rank, "_best_first", counting)
+    monkeypatch.setattr(rank, "_heads", counting_heads)
     scores = np.array([3.0, 2.0, 1.0, -np.inf] + [0.5] * 50)
     tokens = np.array([40, 40, 40, 1] + [30] * 50)
-    assert pack(scores, tokens, 100) == [0, 1]
+    # row by row (a superseder check given): no row drawn after the budget is full
+    assert pack(scores, tokens, 100, conflict=lambda row: None) == [0, 1]
     assert drawn == [0, 1]
+    # a run at a time: the first head fills the budget, no second head is sorted
+    scores = np.concatenate([scores, np.full(300, 0.25)])
+    tokens = np.concatenate([tokens, np.full(300, 30)])
+    heads.clear()
+    assert pack(scores, tokens, 100) == [0, 1]
+    assert len(heads) == 1

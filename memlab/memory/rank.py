@@ -347,17 +347,65 @@ def _best_first(
     rows: np.ndarray, scores: np.ndarray, ids: Sequence[str] | None, tiebreak: np.ndarray | None
 ) -> Iterator[int]:
     """``rows`` best first, a head of the ranking sorted at a time (see ``ranked``)."""
+    for batch in _heads(rows, scores, ids, tiebreak):
+        yield from batch.tolist()
+
+
+def _heads(
+    rows: np.ndarray, scores: np.ndarray, ids: Sequence[str] | None, tiebreak: np.ndarray | None
+) -> Iterator[np.ndarray]:
+    """``rows`` best first, as ordered batches: the best 256, then the next 1024,
+    then 4x more each time (each batch sorted, the rest only partitioned)."""
     head = 256
     while rows.size:
         if rows.size > head:  # the head largest: partition at n - head (no negated copy)
             batch = rows[np.argpartition(scores[rows], rows.size - head)[rows.size - head :]]
         else:
             batch = rows
-        yield from _order(batch, scores, ids, tiebreak).tolist()
+        yield _order(batch, scores, ids, tiebreak)
         if batch.size == rows.size:
             return
         rows = np.setdiff1d(rows, batch, assume_unique=True)
         head *= 4
+
+
+def _pack_plain(
+    rows: np.ndarray,
+    scores: np.ndarray,
+    tokens: np.ndarray,
+    budget: int,
+    limit: int,
+    ids: Sequence[str] | None,
+    tiebreak: np.ndarray | None,
+) -> list[int]:
+    """``pack`` without neighbours or superseders, a run of rows at a time.
+
+    The rows that fit what is left of the budget, in ranking order, are taken as
+    long as their running sum fits; the first that does not is skipped, and the
+    rows after it are tried against what is left. Rows skipped once never fit
+    later (what is left only shrinks), so this chooses what the row-by-row loop
+    chooses, with one numpy pass per run instead of a Python step per row.
+    """
+    smallest = int(tokens[rows].min())
+    chosen: list[np.ndarray] = []
+    count = 0
+    remaining = budget
+    for batch in _heads(rows, scores, ids, tiebreak):
+        tok = tokens[batch]
+        pos = 0
+        while pos < batch.size and count < limit and remaining >= smallest:
+            fit = pos + np.flatnonzero(tok[pos:] <= remaining)
+            if not fit.size:
+                break
+            sums = np.cumsum(tok[fit])
+            k = min(int(np.searchsorted(sums, remaining, side="right")), limit - count)
+            chosen.append(batch[fit[:k]])
+            count += k
+            remaining -= int(sums[k - 1])
+            pos = int(fit[k - 1]) + 1
+        if count >= limit or remaining < smallest:
+            break
+    return np.concatenate(chosen).tolist() if chosen else []
 
 
 def pack(
@@ -396,10 +444,12 @@ def pack(
     rows = _rankable(scores, tokens, budget, min_score)
     if not rows.size:
         return []
+    limit = max_hits if max_hits is not None else len(scores)
+    if expand is None and conflict is None:
+        return _pack_plain(rows, scores, tokens, budget, limit, ids, tiebreak)
     # the smallest row that could still be taken: once less than it is left, stop
     # (masked rows score -inf and are never taken, so they must not set it)
     smallest = int(tokens[rows].min())
-    limit = max_hits if max_hits is not None else len(scores)
     chosen: list[int] = []
     taken: set[int] = set()
     remaining = budget
