@@ -3,11 +3,14 @@ ranking and detection pass runs over a scope's embeddings."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlab.memory.stores import base
 from memlab.memory.stores.base import SPARSE_SHARE, dot_rows
 
 
@@ -78,3 +81,33 @@ def test_dot_rows_writes_into_out_and_handles_a_zero_query(layout: str) -> None:
     np.testing.assert_allclose(out, rows @ q, rtol=1e-5, atol=1e-5)
     empty = np.zeros((0, 16), dtype=np.float32)
     assert dot_rows(empty, q).shape == (0,)
+
+
+@pytest.mark.parametrize("n", [base.PARALLEL_ROWS, 100_003])
+def test_a_large_sparse_product_split_across_threads_equals_one_threads(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every row is computed by one block's product over the same values, so the
+    # split changes no bit; the last share may be shorter than the others
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((n, 64)).astype(np.float32)
+    matrix = column_major(rows)
+    dims = rng.choice(64, 12, replace=False)
+    vector = np.zeros(64, dtype=np.float32)
+    vector[dims] = rng.standard_normal(12)
+    parts: list[tuple[int, int]] = []
+    real = base._sparse_part
+
+    def spy(*args: Any) -> None:
+        parts.append((args[4], args[5]))
+        real(*args)
+
+    monkeypatch.setattr(base, "_sparse_part", spy)
+    monkeypatch.setattr(base, "_WORKERS", 3)
+    split = dot_rows(matrix, vector)
+    assert len(parts) > 1 and sorted(parts)[-1][1] == n  # shares that cover every row
+    assert all(a == b for (_, a), (b, _) in zip(sorted(parts), sorted(parts)[1:], strict=False))
+    monkeypatch.setattr(base, "_WORKERS", 1)
+    single = dot_rows(matrix, vector)
+    assert np.array_equal(split, single)
+    np.testing.assert_allclose(single, rows[:, dims] @ vector[dims], rtol=1e-5, atol=1e-5)
