@@ -3,6 +3,8 @@ ranking and detection pass runs over a scope's embeddings."""
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
 import numpy as np
@@ -111,3 +113,29 @@ def test_a_large_sparse_product_split_across_threads_equals_one_threads(
     single = dot_rows(matrix, vector)
     assert np.array_equal(split, single)
     np.testing.assert_allclose(single, rows[:, dims] @ vector[dims], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_splits_large_products_on_threads_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the parent's pool threads are not in the child: without a fresh pool the
+    # child's product would wait forever on work nobody runs
+    monkeypatch.setattr(base, "_WORKERS", 2)
+    rng = np.random.default_rng(4)
+    rows = rng.standard_normal((300_000, 16)).astype(np.float32)
+    matrix = column_major(rows)
+    vector = np.zeros(16, dtype=np.float32)
+    vector[[2, 9]] = [1.0, -0.5]
+    want = dot_rows(matrix, vector)  # the parent's pool now exists, and was used
+    assert base._POOL is not None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the product finishes and agrees
+        signal.alarm(20)
+        ok = np.array_equal(dot_rows(matrix, vector), want)
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1" and os.waitstatus_to_exitcode(status) == 0
