@@ -256,3 +256,60 @@ def test_pack_stops_on_the_smallest_row_it_could_still_take(
     heads.clear()
     assert pack(scores, tokens, 100) == [0, 1]
     assert len(heads) == 1
+
+
+@pytest.mark.parametrize(
+    ("seed", "levels", "budget", "max_hits", "min_score"),
+    [
+        (1, None, 800, None, -np.inf),  # distinct scores
+        (2, 20, 800, None, -np.inf),  # a few score levels: ties across every head
+        (3, 30, 5000, 40, 0.2),  # ties, a hit cap and a floor
+        (4, None, 60_000, None, 0.9),  # the floor leaves few rows; the budget is never full
+    ],
+)
+def test_pack_of_a_large_ranking_cuts_its_first_head_by_a_sampled_threshold(
+    seed: int, levels: int | None, budget: int, max_hits: int | None, min_score: float
+) -> None:
+    from memlab.memory import rank
+
+    rng = np.random.default_rng(seed)
+    n = 3 * rank._SAMPLED_HEAD_ROWS
+    scores = rng.random(n)
+    if levels is not None:
+        scores = np.round(scores * levels) / levels
+    scores[rng.random(n) < 0.1] = -np.inf  # masked rows
+    tokens = rng.integers(1, 60, n)
+    tiebreak = rng.integers(0, 50, n).astype(np.float64)
+    ids = [f"{i:06d}" for i in range(n)]
+    args = dict(ids=ids, tiebreak=tiebreak, max_hits=max_hits, min_score=min_score)
+    fast = pack(scores, tokens, budget, **args)  # type: ignore[arg-type]
+    slow = pack(scores, tokens, budget, conflict=lambda row: None, **args)  # type: ignore[arg-type]
+    # reference: greedy skip-and-continue over a full sort (score, newer, id)
+    order = sorted(
+        np.flatnonzero(np.isfinite(scores) & (scores >= min_score)).tolist(),
+        key=lambda i: (-scores[i], -tiebreak[i], ids[i]),
+    )
+    expected, left = [], budget
+    for i in order:
+        if max_hits is not None and len(expected) >= max_hits:
+            break
+        if tokens[i] <= left:
+            expected.append(i)
+            left -= int(tokens[i])
+    assert fast == slow == expected and fast
+    assert int(tokens[fast].sum()) <= budget and len(set(fast)) == len(fast)
+
+
+def test_a_huge_tie_at_a_heads_edge_is_cut_not_sorted_whole() -> None:
+    # 100k equal scores (a bulk import, a query matching nothing): the head takes
+    # rows of the tie without ordering all of it by id, and is still a best-first
+    # packing within the budget
+    n = 100_000
+    scores = np.full(n, 0.5)
+    scores[:10] = 0.9  # ten better rows come first
+    tokens = np.full(n, 20)
+    ids = [f"{i:06d}" for i in range(n)]
+    for conflict in (None, lambda row: None):
+        chosen = pack(scores, tokens, 800, ids=ids, tiebreak=np.zeros(n), conflict=conflict)
+        assert chosen[:10] == list(range(10)) and len(chosen) == 40
+        assert len(set(chosen)) == 40 and (scores[chosen[10:]] == 0.5).all()

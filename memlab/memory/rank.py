@@ -351,29 +351,65 @@ def _best_first(
         yield from batch.tolist()
 
 
+_TIED_HEAD = 8  # a head grown by ties past this many times its size is cut instead
+
+
 def _heads(
     rows: np.ndarray, scores: np.ndarray, ids: Sequence[str] | None, tiebreak: np.ndarray | None
 ) -> Iterator[np.ndarray]:
-    """``rows`` best first, as ordered batches: the best 256, then the next 1024,
-    then 4x more each time (each batch sorted, the rest only partitioned)."""
+    """``rows`` best first, as ordered batches: the best 256 (and any row tied with
+    the 256th), then the next 1024, then 4x more each time (each batch sorted, the
+    rest only partitioned)."""
     head = 256
     while rows.size:
-        if rows.size > head:  # the head largest: partition at n - head (no negated copy)
-            batch = rows[np.argpartition(scores[rows], rows.size - head)[rows.size - head :]]
-        else:
-            batch = rows
-        yield _order(batch, scores, ids, tiebreak)
-        if batch.size == rows.size:
+        if rows.size <= head:
+            yield _order(rows, scores, ids, tiebreak)
             return
-        rows = np.setdiff1d(rows, batch, assume_unique=True)
+        # the head largest: partition at n - head (no negated copy); every row tied
+        # with the head's lowest score joins it, so a tie is not split between two
+        # heads (which would order its rows by score alone) -- unless the tie is
+        # huge (a bulk import of equal records, a query that matches none of
+        # them): sorting all of it by id would cost more than the whole recall,
+        # so it is split where the partition put it
+        values = scores[rows]
+        part = np.argpartition(values, rows.size - head)
+        top = values >= values[part[rows.size - head]]
+        if np.count_nonzero(top) > _TIED_HEAD * head:
+            top = np.zeros(rows.size, dtype=bool)
+            top[part[rows.size - head :]] = True
+        yield _order(rows[top], scores, ids, tiebreak)
+        rows = rows[~top]
         head *= 4
 
 
+# From this many rows the plain packing's first head is cut by a score threshold
+# taken from a sample (below it, partitioning every row costs less).
+_SAMPLED_HEAD_ROWS = 16_384
+_SAMPLE = 4096  # scores sampled to place the threshold
+
+
+def _first_head(
+    scores: np.ndarray, rankable: np.ndarray, n_rankable: int, want: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the rankable rows scoring at least a threshold, the other rankable rows)
+    for a large ranking: the threshold is the score a sample of the rows puts
+    about ``2 * want`` rows above. Every row at or above it is in the head, ties
+    included, so the head is a prefix of the ranking, whatever the sample."""
+    stride = max(1, len(scores) // _SAMPLE)
+    sample = scores[::stride][rankable[::stride]]
+    if sample.size == 0:
+        return np.zeros(0, dtype=np.int64), np.flatnonzero(rankable)
+    k = min(sample.size, max(1, -(-2 * want * sample.size // n_rankable)))
+    cut = np.partition(sample, sample.size - k)[sample.size - k]
+    above = rankable & (scores >= cut)
+    return np.flatnonzero(above), np.flatnonzero(rankable & ~above)
+
+
 def _pack_plain(
-    rows: np.ndarray,
     scores: np.ndarray,
     tokens: np.ndarray,
     budget: int,
+    min_score: float,
     limit: int,
     ids: Sequence[str] | None,
     tiebreak: np.ndarray | None,
@@ -384,13 +420,28 @@ def _pack_plain(
     long as their running sum fits; the first that does not is skipped, and the
     rows after it are tried against what is left. Rows skipped once never fit
     later (what is left only shrinks), so this chooses what the row-by-row loop
-    chooses, with one numpy pass per run instead of a Python step per row.
+    chooses, with one numpy pass per run instead of a Python step per row. In a
+    large ranking the first head is every row above a sampled threshold (no
+    partition of all rows); the rest are ranked a head at a time as ``ranked``
+    does.
     """
-    smallest = int(tokens[rows].min())
+    rankable = np.isfinite(scores) & (tokens <= budget)
+    if min_score > -np.inf:
+        rankable &= scores >= min_score
+    n_rankable = int(np.count_nonzero(rankable))
+    if not n_rankable:
+        return []
+    # the smallest row that could still be taken: once less than it is left, stop
+    smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
+    if len(scores) >= _SAMPLED_HEAD_ROWS:
+        head, rest = _first_head(scores, rankable, n_rankable, 256)
+        batches = _chain(head, rest, scores, ids, tiebreak)
+    else:
+        batches = _heads(np.flatnonzero(rankable), scores, ids, tiebreak)
     chosen: list[np.ndarray] = []
     count = 0
     remaining = budget
-    for batch in _heads(rows, scores, ids, tiebreak):
+    for batch in batches:
         tok = tokens[batch]
         pos = 0
         while pos < batch.size and count < limit and remaining >= smallest:
@@ -406,6 +457,22 @@ def _pack_plain(
         if count >= limit or remaining < smallest:
             break
     return np.concatenate(chosen).tolist() if chosen else []
+
+
+def _chain(
+    head: np.ndarray,
+    rest: np.ndarray,
+    scores: np.ndarray,
+    ids: Sequence[str] | None,
+    tiebreak: np.ndarray | None,
+) -> Iterator[np.ndarray]:
+    """``head`` (all of it scoring above ``rest``) ordered, then ``rest`` a head at a
+    time."""
+    if head.size > _TIED_HEAD * 256:  # a huge tie above the threshold
+        yield from _heads(head, scores, ids, tiebreak)
+    elif head.size:
+        yield _order(head, scores, ids, tiebreak)
+    yield from _heads(rest, scores, ids, tiebreak)
 
 
 def pack(
@@ -441,12 +508,12 @@ def pack(
         The chosen row indices in context order; their tokens sum to at most
         ``budget``, and no row appears twice.
     """
+    limit = max_hits if max_hits is not None else len(scores)
+    if expand is None and conflict is None:
+        return _pack_plain(scores, tokens, budget, min_score, limit, ids, tiebreak)
     rows = _rankable(scores, tokens, budget, min_score)
     if not rows.size:
         return []
-    limit = max_hits if max_hits is not None else len(scores)
-    if expand is None and conflict is None:
-        return _pack_plain(rows, scores, tokens, budget, limit, ids, tiebreak)
     # the smallest row that could still be taken: once less than it is left, stop
     # (masked rows score -inf and are never taken, so they must not set it)
     smallest = int(tokens[rows].min())
