@@ -139,3 +139,11 @@ def test_a_forked_child_splits_large_products_on_threads_of_its_own(
     os.close(write)
     _, status = os.waitpid(pid, 0)
     assert os.read(read, 1) == b"1" and os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_thread_count_honours_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert base._workers() == 1
+    for unset in ("", "0", "two"):
+        monkeypatch.setenv("OMP_NUM_THREADS", unset)
+        assert 1 <= base._workers() <= 4

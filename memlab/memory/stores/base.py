@@ -130,8 +130,21 @@ _BLOCK = 1 << 18  # floats of one gathered block (1 MB, within a core's L2)
 # hash-embedded question: 10k-20k rows no faster (0.2 / 0.47 ms either way), 60k
 # 1.4 -> 0.8-1.0 ms, 100k 3.2 -> 1.75 ms.
 PARALLEL_ROWS = 32_768
-_WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else (os.cpu_count() or 1)))  # fmt: skip
+
+
+def _workers() -> int:
+    """Threads for a large sparse product: the cores this process may use, at most
+    4, and at most ``OMP_NUM_THREADS`` when that is set (the limit a user gives
+    numpy's BLAS holds here too)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n = min(4, cores or 1)
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        n = min(n, int(limit))
+    return max(1, n)
+
+
+_WORKERS = _workers()
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
