@@ -75,8 +75,16 @@ def pack_rows(
         if budget <= 0 or left == 0:
             carry = max(budget, 0)
             continue
-        mine = np.where(cands.layer == i, scores, -np.inf)
-        got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
+        if expand is None and conflict is None:
+            # the layer's own slice (its rows are contiguous): no pass over the others
+            a = int(cands.offsets[i])
+            b = a + len(cands.parts[i])
+            local = dict(pack_args, ids=cands.parts[i].ids, tiebreak=cands.created_at[a:b])
+            got = pack(scores[a:b], cands.tokens[a:b], budget, max_hits=left, **local)
+            got = [a + row for row in got]
+        else:
+            mine = np.where(cands.layer == i, scores, -np.inf)
+            got = pack(mine, cands.tokens, budget, max_hits=left, **pack_args)
         rows += got
         carry = budget - int(cands.tokens[got].sum()) if got else budget
     return rows
