@@ -87,6 +87,19 @@ def test_pack_breaks_ties_by_newer_then_id() -> None:
     assert pack(scores, tokens, 10, ids=["c", "b", "a"], tiebreak=created) == [2, 1, 0]
 
 
+def greedy(order: list[int], tokens: np.ndarray, budget: int, max_hits: int | None) -> list[int]:
+    """The reference packing: skip-and-continue over rows in ``order``."""
+    expected: list[int] = []
+    left = budget
+    for i in order:
+        if max_hits is not None and len(expected) >= max_hits:
+            break
+        if tokens[i] <= left:
+            expected.append(i)
+            left -= int(tokens[i])
+    return expected
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
@@ -108,13 +121,7 @@ def test_pack_property(items: list[tuple[float, int]], budget: int, max_hits: in
         assert len(chosen) <= max_hits
     # Reference: greedy skip-and-continue over a full stable sort.
     order = sorted(range(len(items)), key=lambda i: (-scores[i], f"{i:04d}"))
-    expected, left = [], budget
-    for i in order:
-        if max_hits is not None and len(expected) >= max_hits:
-            break
-        if tokens[i] <= left:
-            expected.append(i)
-            left -= int(tokens[i])
+    expected = greedy(order, tokens, budget, max_hits)
     assert chosen == expected
     # the row-by-row loop (taken whenever a superseder check is given) agrees
     row_by_row = pack(
@@ -289,13 +296,7 @@ def test_pack_of_a_large_ranking_cuts_its_first_head_by_a_sampled_threshold(
         np.flatnonzero(np.isfinite(scores) & (scores >= min_score)).tolist(),
         key=lambda i: (-scores[i], -tiebreak[i], ids[i]),
     )
-    expected, left = [], budget
-    for i in order:
-        if max_hits is not None and len(expected) >= max_hits:
-            break
-        if tokens[i] <= left:
-            expected.append(i)
-            left -= int(tokens[i])
+    expected = greedy(order, tokens, budget, max_hits)
     assert fast == slow == expected and fast
     assert int(tokens[fast].sum()) <= budget and len(set(fast)) == len(fast)
 
