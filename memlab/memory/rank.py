@@ -338,9 +338,19 @@ def ranked(
 
 
 def _rankable(scores: np.ndarray, tokens: np.ndarray, budget: int, min_score: float) -> np.ndarray:
-    """The rows ``ranked`` yields: a finite score of at least ``min_score``, and
+    """The rows ``ranked`` yields (see ``_rankable_mask``)."""
+    return np.flatnonzero(_rankable_mask(scores, tokens, budget, min_score))
+
+
+def _rankable_mask(
+    scores: np.ndarray, tokens: np.ndarray, budget: int, min_score: float
+) -> np.ndarray:
+    """Which rows may be packed: a finite score of at least ``min_score``, and
     tokens within the budget."""
-    return np.flatnonzero(np.isfinite(scores) & (scores >= min_score) & (tokens <= budget))
+    mask = np.isfinite(scores) & (tokens <= budget)
+    if min_score > -np.inf:  # every finite score is at least -inf
+        mask &= scores >= min_score
+    return mask
 
 
 def _best_first(
@@ -351,6 +361,7 @@ def _best_first(
         yield from batch.tolist()
 
 
+_HEAD = 256  # rows of the first head of a ranking (each later one is 4x the last)
 _TIED_HEAD = 8  # a head grown by ties past this many times its size is cut instead
 
 
@@ -360,7 +371,7 @@ def _heads(
     """``rows`` best first, as ordered batches: the best 256 (and any row tied with
     the 256th), then the next 1024, then 4x more each time (each batch sorted, the
     rest only partitioned)."""
-    head = 256
+    head = _HEAD
     while rows.size:
         if rows.size <= head:
             yield _order(rows, scores, ids, tiebreak)
@@ -425,16 +436,14 @@ def _pack_plain(
     partition of all rows); the rest are ranked a head at a time as ``ranked``
     does.
     """
-    rankable = np.isfinite(scores) & (tokens <= budget)
-    if min_score > -np.inf:
-        rankable &= scores >= min_score
+    rankable = _rankable_mask(scores, tokens, budget, min_score)
     n_rankable = int(np.count_nonzero(rankable))
     if not n_rankable:
         return []
     # the smallest row that could still be taken: once less than it is left, stop
     smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
     if len(scores) >= _SAMPLED_HEAD_ROWS:
-        head, rest = _first_head(scores, rankable, n_rankable, 256)
+        head, rest = _first_head(scores, rankable, n_rankable, _HEAD)
         batches = _chain(head, rest, scores, ids, tiebreak)
     else:
         batches = _heads(np.flatnonzero(rankable), scores, ids, tiebreak)
@@ -468,7 +477,7 @@ def _chain(
 ) -> Iterator[np.ndarray]:
     """``head`` (all of it scoring above ``rest``) ordered, then ``rest`` a head at a
     time."""
-    if head.size > _TIED_HEAD * 256:  # a huge tie above the threshold
+    if head.size > _TIED_HEAD * _HEAD:  # a huge tie above the threshold
         yield from _heads(head, scores, ids, tiebreak)
     elif head.size:
         yield _order(head, scores, ids, tiebreak)

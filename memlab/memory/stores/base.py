@@ -207,9 +207,9 @@ def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = No
             # contiguous shares, each a whole number of blocks
             share = -(-n // (_WORKERS * step)) * step
             bounds = [(a, min(n, a + share)) for a in range(0, n, share)]
+            pool = _pool()
             futures = [
-                _pool().submit(_sparse_part, cols, nz, weights, out, a, b, step)
-                for a, b in bounds[1:]
+                pool.submit(_sparse_part, cols, nz, weights, out, a, b, step) for a, b in bounds[1:]
             ]
             _sparse_part(cols, nz, weights, out, *bounds[0], step)
             for f in futures:
@@ -226,6 +226,12 @@ def _sparse_part(
     for start in range(a, b, step):
         end = min(b, start + step)
         np.matmul(weights, cols[nz, start:end], out=out[start:end])
+
+
+def marked_by(records: Iterable[MemoryRecord], by: set[str]) -> builtins.list[MemoryRecord]:
+    """The records with a ``Superseded`` entry made by one of ``by``, in order:
+    every store's ``superseded_by`` filters what it read with this."""
+    return [r for r in records if any(s.by in by for s in r.superseded)]
 
 
 def _inf(value: float | None) -> float:

@@ -31,6 +31,7 @@ from memlab.memory.stores.base import (
     check_candidates_args,
     check_valid_at,
     kind_filter,
+    marked_by,
     scoped_ids,
     valid_mask,
 )
@@ -488,11 +489,7 @@ class IndexedStore:
     def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
         by = set(scoped_ids(scope, ids))
         self._sync()
-        out = [
-            r.copy()
-            for r in self._marked.get(scope, {}).values()
-            if any(s.by in by for s in r.superseded)
-        ]
+        out = [r.copy() for r in marked_by(self._marked.get(scope, {}).values(), by)]
         out.sort(key=lambda r: (r.created_at, r.id))
         return out
 

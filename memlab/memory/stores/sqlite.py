@@ -44,6 +44,7 @@ from memlab.memory.stores.base import (
     check_valid_at,
     foreign_ids,
     kind_filter,
+    marked_by,
     scoped_ids,
 )
 from memlab.memory.stores.codec import superseded_from_list, superseded_to_list
@@ -638,7 +639,7 @@ class SqliteStore:
             "WHERE scope = ? AND superseded != '[]' ORDER BY created_at, id",
             (scope,),
         )
-        return [r for r in map(self._decode, rows) if any(s.by in by for s in r.superseded)]
+        return marked_by(map(self._decode, rows), by)
 
     def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
         check_bool(include_archived, "include_archived")

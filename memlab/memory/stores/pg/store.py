@@ -62,6 +62,7 @@ from memlab.memory.stores.base import (
     check_valid_at,
     foreign_ids,
     kind_filter,
+    marked_by,
     scoped_ids,
 )
 from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector
@@ -482,7 +483,7 @@ class PgVectorStore:
                 ),
                 params,
             )
-        out = [r for r in out if any(s.by in by for s in r.superseded)]
+        out = marked_by(out, by)
         out.sort(key=lambda r: (r.created_at, r.id))  # escaped ids do not sort in SQL
         return out
 
