@@ -23,7 +23,8 @@ def test_bench_store_runs_small_and_writes_table_and_chart(
     code = cli(
         [
             "bench", "store", "--sizes", "120,240", "--queries", "4", "--pools", "20,40",
-            "--single", "10", "--batch", "50", "--out", str(out), "--dsn", dsn,
+            "--single", "10", "--batch", "50", "--pg-batched", "100", "--out", str(out),
+            "--dsn", dsn,
         ]
     )  # fmt: skip
     assert code == 0
@@ -36,6 +37,8 @@ def test_bench_store_runs_small_and_writes_table_and_chart(
     for col in ("write_single_per_s", "write_batched_per_s", "recall_p50_ms", "recall_p95_ms"):
         assert (table[col] > 0).all(), col
     assert (table.recall_p95_ms >= table.recall_p50_ms).all()
+    pg = table.backend == "pgvector"  # the rest of the scope went in by bulk_load
+    assert (table[pg].write_bulk_per_s > 0).all() and table[~pg].write_bulk_per_s.isna().all()
     # Exact backends agree exactly; pgvector returns small scopes whole (pool 200).
     assert (table.parity_identical == 1.0).all()
     disk = table[table.backend.isin(["jsonl", "sqlite", "sqlite-bits", "pgvector"])]

@@ -40,6 +40,17 @@ Compose = Callable[..., Any]
 """Fills a statement template's ``{table}``, ``{migrations}``, index names and the
 given extra values with quoted identifiers (``PgVectorStore._q``)."""
 
+
+def aug_index(kind: MemoryKind) -> str:
+    """The statement template of one kind's HNSW index on the augmented embedding
+    (migration 4; ``bulk`` rebuilds it with the same text)."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {{aug_{kind.value}}} ON {{table}} USING hnsw "
+        "(({aug}) halfvec_ip_ops) WITH (m = {m}, ef_construction = {efc}) "
+        f"WHERE archived_at IS NULL AND kind = '{kind.value}'"
+    )
+
+
 # Each entry moves the schema from version i to i + 1. Never edit a released one.
 # Placeholders are psycopg.sql identifiers/literals, never user strings.
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -96,12 +107,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "one HNSW index per kind on the salience-augmented embedding (halfvec, inner "
         "product, active rows); they replace the cosine index",
         [
-            *(
-                f"CREATE INDEX IF NOT EXISTS {{aug_{kind}}} ON {{table}} USING hnsw "
-                "(({aug}) halfvec_ip_ops) WITH (m = {m}, ef_construction = {efc}) "
-                f"WHERE archived_at IS NULL AND kind = '{kind}'"
-                for kind in ("episodic", "semantic", "procedural")
-            ),
+            *(aug_index(kind) for kind in MemoryKind),
             # Counts each kind of a scope (to split the pool) by an index-only scan.
             "CREATE INDEX IF NOT EXISTS {kind_idx} ON {table} (scope, kind, created_at DESC) "
             "WHERE archived_at IS NULL",
@@ -162,6 +168,9 @@ def object_names(schema: str, table: str, hnsw_m: int, hnsw_ef_construction: int
         "hnsw_idx": sql.Identifier(f"{table}_embedding_hnsw"),
         "hnsw_idx_q": sql.Identifier(schema, f"{table}_embedding_hnsw"),
         **{f"aug_{k.value}": sql.Identifier(f"{table}_aug_{k.value}") for k in MemoryKind},
+        **{
+            f"aug_{k.value}_q": sql.Identifier(schema, f"{table}_aug_{k.value}") for k in MemoryKind
+        },
         "salient_idx": sql.Identifier(f"{table}_salient"),
         "recent_idx": sql.Identifier(f"{table}_recent"),
         "kind_idx": sql.Identifier(f"{table}_kind"),

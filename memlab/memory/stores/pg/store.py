@@ -272,8 +272,9 @@ class PgVectorStore:
         return f"{getattr(self, 'schema', '?')}.{self.table}"
 
     def _q(self, template: str, **extra: Any) -> Any:
-        """Compose SQL from a template with this store's identifiers."""
-        return self._sql.SQL(template).format(**self._names, **extra)
+        """Compose SQL from a template with this store's identifiers (``extra``
+        overrides them, as a rebuild's own ``m`` does)."""
+        return self._sql.SQL(template).format(**{**self._names, **extra})
 
     # -- schema -----------------------------------------------------------------------
     def _table_dims(self) -> int | None:
@@ -315,39 +316,126 @@ class PgVectorStore:
         if not records:
             return
         with self._guard("put"):
-            self._ready()
-            dims = check_dims(records, self._dims, f"PgVectorStore({self.qualified_name}).put")
-            assert dims is not None
-            if self._dims is None:
-                self._migrate(dims)
-            try:
-                batches = [
-                    record_columns(records[i : i + BATCH]) for i in range(0, len(records), BATCH)
-                ]
-            except UnicodeEncodeError as exc:
-                raise InputError(
-                    f"PgVectorStore.put: a record holds text that is not valid unicode ({exc})"
-                ) from None
-            stmt = self._q(UPSERT)
+            batches = self._prepare(records, "put")
+            with self._db().transaction():
+                self._upsert(records, batches, "put")
+
+    def bulk_load(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        maintenance_work_mem: str | None = None,
+        workers: int | None = None,
+        progress: bool | None = None,
+    ) -> dict[str, Any]:
+        """Upsert many records, then build the HNSW indexes once (an import).
+
+        ``put_many`` inserts every row into the HNSW graphs, a few hundred to two
+        thousand rows a second; this drops the three per-kind HNSW indexes,
+        writes the rows (about 20,000 a second), and builds the indexes again with
+        their own ``m`` and ``ef_construction``. Everything happens in one
+        transaction: a failure (bad input, a record of another scope, a lost
+        connection) rolls back the rows and the indexes alike. Until it commits,
+        other readers and writers of the table wait (dropping an index locks the
+        table), so use it for an initial import or in a maintenance window, and
+        only when the records are a large share of the table: the rebuild reads
+        every active row. The table is analyzed afterwards.
+
+        Args:
+            records: the records, as for ``put_many``.
+            maintenance_work_mem: PostgreSQL's memory for the index build, such as
+                ``"2GB"``. None: the larger of the server's setting and an estimate
+                of the largest kind's graph (``bulk.graph_bytes``), at most 8 GB. A
+                graph that does not fit is built on disk, many times slower.
+            workers: parallel build workers (``max_parallel_maintenance_workers``);
+                None: the server's setting.
+            progress: a bar on a terminal (None), always off (False).
+
+        Returns:
+            What the build used (``bulk.build_indexes``): memory in bytes, workers
+            and each kind's ``(m, ef_construction)``; empty for no records.
+
+        Raises:
+            InputError, ScopeMismatch...: as ``put_many``, before anything is written.
+            ConfigError: a malformed ``maintenance_work_mem`` or ``workers``.
+        """
+        from memlab.memory.stores.pg import bulk
+
+        records = check_records(records, f"PgVectorStore({self.qualified_name}).bulk_load")
+        settings = bulk.check_settings(maintenance_work_mem, workers)
+        if not records:
+            return {}
+        with self._guard("bulk load"):
+            batches = self._prepare(records, "bulk_load")
+            assert self._dims is not None
             conn = self._db()
-            written = 0
             with conn.transaction():
-                # The upsert skips rows whose id belongs to another scope (see
-                # UPSERT); fewer rows written than given means such an id, and
-                # raising inside the transaction rolls the whole batch back.
-                with conn.cursor(binary=True) as cur:
-                    for batch in batches:
-                        written += len(cur.execute(stmt, batch).fetchall())
-                if written != len(records):
-                    taken = self._records(
-                        self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE id = ANY(%s)"),
-                        ([escape_text(r.id) for r in records],),
-                    )
-                    foreign_ids(records, {r.id: r.scope for r in taken})
-                    raise StoreError(  # not reached unless a concurrent writer raced us
-                        f"PgVectorStore({self.qualified_name}).put: {len(records) - written} "
-                        "records were not written because another writer changed them; retry"
-                    )
+                bulk.lock(conn, self.schema, self.table)
+                options = bulk.index_options(conn, self.schema, self.table)
+                bulk.drop_indexes(conn, self._q)
+                self._upsert(records, batches, "bulk_load", progress=progress)
+                used = bulk.build_indexes(
+                    conn,
+                    self._q,
+                    self._dims,
+                    options,
+                    settings,
+                    defaults=(self.hnsw_m, self.hnsw_ef_construction),
+                    progress=progress,
+                    connect=self._connector.connect,
+                )
+            conn.execute(self._q("ANALYZE {table}"))
+        return used
+
+    def _prepare(self, records: Sequence[MemoryRecord], what: str) -> list[Any]:
+        """Check dims (creating the table on a first write) and encode the rows."""
+        self._ready()
+        dims = check_dims(records, self._dims, f"PgVectorStore({self.qualified_name}).{what}")
+        assert dims is not None
+        if self._dims is None:
+            self._migrate(dims)
+        try:
+            return [record_columns(records[i : i + BATCH]) for i in range(0, len(records), BATCH)]
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"PgVectorStore.{what}: a record holds text that is not valid unicode ({exc})"
+            ) from None
+
+    def _upsert(
+        self,
+        records: Sequence[MemoryRecord],
+        batches: Sequence[Any],
+        what: str,
+        progress: bool | None = False,
+    ) -> None:
+        """Write encoded batches inside the caller's transaction."""
+        from memlab.progress import bar
+
+        stmt = self._q(UPSERT)
+        written = 0
+        # The upsert skips rows whose id belongs to another scope (see UPSERT);
+        # fewer rows written than given means such an id, and raising inside the
+        # transaction rolls the whole batch back.
+        with (
+            self._db().cursor(binary=True) as cur,
+            bar(
+                total=len(records), desc="write rows", unit="rec", leave=False, progress=progress
+            ) as shown,
+        ):
+            for batch in batches:
+                n = len(cur.execute(stmt, batch).fetchall())
+                written += n
+                shown.update(n)
+        if written != len(records):
+            taken = self._records(
+                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE id = ANY(%s)"),
+                ([escape_text(r.id) for r in records],),
+            )
+            foreign_ids(records, {r.id: r.scope for r in taken})
+            raise StoreError(  # not reached unless a concurrent writer raced us
+                f"PgVectorStore({self.qualified_name}).{what}: {len(records) - written} "
+                "records were not written because another writer changed them; retry"
+            )
 
     def delete(self, scope: str, ids: str | Sequence[str]) -> int:
         ids = scoped_ids(scope, ids)
