@@ -162,3 +162,39 @@ def test_a_failed_bulk_load_leaves_rows_and_indexes_as_they_were(dsn: str, schem
         assert s.get("alice", "taken") is None
     finally:
         s.close()
+
+
+class _Shown:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.seen.append(text)
+
+
+def test_the_watcher_reports_a_running_index_build(dsn: str, schema: str) -> None:
+    import threading
+
+    s = PgVectorStore(dsn, schema=schema)
+    try:
+        s.bulk_load(_records(20_000), progress=False)
+        conn = s._db()
+        pid = conn.info.backend_pid
+        shown = _Shown()
+        watcher = bulk._Watcher(s._connector.connect, pid, shown, interval=0.02)
+        build = threading.Thread(
+            target=conn.execute,
+            args=(
+                f'CREATE INDEX slow ON "{schema}".memlab_records USING hnsw '
+                "(embedding vector_l2_ops) WITH (m = 32, ef_construction = 200)",
+            ),
+        )
+        build.start()
+        build.join()
+        watcher.stop()
+        assert watcher._conn.closed
+        assert any(t.startswith("building index") and t.endswith("%") for t in shown.seen), (
+            shown.seen
+        )
+    finally:
+        s.close()

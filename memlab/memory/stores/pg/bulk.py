@@ -205,29 +205,35 @@ def build_indexes(
 
 
 class _Watcher:
-    """Shows the running CREATE INDEX's share of rows loaded on the bar, polled
-    once a second from a second connection (the build's own one is busy)."""
+    """Shows the running CREATE INDEX's phase and share of the table read, polled
+    every ``interval`` seconds from a second connection (the build's own is busy)."""
 
-    def __init__(self, connect: Callable[[], Any], pid: int, shown: Any) -> None:
+    def __init__(
+        self, connect: Callable[[], Any], pid: int, shown: Any, interval: float = 1.0
+    ) -> None:
         self._conn = connect()
         self._pid = pid
         self._shown = shown
+        self._interval = interval
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memlab-index-progress", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            while not self._done.wait(1.0):
+            while not self._done.wait(self._interval):
                 row = self._conn.execute(
-                    "SELECT phase, tuples_done, tuples_total FROM "
+                    "SELECT phase, blocks_done, blocks_total, tuples_done FROM "
                     "pg_stat_progress_create_index WHERE pid = %s",
                     (self._pid,),
                 ).fetchone()
-                if row is not None and row[2]:
-                    self._shown.set_postfix_str(
-                        f"{row[0]}: {100 * row[1] / row[2]:.0f}%", refresh=True
-                    )
+                if row is None:
+                    continue
+                # pgvector reports the table's blocks read while it loads rows
+                # into the graph (tuples_total stays 0)
+                phase, done, total, rows = row
+                share = f"{100 * done / total:.0f}%" if total else f"{rows:,} rows"
+                self._shown.set_postfix_str(f"{phase}: {share}", refresh=True)
         except Exception:  # progress is cosmetic: the build goes on without it
             return
 
