@@ -198,14 +198,9 @@ def run_cell(
                 row["write_bulk_per_s"] = len(bulk) / (time.perf_counter() - t)
                 bar.update(len(bulk))
             else:
-                for i in range(0, len(w.others), s.batch):
-                    store.put_many(w.others[i : i + s.batch])
-                    bar.update(len(w.others[i : i + s.batch]))
+                _put_batches(store, w.others, s.batch, bar)
             t = time.perf_counter()
-            for i in range(start, w.n, s.batch):
-                chunk = w.records[i : i + s.batch]
-                store.put_many(chunk)
-                bar.update(len(chunk))
+            _put_batches(store, w.records[start:], s.batch, bar)
             row["write_batched_per_s"] = (w.n - start) / (time.perf_counter() - t)
         if backend == "pgvector":
             store.analyze()  # what autovacuum does soon after a bulk load
@@ -261,6 +256,13 @@ def run_cell(
         store.close()
     row["pool_rows"] = pool_rows
     return row
+
+
+def _put_batches(store: Any, records: Sequence[Any], batch: int, bar: Any) -> None:
+    for i in range(0, len(records), batch):
+        chunk = records[i : i + batch]
+        store.put_many(chunk)
+        bar.update(len(chunk))
 
 
 def _server_rss(store: Any) -> float:

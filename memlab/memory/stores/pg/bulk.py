@@ -84,14 +84,6 @@ def graph_bytes(rows: int, dims: int, m: int) -> int:
     return rows * (2 * (dims + 2) + 40 * m + 136)
 
 
-def lock(conn: Any, schema: str, table: str) -> None:
-    """The advisory lock ``migrations.migrate`` takes, so a bulk load and a
-    migration of the same table never interleave (held until commit)."""
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"memlab:{schema}.{table}",)
-    )
-
-
 def index_options(conn: Any, schema: str, table: str) -> dict[MemoryKind, tuple[int, int]]:
     """Each existing per-kind HNSW index's ``(m, ef_construction)``, read from the
     catalog so a rebuild keeps what the table was created with (or altered to)."""
@@ -105,6 +97,7 @@ def index_options(conn: Any, schema: str, table: str) -> dict[MemoryKind, tuple[
     for name, reloptions in rows:
         opts = dict(o.split("=", 1) for o in (reloptions or []))
         kind = MemoryKind(name[len(table) + len("_aug_") :])
+        # migration 4 always writes both options; the fallbacks are pgvector's defaults
         found[kind] = (int(opts.get("m", 16)), int(opts.get("ef_construction", 64)))
     return found
 

@@ -156,6 +156,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 MAX_DIMS = 4000 - 2
 
 
+def table_lock(conn: Any, schema: str, table: str) -> None:
+    """Take the table's advisory lock until the transaction ends: migrations and
+    bulk loads of one table (``bulk``) never interleave."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"memlab:{schema}.{table}",)
+    )
+
+
 def object_names(schema: str, table: str, hnsw_m: int, hnsw_ef_construction: int) -> dict[str, Any]:
     """The quoted names a store's statement templates use: its table, migrations
     table and indexes (all named after the table), and the HNSW build settings."""
@@ -240,7 +248,7 @@ def migrate(conn: Any, compose: Compose, schema: str, table: str, dims: int) -> 
             "half precision); use an embedder with fewer dimensions, or an exact store"
         )
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"memlab:{name}",))
+        table_lock(conn, schema, table)
         if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
             conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
         conn.execute(

@@ -72,6 +72,7 @@ from memlab.memory.stores.pg.migrations import (
     migrate,
     object_names,
     table_dims,
+    table_lock,
 )
 from memlab.memory.stores.pg.sql import (
     BATCH,
@@ -370,7 +371,7 @@ class PgVectorStore:
             assert self._dims is not None
             conn = self._db()
             with conn.transaction():
-                bulk.lock(conn, self.schema, self.table)
+                table_lock(conn, self.schema, self.table)
                 options = bulk.index_options(conn, self.schema, self.table)
                 bulk.drop_indexes(conn, self._q)
                 self._upsert(records, batches, "bulk_load", progress=progress)
