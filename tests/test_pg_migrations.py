@@ -185,7 +185,7 @@ def test_a_version_5_table_gets_the_supersession_columns(dsn: str, schema: str) 
         conn.execute(f'ALTER TABLE "{schema}".mem DROP COLUMN superseded, DROP COLUMN invalid_at')
         conn.execute(f'DELETE FROM "{schema}".mem_migrations WHERE version >= 6')
     with PgVectorStore(dsn, schema=schema, table="mem") as s:
-        assert s.schema_version == SCHEMA_VERSION == 7
+        assert s.schema_version == SCHEMA_VERSION == 8
         got = s.get("alice", old.id)
         assert got is not None and got.same_as(old) and got.invalid_at is None
         assert len(s.candidates("alice", vec(0), valid_at=float("inf"))) == 2

@@ -64,3 +64,37 @@ def test_augmented_inner_product_is_the_weighted_similarity_plus_salience() -> N
     assert pgmod.ann_weights(None) == (1.0, 0.0)
     with pytest.raises(InputError):
         pgmod.ann_weights({"similarity": -1.0})
+
+
+def test_window_exact_scans_a_window_smaller_than_the_graph_search_would_visit() -> None:
+    assert pgmod.window_exact(10, 16, 1_000_000)  # fewer rows than asked: all of them
+    assert pgmod.window_exact(6_456, 16, 224_048)  # 4.2e7 < 30 * 16 * 224,048
+    assert not pgmod.window_exact(8_670, 16, 71_600)  # 7.5e7 > 3.4e7: the graph
+    assert not pgmod.window_exact(500, 16, -1)  # never counted: the window is the graph
+
+
+def test_split_windows_gives_half_a_share_to_a_kind_with_old_and_recent_rows() -> None:
+    ep, sem, proc = MemoryKind.EPISODIC, MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL
+    limits = {ep: 34, sem: 33, proc: 1}
+    since = {ep: 100.0, sem: 50.0, proc: 10.0}
+    # (window rows, older rows, graph rows) per kind
+    counts = [*(40, 1, 1e6), *(0, 1, 1e5), *(5, 1, 10)]
+    out, windows = pgmod.split_windows(limits, since, counts)
+    assert out == {ep: 17, sem: 33, proc: 1} and limits[ep] == 34  # a copy
+    assert windows == {ep: (100.0, 17, True)}  # 40 rows: scanned, not searched
+    # A young kind (no older rows) keeps its share: its own search covers the window.
+    out, windows = pgmod.split_windows({ep: 34}, {ep: 1.0}, [pgmod.WINDOW_COUNT, 0, 1e6])
+    assert out == {ep: 34} and windows == {}
+    # A window too big to count is searched in the graph.
+    _, windows = pgmod.split_windows({ep: 34}, {ep: 1.0}, [pgmod.WINDOW_COUNT, 1, 1e6])
+    assert windows == {ep: (1.0, 17, False)}
+
+
+def test_pool_sql_adds_one_search_per_window() -> None:
+    q = np.ones(6, dtype=np.float32)
+    windows = {MemoryKind.SEMANTIC: (5.0, 7, True), MemoryKind.EPISODIC: (9.0, 3, False)}
+    text, params = pgmod.pool_sql("w", 4, "id", q, {MemoryKind.SEMANTIC: 8}, 0, 0, windows)
+    assert text.count("UNION ALL") == 2 and text.count("created_at >=") == 2
+    assert params["since_semantic"] == 5.0 and params["w_semantic"] == 7
+    assert params["w_episodic"] == 3 and params["qv"].shape == (4,)
+    assert "embedding <#> %(qv)s::vector(4)" in text  # the scanned window: float32

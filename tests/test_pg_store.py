@@ -404,3 +404,60 @@ def test_scope_columns_are_the_whole_scope_beyond_the_pool(dsn: str, schema: str
         assert set(every.ids) == {r.id for r in rs} and every.mask.all()
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("recent_rows", [100, 2500])  # a window scanned / searched
+def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
+    dsn: str, schema: str, tmp_path: Path, recent_rows: int
+) -> None:
+    """Old semantic records near the query outscore, by similarity and salience,
+    recent salient ones that are only loosely similar, so a pool chosen by those
+    two signals holds few of the latter; the ranker (recency weighed 0.3, a 90-day
+    half-life) prefers them. The window search of each kind's recent rows brings them in."""
+    rng = np.random.default_rng(5)
+    q = vec("invoices")
+    day = 86400.0
+    now = 800 * day
+    old = [
+        make_record(
+            content=f"old {i}",
+            kind="semantic",
+            created_at=now - (400 + i % 300) * day,
+            salience=0.3,
+            embedding=_near(q, rng, 0.15),
+        )
+        for i in range(5000 - recent_rows)
+    ]
+    recent = [
+        make_record(
+            content=f"recent {i}",
+            kind="semantic",
+            created_at=now - (i % 40) * day,  # within half a half-life (45 days)
+            salience=1.0 if i % 4 == 0 else 0.2,
+            embedding=_near(q, rng, 0.6),
+        )
+        for i in range(recent_rows)
+    ]
+
+    class Fixed(HashEmbedder):
+        def embed(self, texts: Any) -> np.ndarray:
+            return np.stack([q for _ in texts])
+
+    def top(store: Any) -> list[str]:
+        weights = RankWeights(similarity=0.5, recency=0.3, salience=0.2, usage=0.0)
+        layer = MemoryLayer(store, Fixed(DIMS), weights=weights, clock=lambda: now, pool=60)
+        return [
+            h.record.id for h in layer.recall(RecallQuery("alice", "x", max_hits=10), touch=False)
+        ]
+
+    exact_store = SqliteStore(tmp_path / "m.db")
+    exact_store.put_many([*old, *recent])
+    exact = top(exact_store)
+    assert set(exact) <= {r.id for r in recent}  # the recent facts win the ranking
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)
+    s.put_many([*old, *recent])
+    s.analyze()
+    assert len(set(top(s)) & set(exact)) >= 9
+    s.window = 0  # off: the pool is the best by similarity and salience alone
+    assert len(set(top(s)) & set(exact)) <= 3
+    s.close()

@@ -78,6 +78,10 @@ class HalfLives:
         for f in fields(self):
             check_number(getattr(self, f.name), f"half_life.{f.name} (hours)", above=0.0)
 
+    def as_dict(self) -> dict[str, float]:
+        """Hours by kind name (``candidates``' ``half_life``)."""
+        return {f.name: float(getattr(self, f.name)) for f in fields(self)}
+
     def seconds_by_code(self) -> np.ndarray:
         """Half-lives in seconds indexed by kind code (see KIND_CODES)."""
         out = np.zeros(len(KIND_CODES), dtype=np.float64)

@@ -118,6 +118,9 @@ def score(
     window = parse_time(query.text, now) if layer.ranker.weights.time > 0 else None
     qvec = layer.embed_query(text)
     scopes = query.scopes
+    # A named period switches recency off (see rank), so no recency hint then.
+    recency = window is None and layer.ranker.weights.recency > 0
+    half_life = layer.ranker.half_life.as_dict() if recency else None
     parts = [
         layer.store.candidates(
             scope,
@@ -128,6 +131,8 @@ def score(
             text=text if layer.ranker.uses_lexical else None,
             weights=layer.ranker.weights.as_dict(),
             valid_at=valid_at,
+            now=now if recency else None,
+            half_life=half_life,
         )
         for scope in scopes
     ]

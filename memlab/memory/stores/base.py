@@ -352,6 +352,8 @@ class MemoryStore(Protocol):
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
         valid_at: float | None = None,
+        now: float | None = None,
+        half_life: Mapping[str, float] | None = None,
     ) -> Candidates:
         """Columns of the scope's records a ranker should score.
 
@@ -364,7 +366,11 @@ class MemoryStore(Protocol):
         (``scope_columns`` relies on it). ``weights`` maps signal names to the ranker's weights
         (``RankWeights.as_dict()``); other keys are ignored. With ``text``,
         ``Candidates.lexical`` holds each row's BM25 score for it over the scope's
-        active records (see memlab.memory.lexical).
+        active records (see memlab.memory.lexical). ``now`` (epoch seconds, the
+        time the ranker scores recency at) and ``half_life`` (hours by kind name,
+        ``HalfLives``' fields) are a recency hint: an approximate store may search
+        each kind's recent records on their own (see ``PgVectorStore``); exact
+        stores check and ignore them.
         """
         ...
 
@@ -411,9 +417,11 @@ def check_candidates_args(
     pool: object,
     text: object,
     weights: object,
+    now: object = None,
+    half_life: object = None,
 ) -> None:
     """Check ``candidates``' arguments (every store, exact ones too, although they
-    ignore ``query``, ``pool`` and ``weights``).
+    ignore ``query``, ``pool``, ``weights``, ``now`` and ``half_life``).
 
     Raises:
         InputError: naming the argument; DimensionMismatch for a query of other dims.
@@ -442,6 +450,14 @@ def check_candidates_args(
             )
         for key, w in weights.items():
             check_number(w, f"weights[{key!r}]", lo=0.0)
+    check_number(now, "now (epoch seconds)", none=True)
+    if half_life is not None:
+        if not isinstance(half_life, Mapping):
+            raise InputError(
+                "half_life must map kind names to hours, got " + type(half_life).__name__
+            )
+        for key, h in half_life.items():
+            check_number(h, f"half_life[{key!r}] (hours)", above=0.0)
 
 
 def check_valid_at(valid_at: object) -> float | None:

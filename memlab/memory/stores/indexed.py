@@ -520,9 +520,13 @@ class IndexedStore:
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
         valid_at: float | None = None,
+        now: float | None = None,
+        half_life: Mapping[str, float] | None = None,
     ) -> Candidates:
         check_scope(scope)
-        check_candidates_args(query, self._dims, include_archived, pool, text, weights)
+        check_candidates_args(
+            query, self._dims, include_archived, pool, text, weights, now, half_life
+        )
         valid_at = check_valid_at(valid_at)
         self._sync()
         idx = self._index.get(scope)

@@ -671,12 +671,16 @@ class SqliteStore:
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
         valid_at: float | None = None,
+        now: float | None = None,
+        half_life: Mapping[str, float] | None = None,
     ) -> Candidates:
         check_scope(scope)
         valid_at = check_valid_at(valid_at)
         with self._mutex:
             self._check()
-            check_candidates_args(query, self._dims, include_archived, pool, text, weights)
+            check_candidates_args(
+                query, self._dims, include_archived, pool, text, weights, now, half_life
+            )
             idx = self._cache.get(scope)
             if idx is None:
                 idx = self._load_scope(scope)

@@ -150,6 +150,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "WHERE json_array_length(superseded) > 0",
         ],
     ),
+    (
+        "the rows in force (neither archived nor superseded) by scope, kind and time: "
+        "a recall's counts, and its recency windows, by index-only scans",
+        [
+            "CREATE INDEX IF NOT EXISTS {live_kind_idx} ON {table} "
+            "(scope_key, kind, created_at DESC) WHERE archived_at IS NULL AND invalid_at IS NULL",
+        ],
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # pgvector's HNSW indexes hold at most 4,000 half-precision dimensions.
@@ -196,6 +204,7 @@ def object_names(schema: str, table: str, hnsw_m: int, hnsw_ef_construction: int
         "key_recent_idx": sql.Identifier(f"{table}_key_recent"),
         "key_kind_idx": sql.Identifier(f"{table}_key_kind"),
         "marked_idx": sql.Identifier(f"{table}_superseded"),
+        "live_kind_idx": sql.Identifier(f"{table}_live_kind"),
         "m": sql.Literal(hnsw_m),
         "efc": sql.Literal(hnsw_ef_construction),
     }

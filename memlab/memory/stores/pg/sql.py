@@ -189,14 +189,37 @@ def where_clause(
     return " AND ".join(parts), params
 
 
-def count_kinds_sql(where: str, kinds: Sequence[MemoryKind]) -> str:
+WINDOW_COUNT = 20_000
+"""Window rows counted at most (a window this big is searched in the graph)."""
+
+
+def count_kinds_sql(
+    where: str, kinds: Sequence[MemoryKind], windowed: Sequence[MemoryKind] = ()
+) -> str:
     """How many active rows of each kind match ``where``, counting to
-    ``%(limit)s`` at most (an index-only scan each): one column per kind."""
-    return "SELECT " + ", ".join(
+    ``%(limit)s`` at most (an index-only scan each): one column per kind. Then,
+    for each kind in ``windowed``, three more: its rows made since
+    ``%(since_<kind>)s`` (counting to ``WINDOW_COUNT``), whether it has older ones
+    (0 or 1), and the rows of its HNSW index ``%(graph_<kind>)s`` in schema
+    ``%(schema)s`` (``pg_class.reltuples``; -1 when never counted)."""
+    cols = [
         f"(SELECT count(*) FROM (SELECT 1 FROM {{table}} WHERE {where} "
         f"AND kind = '{k.value}' LIMIT %(limit)s) AS s)"
         for k in kinds
-    )
+    ]
+    for k in windowed:
+        for cond, limit in ((">=", WINDOW_COUNT), ("<", 1)):
+            cols.append(
+                f"(SELECT count(*) FROM (SELECT 1 FROM {{table}} WHERE {where} "
+                f"AND kind = '{k.value}' AND created_at {cond} %(since_{k.value})s "
+                f"LIMIT {limit}) AS s)"
+            )
+        cols.append(
+            "(SELECT coalesce(max(c.reltuples), -1) FROM pg_class c JOIN pg_namespace n "
+            f"ON n.oid = c.relnamespace WHERE n.nspname = %(schema)s "
+            f"AND c.relname = %(graph_{k.value})s)"
+        )
+    return "SELECT " + ", ".join(cols)
 
 
 def ann_sql(where: str, kind: MemoryKind, dims: int, cols: str = "id") -> str:
@@ -211,6 +234,70 @@ def ann_sql(where: str, kind: MemoryKind, dims: int, cols: str = "id") -> str:
     )
 
 
+def window_sql(where: str, kind: MemoryKind, dims: int, cols: str, exact: bool) -> str:
+    """The kind's rows made since ``%(since_<kind>)s`` with the best
+    ``w_sim * cos + w_sal * s``; ``LIMIT %(w_<kind>)s``.
+
+    ``exact``: every row of the window is scored with its float32 embedding
+    (``%(qv)s`` is ``w_sim * q``), read by the ``(scope_key, kind, created_at)``
+    b-tree and sorted: for a window small enough that a filtered graph search
+    would visit more rows than it holds (see ``window_exact``). Otherwise the
+    kind's HNSW index with the filter (the iterative scan skips older rows)."""
+    if exact:
+        order = f"(embedding <#> %(qv)s::vector({dims})) - %(w_sal)s * salience"
+    else:
+        order = f"{aug_sql(dims)} <#> %(q)s::halfvec({dims + 2})"
+    return (
+        f"SELECT {cols} FROM {{table}} WHERE {where} AND kind = '{kind.value}' "
+        f"AND created_at >= %(since_{kind.value})s ORDER BY {order} "
+        f"LIMIT %(w_{kind.value})s"
+    )
+
+
+GRAPH_VISIT_ROWS = 30
+"""How many rows an exact window scan scores in the time a filtered HNSW search
+visits one row (1M rows, 384 dims, this project's 2-core VM: a scan 0.6-0.75 us a
+row, the iterative graph search ~25 us per row it passes)."""
+
+
+def window_exact(rows: int, limit: int, graph_rows: float) -> bool:
+    """Whether a window of ``rows`` rows is cheaper to score whole than to search
+    in its kind's graph of ``graph_rows`` rows (every scope's; ``<= 0``: unknown)
+    for ``limit`` rows. A filtered search passes about ``limit * graph_rows /
+    rows`` rows of the graph, so the scan wins while ``rows^2 <
+    GRAPH_VISIT_ROWS * limit * graph_rows``."""
+    if rows <= limit:
+        return True
+    if graph_rows <= 0:
+        graph_rows = float(rows)  # never analyzed: assume the window is the graph
+    return rows * rows < GRAPH_VISIT_ROWS * limit * graph_rows
+
+
+def split_windows(
+    limits: Mapping[MemoryKind, int],
+    since: Mapping[MemoryKind, float],
+    counts: Sequence[float],
+) -> tuple[dict[MemoryKind, int], dict[MemoryKind, tuple[float, int, bool]]]:
+    """Give half of each windowed kind's share of the pool (``limits``) to its
+    recency window: ``(limits, windows)`` for ``pool_sql``. ``since`` is each
+    kind's window start and ``counts`` the three window columns of
+    ``count_kinds_sql`` per kind, in ``since``'s order. A kind keeps its whole
+    share when its window is empty, holds all its rows (a young scope: the
+    kind's own search already covers it) or the share is a single row."""
+    out = dict(limits)
+    windows: dict[MemoryKind, tuple[float, int, bool]] = {}
+    for i, (kind, start) in enumerate(since.items()):
+        in_window, older, graph = counts[3 * i : 3 * i + 3]
+        share = out.get(kind, 0)
+        if in_window == 0 or older == 0 or share < 2:
+            continue
+        rows = share // 2
+        out[kind] = share - rows
+        exact = in_window < WINDOW_COUNT and window_exact(int(in_window), rows, float(graph))
+        windows[kind] = (start, rows, exact)
+    return out, windows
+
+
 def pool_sql(
     where: str,
     dims: int,
@@ -219,11 +306,14 @@ def pool_sql(
     limits: Mapping[MemoryKind, int],
     n_salient: int,
     n_recent: int,
+    windows: Mapping[MemoryKind, tuple[float, int, bool]] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One statement for the whole pool and its parameters: a UNION ALL of the
-    per-kind searches (``limits``; none without a query vector ``qaug``) and the
-    ``n_salient`` most salient and ``n_recent`` most recent rows, each returning
-    its rows (the caller drops duplicates), so no row is looked up twice."""
+    per-kind searches (``limits``; none without a query vector ``qaug``), the
+    per-kind window searches (``windows``: kind -> (since, rows, exact), see
+    ``window_sql``) and the ``n_salient`` most salient and ``n_recent`` most recent
+    rows, each returning its rows (the caller drops duplicates), so no row is
+    looked up twice."""
     parts = []
     params: dict[str, Any] = {}
     if qaug is not None:
@@ -231,6 +321,14 @@ def pool_sql(
             if limit > 0:
                 parts.append(f"({ann_sql(where, kind, dims, cols)})")
                 params[f"n_{kind.value}"] = limit
+        for kind, (since, rows, exact) in (windows or {}).items():
+            if rows > 0:
+                parts.append(f"({window_sql(where, kind, dims, cols, exact)})")
+                params[f"since_{kind.value}"] = since
+                params[f"w_{kind.value}"] = rows
+                if exact:
+                    params["qv"] = qaug[:dims].astype(np.float32)
+                    params["w_sal"] = float(qaug[dims])
         params["q"] = qaug
     if n_salient:
         parts.append(

@@ -32,6 +32,7 @@ ranking is exactly that of the exact stores. The table's schema is described in
 from __future__ import annotations
 
 import builtins
+import math
 import os
 import threading
 from collections import Counter
@@ -93,6 +94,7 @@ from memlab.memory.stores.pg.sql import (
     pool_sql,
     record_columns,
     row_to_record,
+    split_windows,
     to_candidates,
     unescape_text,
     where_clause,
@@ -118,6 +120,10 @@ class PgVectorStore:
         ef_search: HNSW ``ef_search``. None: follow the pool size (at least 40).
         salient: most salient active records of the scope added to every pool.
         recent: most recent active records of the scope added to every pool.
+        window: the recency window, in half-lives of each kind: when the caller
+            passes ``now`` and ``half_life`` and the ranker weighs recency, half of
+            each kind's share of the pool is that kind's best rows made within
+            ``window`` half-lives of ``now`` (recency >= 2^-window). 0: off.
         max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's budget
             when a scope filter rejects most rows.
         hnsw_m: HNSW ``m`` (used when the index is created).
@@ -146,6 +152,7 @@ class PgVectorStore:
         ef_search: int | None = None,
         salient: int = 50,
         recent: int = 50,
+        window: float = 0.5,
         max_scan_tuples: int = 20_000,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
@@ -178,6 +185,10 @@ class PgVectorStore:
         ]:
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"pgvector {name} must be an integer >= {low}, got {value!r}")
+        if isinstance(window, bool) or not isinstance(window, int | float) or not 0 <= window <= 64:
+            raise ConfigError(
+                f"pgvector window must be a number of half-lives in 0..64, got {window!r}"
+            )
         if ef_search is not None and (not isinstance(ef_search, int) or not 1 <= ef_search <= 1000):
             raise ConfigError(f"pgvector ef_search must be 1..1000 or null, got {ef_search!r}")
         if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > MAX_DIMS):
@@ -188,6 +199,7 @@ class PgVectorStore:
         self.ef_search = ef_search
         self.salient = salient
         self.recent = recent
+        self.window = float(window)
         self.max_scan_tuples = max_scan_tuples
         self.hnsw_m = hnsw_m
         self.hnsw_ef_construction = hnsw_ef_construction
@@ -614,6 +626,8 @@ class PgVectorStore:
         text: str | None = None,
         weights: Mapping[str, float] | None = None,
         valid_at: float | None = None,
+        now: float | None = None,
+        half_life: Mapping[str, float] | None = None,
     ) -> Candidates:
         """The scope's pool: the best ``pool`` records by ``w_sim * cos + w_sal * s``
         (approximate, HNSW), plus the most recent (and most salient) records.
@@ -636,12 +650,21 @@ class PgVectorStore:
 
         ``valid_at`` (see ``MemoryStore.candidates``) selects the rows held at that
         time (``inf``: in force now) in SQL; a finite time searches exactly.
+
+        With ``now``, ``half_life`` (hours by kind) and a positive
+        ``weights["recency"]``, each kind's share of the pool is split between the
+        whole kind and its rows made within ``window`` half-lives of ``now``
+        (recency cannot be indexed, and at a million rows the best rows by
+        similarity and salience alone crowd out the recent, long-lived records
+        the ranker prefers). A small window is scored whole, a large one searched
+        in the kind's graph (``sql.window_exact``).
         """
         check_scope(scope)
-        check_candidates_args(query, None, include_archived, pool, text, weights)
+        check_candidates_args(query, None, include_archived, pool, text, weights, now, half_life)
         valid_at = check_valid_at(valid_at)
         pool = self.pool if pool is None else int(pool)
         w_sim, w_sal = ann_weights(weights)
+        since = self._window_starts(now, half_life, weights, kinds)
         where, params = where_clause(scope, kinds, include_archived, valid_at=valid_at)
         with self._guard("candidates"):
             conn = self._db()
@@ -662,14 +685,18 @@ class PgVectorStore:
             cols = CAND_COLS + (", terms" if text is not None else "")
             wanted = kind_filter(kinds)
             searched = [k for k in MemoryKind if wanted is None or k in wanted]
+            if qvec is None or valid_at is None or not math.isinf(valid_at):
+                since = {}  # no search, or an exact one (time travel, archived rows)
             with conn.cursor(binary=True) as cur:
                 # How many of each kind, counting to pool + 1 at most (index-only).
                 key_where, _ = where_clause(
                     scope, kinds, include_archived, exact=False, valid_at=valid_at
                 )
-                counts = cur.execute(
-                    self._q(count_kinds_sql(key_where, searched)), {**params, "limit": pool + 1}
+                row = cur.execute(
+                    self._q(count_kinds_sql(key_where, searched, list(since))),
+                    {**params, "limit": pool + 1, **self._window_params(since)},
                 ).fetchone()
+                counts, window_counts = row[: len(searched)], row[len(searched) :]
                 n = sum(counts)
                 if n == 0:
                     return Candidates.empty(self._dims)
@@ -678,17 +705,20 @@ class PgVectorStore:
                     rows = cur.execute(stmt, params).fetchall()
                 else:
                     limits = allocate(pool, dict(zip(searched, counts, strict=True)))
+                    limits, windows = split_windows(limits, since, window_counts)
                     if qvec is None:  # no search: the most salient and most recent
                         qaug, n_salient, n_recent = None, pool, pool
                     else:
-                        self._set_ef_search(max(limits.values()))
+                        self._set_ef_search(
+                            max([*limits.values(), *(w[1] for w in windows.values())])
+                        )
                         qaug, n_salient, n_recent = (
                             aug_query(qvec, w_sim, w_sal),
                             self.salient,
                             self.recent,
                         )
                     template, extra = pool_sql(
-                        where, self._dims, cols, qaug, limits, n_salient, n_recent
+                        where, self._dims, cols, qaug, limits, n_salient, n_recent, windows
                     )
                     rows = distinct_rows(
                         cur.execute(self._q(template), {**params, **extra}).fetchall()
@@ -697,6 +727,36 @@ class PgVectorStore:
         cands = to_candidates(rows, self._dims)
         cands.lexical = lexical
         return cands
+
+    def _window_starts(
+        self,
+        now: float | None,
+        half_life: Mapping[str, float] | None,
+        weights: Mapping[str, float] | None,
+        kinds: Iterable[MemoryKind | str] | None,
+    ) -> dict[MemoryKind, float]:
+        """Where each kind's recency window starts (epoch seconds); empty when the
+        window is off or the caller gave no time, half-lives or recency weight."""
+        if (
+            self.window <= 0
+            or now is None
+            or half_life is None
+            or weights is None
+            or float(weights.get("recency", 0.0)) <= 0
+        ):
+            return {}
+        wanted = kind_filter(kinds)
+        return {
+            k: float(now) - self.window * float(half_life[k.value]) * 3600.0
+            for k in MemoryKind
+            if (wanted is None or k in wanted) and k.value in half_life
+        }
+
+    def _window_params(self, since: Mapping[MemoryKind, float]) -> dict[str, Any]:
+        if not since:
+            return {}
+        names = {f"graph_{k.value}": f"{self.table}_aug_{k.value}" for k in since}
+        return {"schema": self.schema, **names, **{f"since_{k.value}": t for k, t in since.items()}}
 
     def _bm25(self, cur: Any, scope: str, text: str, rows: Sequence[Sequence[Any]]) -> np.ndarray:
         """Okapi BM25 of each row, as memlab.memory.lexical.LexicalIndex.scores."""
