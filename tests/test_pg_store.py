@@ -454,7 +454,7 @@ def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
     exact_store.put_many([*old, *recent])
     exact = top(exact_store)
     assert set(exact) <= {r.id for r in recent}  # the recent facts win the ranking
-    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0, window=0.5)
     s.put_many([*old, *recent])
     s.analyze()
     assert len(set(top(s)) & set(exact)) >= 9

@@ -83,6 +83,7 @@ class Settings:
     data_dir: str | None = None
     hnsw_m: int = 16
     ef_construction: int = 64
+    pg_window: float = 0.0  # pgvector recency window, half-lives (0: off)
     progress: bool | None = None  # bars on stderr; None: only when it is a terminal
 
     @property
@@ -144,6 +145,7 @@ def _open(backend: str, n: int, tmp: Path, s: Settings, schema: str) -> Any:
         recent=s.extras,
         hnsw_m=s.hnsw_m,
         hnsw_ef_construction=s.ef_construction,
+        window=s.pg_window,
     )
 
 
@@ -502,6 +504,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--hnsw-m", type=int, default=16, help="pgvector HNSW m")
     ap.add_argument("--ef-construction", type=int, default=64, help="pgvector HNSW ef_construction")
     ap.add_argument(
+        "--pg-window",
+        type=float,
+        default=0.0,
+        help="pgvector recency window in half-lives (0: off, the store's default)",
+    )
+    ap.add_argument(
         "--no-progress",
         dest="progress",
         action="store_const",
@@ -538,6 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data_dir=args.data_dir,
         hnsw_m=args.hnsw_m,
         ef_construction=args.ef_construction,
+        pg_window=args.pg_window,
         progress=args.progress,
     )
     table, pools = run(s)
@@ -571,7 +580,8 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
     lines = [
         f"memlab bench store: {s.corpus} corpus ({VECTORS[s.corpus]}, {DIMS} dims), "
         f"{s.queries} queries; pgvector: pool {s.pool} + {s.extras} salient + {s.extras} "
-        f"recent, HNSW m={s.hnsw_m} ef_construction={s.ef_construction}",
+        f"recent, window {s.pg_window:g} half-lives, HNSW m={s.hnsw_m} "
+        f"ef_construction={s.ef_construction}",
     ]
     with pd.option_context("display.width", 200, "display.float_format", "{:,.2f}".format):
         lines.append(table[list(cols)].rename(columns=cols).to_string(index=False))

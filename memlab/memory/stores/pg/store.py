@@ -123,7 +123,9 @@ class PgVectorStore:
         window: the recency window, in half-lives of each kind: when the caller
             passes ``now`` and ``half_life`` and the ranker weighs recency, half of
             each kind's share of the pool is that kind's best rows made within
-            ``window`` half-lives of ``now`` (recency >= 2^-window). 0: off.
+            ``window`` half-lives of ``now`` (recency >= 2^-window). 0 (the
+            default): off. At a million records per scope 0.5 raised the pool's
+            recall@10 from 0.75 to 0.92 (+14 ms); at 100k it cost 5 ms for no gain.
         max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's budget
             when a scope filter rejects most rows.
         hnsw_m: HNSW ``m`` (used when the index is created).
@@ -152,7 +154,7 @@ class PgVectorStore:
         ef_search: int | None = None,
         salient: int = 50,
         recent: int = 50,
-        window: float = 0.5,
+        window: float = 0.0,
         max_scan_tuples: int = 20_000,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
