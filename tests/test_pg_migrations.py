@@ -144,6 +144,9 @@ def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
         PgVectorStore(dsn, pool=0)
     with pytest.raises(ConfigError, match="ef_search"):
         PgVectorStore(dsn, ef_search=5000)
+    for window in (-0.5, float("nan"), True, "0.5"):
+        with pytest.raises(ConfigError, match="window must be a number of half-lives"):
+            PgVectorStore(dsn, window=window)  # type: ignore[arg-type]
 
 
 def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(dsn: str, schema: str) -> None:

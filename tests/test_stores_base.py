@@ -147,3 +147,21 @@ def test_the_thread_count_honours_omp_num_threads(monkeypatch: pytest.MonkeyPatc
     for unset in ("", "0", "two"):
         monkeypatch.setenv("OMP_NUM_THREADS", unset)
         assert 1 <= base._workers() <= 4
+
+
+@pytest.mark.parametrize(
+    ("now", "half_life", "match"),
+    [
+        (float("nan"), None, "now"),
+        ("soon", None, "now"),
+        (None, [72.0], "half_life must map kind names to hours"),
+        (None, {"semantic": 0.0}, r"half_life\['semantic'\]"),
+        (None, {"episodic": float("inf")}, r"half_life\['episodic'\]"),
+    ],
+)
+def test_candidates_recency_hint_is_checked(now: Any, half_life: Any, match: str) -> None:
+    from memlab.errors import InputError
+
+    with pytest.raises(InputError, match=match):
+        base.check_candidates_args(None, None, False, None, None, None, now, half_life)
+    base.check_candidates_args(None, None, False, None, None, None, 1.0, {"semantic": 2160.0})

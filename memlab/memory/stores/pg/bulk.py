@@ -18,7 +18,7 @@ from typing import Any
 
 from memlab.errors import ConfigError
 from memlab.memory.records import MemoryKind
-from memlab.memory.stores.pg.migrations import aug_index
+from memlab.memory.stores.pg.migrations import aug_index, aug_index_name
 from memlab.memory.stores.pg.sql import aug_sql
 
 _MEMORY = re.compile(r"^\s*(\d+)\s*(kB|MB|GB|TB)\s*$")
@@ -87,16 +87,17 @@ def graph_bytes(rows: int, dims: int, m: int) -> int:
 def index_options(conn: Any, schema: str, table: str) -> dict[MemoryKind, tuple[int, int]]:
     """Each existing per-kind HNSW index's ``(m, ef_construction)``, read from the
     catalog so a rebuild keeps what the table was created with (or altered to)."""
+    by_name = {aug_index_name(table, kind): kind for kind in MemoryKind}
     rows = conn.execute(
         "SELECT c.relname, c.reloptions FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = %s AND c.relname = ANY(%s)",
-        (schema, [f"{table}_aug_{kind.value}" for kind in MemoryKind]),
+        (schema, list(by_name)),
     ).fetchall()
     found: dict[MemoryKind, tuple[int, int]] = {}
     for name, reloptions in rows:
         opts = dict(o.split("=", 1) for o in (reloptions or []))
-        kind = MemoryKind(name[len(table) + len("_aug_") :])
+        kind = by_name[name]
         # migration 4 always writes both options; the fallbacks are pgvector's defaults
         found[kind] = (int(opts.get("m", 16)), int(opts.get("ef_construction", 64)))
     return found

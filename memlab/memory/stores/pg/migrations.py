@@ -41,6 +41,11 @@ Compose = Callable[..., Any]
 given extra values with quoted identifiers (``PgVectorStore._q``)."""
 
 
+def aug_index_name(table: str, kind: MemoryKind) -> str:
+    """The name of a table's HNSW index of one kind (unquoted, without schema)."""
+    return f"{table}_aug_{kind.value}"
+
+
 def aug_index(kind: MemoryKind) -> str:
     """The statement template of one kind's HNSW index on the augmented embedding
     (migration 4; ``bulk`` rebuilds it with the same text)."""
@@ -183,9 +188,9 @@ def object_names(schema: str, table: str, hnsw_m: int, hnsw_ef_construction: int
         "scope_idx": sql.Identifier(f"{table}_scope_archived"),
         "hnsw_idx": sql.Identifier(f"{table}_embedding_hnsw"),
         "hnsw_idx_q": sql.Identifier(schema, f"{table}_embedding_hnsw"),
-        **{f"aug_{k.value}": sql.Identifier(f"{table}_aug_{k.value}") for k in MemoryKind},
+        **{f"aug_{k.value}": sql.Identifier(aug_index_name(table, k)) for k in MemoryKind},
         **{
-            f"aug_{k.value}_q": sql.Identifier(schema, f"{table}_aug_{k.value}") for k in MemoryKind
+            f"aug_{k.value}_q": sql.Identifier(schema, aug_index_name(table, k)) for k in MemoryKind
         },
         "salient_idx": sql.Identifier(f"{table}_salient"),
         "recent_idx": sql.Identifier(f"{table}_recent"),

@@ -70,6 +70,7 @@ from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector
 from memlab.memory.stores.pg.migrations import (
     MAX_DIMS,
     applied_version,
+    aug_index_name,
     migrate,
     object_names,
     table_dims,
@@ -666,7 +667,6 @@ class PgVectorStore:
         valid_at = check_valid_at(valid_at)
         pool = self.pool if pool is None else int(pool)
         w_sim, w_sal = ann_weights(weights)
-        since = self._window_starts(now, half_life, weights, kinds)
         where, params = where_clause(scope, kinds, include_archived, valid_at=valid_at)
         with self._guard("candidates"):
             conn = self._db()
@@ -687,8 +687,10 @@ class PgVectorStore:
             cols = CAND_COLS + (", terms" if text is not None else "")
             wanted = kind_filter(kinds)
             searched = [k for k in MemoryKind if wanted is None or k in wanted]
-            if qvec is None or valid_at is None or not math.isinf(valid_at):
-                since = {}  # no search, or an exact one (time travel, archived rows)
+            # Only a search of the rows in force now has windows (time travel and
+            # archived rows are searched exactly, and without a query nothing is).
+            searching_now = qvec is not None and valid_at is not None and math.isinf(valid_at)
+            since = self._window_starts(now, half_life, weights, kinds) if searching_now else {}
             with conn.cursor(binary=True) as cur:
                 # How many of each kind, counting to pool + 1 at most (index-only).
                 key_where, _ = where_clause(
@@ -757,7 +759,7 @@ class PgVectorStore:
     def _window_params(self, since: Mapping[MemoryKind, float]) -> dict[str, Any]:
         if not since:
             return {}
-        names = {f"graph_{k.value}": f"{self.table}_aug_{k.value}" for k in since}
+        names = {f"graph_{k.value}": aug_index_name(self.table, k) for k in since}
         return {"schema": self.schema, **names, **{f"since_{k.value}": t for k, t in since.items()}}
 
     def _bm25(self, cur: Any, scope: str, text: str, rows: Sequence[Sequence[Any]]) -> np.ndarray:
