@@ -108,6 +108,14 @@ def _near(base: np.ndarray, rng: np.random.Generator, spread: float) -> np.ndarr
     return (v / np.linalg.norm(v)).astype(np.float32)
 
 
+def _at_cosine(base: np.ndarray, rng: np.random.Generator, lo: float, hi: float) -> np.ndarray:
+    """A unit vector whose cosine to the unit ``base`` is uniform in [lo, hi]."""
+    u = rng.standard_normal(base.shape[0])
+    u -= (u @ base) * base
+    c = rng.uniform(lo, hi)
+    return (c * base + np.sqrt(1 - c * c) * u / np.linalg.norm(u)).astype(np.float32)
+
+
 def test_small_scope_is_returned_whole(dsn: str, schema: str) -> None:
     s = PgVectorStore(dsn, schema=schema, pool=50)
     rs = [make_record(content=f"f{i}", created_at=i) for i in range(50)]
@@ -410,10 +418,12 @@ def test_scope_columns_are_the_whole_scope_beyond_the_pool(dsn: str, schema: str
 def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
     dsn: str, schema: str, tmp_path: Path, recent_rows: int
 ) -> None:
-    """Old semantic records near the query outscore, by similarity and salience,
-    recent salient ones that are only loosely similar, so a pool chosen by those
-    two signals holds few of the latter; the ranker (recency weighed 0.3, a 90-day
-    half-life) prefers them. The window search of each kind's recent rows brings them in."""
+    """Old semantic records near the query (cosine 0.88-0.92) outscore, by
+    similarity and salience, every recent salient one (cosine 0.45-0.55), so the
+    exact best 60 by those two signals hold none of the latter (a margin of 0.025,
+    not left to the graph's approximation); the ranker (recency weighed 0.3, a
+    90-day half-life) prefers them. The window search of each kind's recent rows
+    brings them in."""
     rng = np.random.default_rng(5)
     q = vec("invoices")
     day = 86400.0
@@ -424,7 +434,7 @@ def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
             kind="semantic",
             created_at=now - (400 + i % 300) * day,
             salience=0.3,
-            embedding=_near(q, rng, 0.15),
+            embedding=_at_cosine(q, rng, 0.88, 0.92),
         )
         for i in range(5000 - recent_rows)
     ]
@@ -432,9 +442,9 @@ def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
         make_record(
             content=f"recent {i}",
             kind="semantic",
-            created_at=now - (i % 40) * day,  # within half a half-life (45 days)
+            created_at=now - (i % 5) * 3600.0,  # hours old: the window holds them all
             salience=1.0 if i % 4 == 0 else 0.2,
-            embedding=_near(q, rng, 0.6),
+            embedding=_at_cosine(q, rng, 0.45, 0.55),
         )
         for i in range(recent_rows)
     ]
@@ -454,6 +464,8 @@ def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
     exact_store.put_many([*old, *recent])
     exact = top(exact_store)
     assert set(exact) <= {r.id for r in recent}  # the recent facts win the ranking
+    by_sim_sal = [0.5 * float(r.embedding @ q) + 0.2 * r.salience for r in [*old, *recent]]
+    assert max(by_sim_sal[len(old) :]) < sorted(by_sim_sal[: len(old)])[-60]  # and lose the pool
     s = PgVectorStore(dsn, schema=schema, salient=0, recent=0, window=0.5)
     s.put_many([*old, *recent])
     s.analyze()
