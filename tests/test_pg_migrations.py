@@ -147,6 +147,9 @@ def test_bad_names_and_settings_are_config_errors(dsn: str) -> None:
     for window in (-0.5, float("nan"), True, "0.5"):
         with pytest.raises(ConfigError, match="window must be a number of half-lives"):
             PgVectorStore(dsn, window=window)  # type: ignore[arg-type]
+    for rows in (-1, 2.5, True):
+        with pytest.raises(ConfigError, match="window_from_rows must be an integer >= 0"):
+            PgVectorStore(dsn, window_from_rows=rows)  # type: ignore[arg-type]
 
 
 def test_a_version_4_table_gets_scope_key_and_then_takes_long_scopes(dsn: str, schema: str) -> None:

@@ -73,6 +73,14 @@ def test_window_exact_scans_a_window_smaller_than_the_graph_search_would_visit()
     assert not pgmod.window_exact(500, 16, -1)  # never counted: the window is the graph
 
 
+def test_windows_apply_from_a_table_size_and_never_to_an_unanalyzed_table() -> None:
+    assert pgmod.windows_on(1_500_000, 500_000)
+    assert pgmod.windows_on(500_000, 500_000)
+    assert not pgmod.windows_on(150_000, 500_000)
+    assert not pgmod.windows_on(-1, 500_000)  # never analyzed
+    assert pgmod.windows_on(-1, 0) and pgmod.windows_on(0, 0)  # 0: always
+
+
 def test_split_windows_gives_half_a_share_to_a_kind_with_old_and_recent_rows() -> None:
     ep, sem, proc = MemoryKind.EPISODIC, MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL
     limits = {ep: 34, sem: 33, proc: 1}

@@ -466,9 +466,15 @@ def test_the_recency_window_finds_recent_facts_that_old_neighbours_crowd_out(
     assert set(exact) <= {r.id for r in recent}  # the recent facts win the ranking
     by_sim_sal = [0.5 * float(r.embedding @ q) + 0.2 * r.salience for r in [*old, *recent]]
     assert max(by_sim_sal[len(old) :]) < sorted(by_sim_sal[: len(old)])[-60]  # and lose the pool
-    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0, window=0.5)
+    s = PgVectorStore(dsn, schema=schema, salient=0, recent=0)  # window 0.5 by default
     s.put_many([*old, *recent])
-    s.analyze()
+    assert len(set(top(s)) & set(exact)) <= 3  # 5,000 rows: below window_from_rows
+    s.analyze()  # the estimate is now 5,000 rows (and the cached one dropped)
+    s.window_from_rows = 5000
+    assert len(set(top(s)) & set(exact)) >= 9
+    s.window_from_rows = 5001
+    assert len(set(top(s)) & set(exact)) <= 3
+    s.window, s.window_from_rows = 0.5, 0  # always
     assert len(set(top(s)) & set(exact)) >= 9
     s.window = 0  # off: the pool is the best by similarity and salience alone
     assert len(set(top(s)) & set(exact)) <= 3

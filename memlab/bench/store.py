@@ -51,6 +51,7 @@ from memlab.bench.workload import (
     make_workload,
 )
 from memlab.errors import ConfigError, MemlabError
+from memlab.memory.stores.pg.sql import WINDOW, WINDOW_FROM_ROWS
 
 __all__ = ["BACKENDS", "Settings", "main", "run"]
 
@@ -83,7 +84,8 @@ class Settings:
     data_dir: str | None = None
     hnsw_m: int = 16
     ef_construction: int = 64
-    pg_window: float = 0.0  # pgvector recency window, half-lives (0: off)
+    pg_window: float = WINDOW  # pgvector recency window, half-lives (0: off)
+    pg_window_from_rows: int = WINDOW_FROM_ROWS  # table rows from which it applies (0: always)
     progress: bool | None = None  # bars on stderr; None: only when it is a terminal
 
     @property
@@ -146,6 +148,7 @@ def _open(backend: str, n: int, tmp: Path, s: Settings, schema: str) -> Any:
         hnsw_m=s.hnsw_m,
         hnsw_ef_construction=s.ef_construction,
         window=s.pg_window,
+        window_from_rows=s.pg_window_from_rows,
     )
 
 
@@ -506,8 +509,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--pg-window",
         type=float,
-        default=0.0,
-        help="pgvector recency window in half-lives (0: off, the store's default)",
+        default=WINDOW,
+        help=f"pgvector recency window in half-lives (0: off; default {WINDOW:g}, the store's)",
+    )
+    ap.add_argument(
+        "--pg-window-from-rows",
+        type=int,
+        default=WINDOW_FROM_ROWS,
+        help="table rows from which the window applies (0: always; default "
+        f"{WINDOW_FROM_ROWS:,}, the store's)",
     )
     ap.add_argument(
         "--no-progress",
@@ -547,6 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hnsw_m=args.hnsw_m,
         ef_construction=args.ef_construction,
         pg_window=args.pg_window,
+        pg_window_from_rows=args.pg_window_from_rows,
         progress=args.progress,
     )
     table, pools = run(s)
@@ -580,7 +591,8 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
     lines = [
         f"memlab bench store: {s.corpus} corpus ({VECTORS[s.corpus]}, {DIMS} dims), "
         f"{s.queries} queries; pgvector: pool {s.pool} + {s.extras} salient + {s.extras} "
-        f"recent, window {s.pg_window:g} half-lives, HNSW m={s.hnsw_m} "
+        f"recent, window {s.pg_window:g} half-lives from {s.pg_window_from_rows:,} rows, "
+        f"HNSW m={s.hnsw_m} "
         f"ef_construction={s.ef_construction}",
     ]
     with pd.option_context("display.width", 200, "display.float_format", "{:,.2f}".format):

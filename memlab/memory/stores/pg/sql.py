@@ -273,6 +273,17 @@ def window_exact(rows: int, limit: int, graph_rows: float) -> bool:
     return rows * rows < GRAPH_VISIT_ROWS * limit * graph_rows
 
 
+WINDOW = 0.5  # PgVectorStore's default recency window, in half-lives
+WINDOW_FROM_ROWS = 500_000  # and the table size from which it applies
+
+
+def windows_on(table_rows: float, from_rows: int) -> bool:
+    """Whether recency windows apply to a table of ``table_rows`` rows
+    (``pg_class.reltuples``: negative when never analyzed, taken as empty) with
+    the threshold ``from_rows`` (0: always)."""
+    return from_rows <= 0 or table_rows >= from_rows
+
+
 def split_windows(
     limits: Mapping[MemoryKind, int],
     since: Mapping[MemoryKind, float],

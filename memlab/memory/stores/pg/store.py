@@ -35,6 +35,7 @@ import builtins
 import math
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -83,6 +84,8 @@ from memlab.memory.stores.pg.sql import (
     RECORD_COLS,
     SCOPE_KEY,
     UPSERT,
+    WINDOW,
+    WINDOW_FROM_ROWS,
     allocate,
     ann_sql,
     ann_weights,
@@ -99,7 +102,10 @@ from memlab.memory.stores.pg.sql import (
     to_candidates,
     unescape_text,
     where_clause,
+    windows_on,
 )
+
+TABLE_ROWS_TTL = 60.0  # seconds a table's row estimate is reused (window_from_rows)
 
 
 @STORES.register("pgvector")
@@ -124,9 +130,14 @@ class PgVectorStore:
         window: the recency window, in half-lives of each kind: when the caller
             passes ``now`` and ``half_life`` and the ranker weighs recency, half of
             each kind's share of the pool is that kind's best rows made within
-            ``window`` half-lives of ``now`` (recency >= 2^-window). 0 (the
-            default): off. At a million records per scope 0.5 raised the pool's
-            recall@10 from 0.75 to 0.92 (+14 ms); at 100k it cost 5 ms for no gain.
+            ``window`` half-lives of ``now`` (recency >= 2^-window). 0: off. At a
+            million records per scope 0.5 (the default) raised the pool's
+            recall@10 from 0.75 to 0.92 (+14 ms); at 100k it cost 5 ms for no gain,
+            hence ``window_from_rows``.
+        window_from_rows: the windows apply only when the table holds at least
+            this many rows (PostgreSQL's estimate, ``pg_class.reltuples``, read at
+            most once a minute and after ``analyze``; a table never analyzed
+            counts as empty). 0: whenever ``window`` > 0.
         max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's budget
             when a scope filter rejects most rows.
         hnsw_m: HNSW ``m`` (used when the index is created).
@@ -155,7 +166,8 @@ class PgVectorStore:
         ef_search: int | None = None,
         salient: int = 50,
         recent: int = 50,
-        window: float = 0.0,
+        window: float = WINDOW,
+        window_from_rows: int = WINDOW_FROM_ROWS,
         max_scan_tuples: int = 20_000,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
@@ -182,6 +194,7 @@ class PgVectorStore:
             ("pool", pool, 1),
             ("salient", salient, 0),
             ("recent", recent, 0),
+            ("window_from_rows", window_from_rows, 0),
             ("max_scan_tuples", max_scan_tuples, 1),
             ("hnsw_m", hnsw_m, 2),
             ("hnsw_ef_construction", hnsw_ef_construction, 4),
@@ -203,6 +216,8 @@ class PgVectorStore:
         self.salient = salient
         self.recent = recent
         self.window = float(window)
+        self.window_from_rows = window_from_rows
+        self._table_rows: tuple[float, float] | None = None  # (estimate, monotonic time)
         self.max_scan_tuples = max_scan_tuples
         self.hnsw_m = hnsw_m
         self.hnsw_ef_construction = hnsw_ef_construction
@@ -742,11 +757,11 @@ class PgVectorStore:
         """Where each kind's recency window starts (epoch seconds); empty when the
         window is off or the caller gave no time, half-lives or recency weight."""
         if (
-            self.window <= 0
-            or now is None
+            now is None
             or half_life is None
             or weights is None
             or float(weights.get("recency", 0.0)) <= 0
+            or not self._windows_apply()
         ):
             return {}
         wanted = kind_filter(kinds)
@@ -755,6 +770,28 @@ class PgVectorStore:
             for k in MemoryKind
             if (wanted is None or k in wanted) and k.value in half_life
         }
+
+    def _windows_apply(self) -> bool:
+        """Whether recency windows are on for this table now (``window``,
+        ``window_from_rows``); the table's row estimate is cached for a minute."""
+        if self.window <= 0:
+            return False
+        if self.window_from_rows <= 0:
+            return True
+        clock = time.monotonic()
+        if self._table_rows is None or clock - self._table_rows[1] > TABLE_ROWS_TTL:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT c.reltuples FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relname = %s",
+                    (self.schema, self.table),
+                )
+                .fetchone()
+            )
+            self._table_rows = (float(row[0]) if row else -1.0, clock)
+        return windows_on(self._table_rows[0], self.window_from_rows)
 
     def _window_params(self, since: Mapping[MemoryKind, float]) -> dict[str, Any]:
         if not since:
@@ -815,6 +852,7 @@ class PgVectorStore:
         with self._guard("analyze"):
             if self._ready():
                 self._db().execute(self._q("ANALYZE {table}"))
+            self._table_rows = None  # the row estimate changed
 
     def size_bytes(self) -> int:
         """Bytes of the table, its TOAST data and all its indexes."""
