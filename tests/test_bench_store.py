@@ -24,12 +24,13 @@ def test_bench_store_runs_small_and_writes_table_and_chart(
         [
             "bench", "store", "--sizes", "120,240", "--queries", "4", "--pools", "20,40",
             "--single", "10", "--batch", "50", "--pg-batched", "100", "--out", str(out),
-            "--dsn", dsn,
+            "--dsn", dsn, "--pg-window-from-rows", "0",  # the recency windows at any size
         ]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "pgvector recall@10 against exact" in printed and "written:" in printed
+    assert "window 0.5 half-lives from 0 rows" in printed
     table = pd.read_csv(out / "store.csv")
     assert sorted(zip(table.backend, table.records, strict=True)) == sorted(
         (b, n) for b in BACKENDS for n in (120, 240)
