@@ -227,14 +227,20 @@ def table_dims(conn: Any, schema: str, table: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+def relation_value(conn: Any, schema: str, name: str, expr: str = "1") -> Any:
+    """``expr`` (SQL over ``pg_class c``, written by this package) for the relation
+    ``name`` in ``schema``; None when there is no such relation."""
+    row = conn.execute(
+        f"SELECT {expr} FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s",
+        (schema, name),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def applied_version(conn: Any, schema: str, table: str, compose: Compose) -> int:
     """The applied schema version (0 when the migrations table is absent)."""
-    exists = conn.execute(
-        "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s AND c.relname = %s",
-        (schema, f"{table}_migrations"),
-    ).fetchone()
-    if not exists:
+    if relation_value(conn, schema, f"{table}_migrations") is None:
         return 0
     row = conn.execute(compose("SELECT coalesce(max(version), 0) FROM {migrations}"))
     return int(row.fetchone()[0])

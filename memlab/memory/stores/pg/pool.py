@@ -17,7 +17,7 @@ from memlab.errors import DimensionMismatch
 from memlab.memory.lexical import terms as lexical_terms
 from memlab.memory.records import MemoryKind, check_scope
 from memlab.memory.stores.base import Candidates, check_candidates_args, check_valid_at, kind_filter
-from memlab.memory.stores.pg.migrations import aug_index_name
+from memlab.memory.stores.pg.migrations import aug_index_name, relation_value
 from memlab.memory.stores.pg.sql import (
     CAND_COLS,
     allocate,
@@ -215,17 +215,8 @@ class CandidatePool:
             return True
         clock = time.monotonic()
         if self._table_rows is None or clock - self._table_rows[1] > TABLE_ROWS_TTL:
-            row = (
-                self._db()
-                .execute(
-                    "SELECT c.reltuples FROM pg_class c "
-                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                    "WHERE n.nspname = %s AND c.relname = %s",
-                    (self.schema, self.table),
-                )
-                .fetchone()
-            )
-            self._table_rows = (float(row[0]) if row else -1.0, clock)
+            rows = relation_value(self._db(), self.schema, self.table, "c.reltuples")
+            self._table_rows = (float(rows) if rows is not None else -1.0, clock)
         return windows_on(self._table_rows[0], self.window_from_rows)
 
     def _window_params(self, since: Mapping[MemoryKind, float]) -> dict[str, Any]:

@@ -64,6 +64,7 @@ from memlab.memory.stores.pg.migrations import (
     applied_version,
     migrate,
     object_names,
+    relation_value,
     table_dims,
     table_lock,
 )
@@ -622,17 +623,10 @@ class PgVectorStore(CandidatePool):
         with self._guard("size"):
             if not self._ready():
                 return 0
-            row = (
-                self._db()
-                .execute(
-                    "SELECT pg_total_relation_size(c.oid) FROM pg_class c "
-                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                    "WHERE n.nspname = %s AND c.relname = %s",
-                    (self.schema, self.table),
-                )
-                .fetchone()
+            size = relation_value(
+                self._db(), self.schema, self.table, "pg_total_relation_size(c.oid)"
             )
-        return int(row[0]) if row else 0
+        return int(size) if size is not None else 0
 
     def drop(self) -> None:
         """Delete this store's table and its migrations table for good (a lab replay's
