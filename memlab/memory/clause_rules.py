@@ -277,6 +277,29 @@ def value_diff(
             hit = _slot_values(policy, new, nc, old, oc, d.old_only, d.new_only, named_slot, why)
             if hit is not None:
                 return hit
+    # what follows only rules pairs out, before one of the three shapes at the end
+    # can rule one in: a pair none of them can take (most pairs a recall guard
+    # compares) is decided here, without the value classes
+    short = (
+        len(d.old_only) <= policy.max_value_words and len(d.new_only) <= policy.max_value_words + 1
+    )
+    same_statement = bool(d.shared) and short
+    if not (
+        (same_statement and nc.cues and d.frame >= policy.cue_frame)
+        or (
+            same_statement
+            and d.frame >= policy.implicit_frame
+            and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
+            and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
+        )
+        or (
+            nc.cues
+            and 0 < cand.rank <= policy.similar_rank
+            and cand.similarity >= policy.min_similar
+            and len(d.old_only) <= 2 * policy.max_value_words
+        )
+    ):
+        return None
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
         return None
     if len(d.shared) < 2 and symbolic(_words_of(oc, d.old_only)) != symbolic(
@@ -303,9 +326,7 @@ def value_diff(
         # enterprise plan")
         return None
     # a statement that differs in more words than a value's is another statement
-    short = (
-        len(d.old_only) <= policy.max_value_words and len(d.new_only) <= policy.max_value_words + 1
-    )
+    # (``short``, above)
     if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
         reason, conf = CUE_DIFF, 0.8
         why = f"cue {', '.join(nc.cues[:3])}; same statement ({' '.join(d.shared[:4])})"

@@ -585,9 +585,11 @@ def diff(old: Clause, new: Clause) -> Diff:
     itself names as old ("from AWS CodeCommit to Sourcehut") are not what it states,
     so they take no part."""
     o, n = _stated_keys(old), new.keys
-    shared = tuple(k for k in o if k in n)
-    old_only = tuple(k for k in o if k not in shared)
-    new_only = tuple(k for k in n if k not in shared)
+    in_new = set(n)
+    shared = tuple(k for k in o if k in in_new)
+    common = set(shared)
+    old_only = tuple(k for k in o if k not in common)
+    new_only = tuple(k for k in n if k not in common)
     frame = len(shared) / min(len(o), len(n)) if o and n else 0.0
     return Diff(old, new, shared, old_only, new_only, frame)
 
