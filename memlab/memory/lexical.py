@@ -165,17 +165,26 @@ class LexicalIndex:
         if self.n_active == 0:
             return out
         avg = self.total_length / self.n_active if self.total_length > 0 else 1.0
-        active = self.active
+        # every matching term's postings side by side, scored in one pass and summed
+        # per row by bincount, which adds a row's terms in this same order (as one
+        # ``out[rows] +=`` per term did: the same float64 sums)
+        parts_rows, parts_tfs, idfs, counts = [], [], [], []
         for term in set(terms(query)):
             p = self.postings.get(term)
             df = self.df.get(term, 0)
             if p is None or df <= 0:
                 continue
-            idf = math.log(1.0 + (self.n_active - df + 0.5) / (df + 0.5))
-            rows = p.rows[: p.n]
-            ok = (rows < n_rows) & active[np.minimum(rows, len(active) - 1)]
-            rows = rows[ok]
-            tf = p.tfs[: p.n][ok].astype(np.float64)
-            norm = self.k1 * (1.0 - self.b + self.b * self.length[rows] / avg)
-            out[rows] += idf * tf * (self.k1 + 1.0) / (tf + norm)
-        return out
+            parts_rows.append(p.rows[: p.n])
+            parts_tfs.append(p.tfs[: p.n])
+            idfs.append(math.log(1.0 + (self.n_active - df + 0.5) / (df + 0.5)))
+            counts.append(p.n)
+        if not parts_rows:
+            return out
+        rows = np.concatenate(parts_rows)
+        tf = np.concatenate(parts_tfs).astype(np.float64)
+        idf = np.repeat(np.asarray(idfs, dtype=np.float64), counts)
+        active = self.active
+        ok = (rows < n_rows) & active[np.minimum(rows, len(active) - 1)]
+        rows, tf, idf = rows[ok], tf[ok], idf[ok]
+        norm = self.k1 * (1.0 - self.b + self.b * self.length[rows] / avg)
+        return np.bincount(rows, idf * tf * (self.k1 + 1.0) / (tf + norm), minlength=n_rows)
