@@ -56,11 +56,11 @@ def same_frame(old: Clause, new: Clause, max_value_words: int) -> Frame | None:
     while s < limit - p and o[-1 - s] == n[-1 - s]:
         s += 1
     mo, mn = o[p : len(o) - s], n[p : len(n) - s]
-    frame = o[:p] + o[len(o) - s :]
     if not mo or not mn or len(mo) > max_value_words or len(mn) > max_value_words:
         return None
-    if len(frame) < max(MIN_FRAME_TOKENS, len(mo), len(mn)):
+    if p + s < max(MIN_FRAME_TOKENS, len(mo), len(mn)):  # the frame's length
         return None
+    frame = o[:p] + o[len(o) - s :]
     if not any(_content(t) for t in frame):
         return None
     if p == 0 and (_set_off(old, len(mo)) or _set_off(new, len(mn))):

@@ -587,9 +587,12 @@ def diff(old: Clause, new: Clause) -> Diff:
     o, n = _stated_keys(old), new.keys
     in_new = set(n)
     shared = tuple(k for k in o if k in in_new)
-    common = set(shared)
-    old_only = tuple(k for k in o if k not in common)
-    new_only = tuple(k for k in n if k not in common)
+    if shared:
+        common = set(shared)
+        old_only = tuple(k for k in o if k not in common)
+        new_only = tuple(k for k in n if k not in common)
+    else:  # nothing in common: each side is all its own
+        old_only, new_only = o, n
     frame = len(shared) / min(len(o), len(n)) if o and n else 0.0
     return Diff(old, new, shared, old_only, new_only, frame)
 
