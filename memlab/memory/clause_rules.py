@@ -386,7 +386,10 @@ def slots(clause: Clause) -> frozenset[tuple[str, ...]]:
     passed over), until a function word, a verb, an adverb, a token that is no word
     or punctuation; none after a place ("on our side") or when the one word is
     generic."""
-    return _slots(clause.text, clause.tokens, clause.token_keys)
+    found = clause.__dict__.get("_slots")  # once per clause, as Clause's cached_property
+    if found is None:
+        found = clause.__dict__["_slots"] = _slots(clause.text, clause.tokens, clause.token_keys)
+    return found
 
 
 @lru_cache(maxsize=1 << 14)  # every candidate pair reads both clauses' slots, twice
@@ -420,7 +423,7 @@ def _slots(text: str, toks: tuple[str, ...], keys: tuple[str, ...]) -> frozenset
 
 def shared_slot(old: Clause, new: Clause) -> tuple[str, ...] | None:
     """A fact both clauses name by their owner ("our spend cap"), if any."""
-    if not (SLOT_OWNERS & set(new.tokens)) or not (SLOT_OWNERS & set(old.tokens)):
+    if not (SLOT_OWNERS & new.token_set) or not (SLOT_OWNERS & old.token_set):
         return None
     both = slots(old) & slots(new)
     return max(both, key=len) if both else None
@@ -431,7 +434,7 @@ def named_apart(old: Clause, new: Clause) -> bool:
     none opens with the other's first word, and neither's words are among the
     other's ("our window" is "our maintenance window"; "my call window" is not). Two
     such statements are about two facts, whatever values they share a kind of."""
-    if not (SLOT_OWNERS & set(new.tokens)) or not (SLOT_OWNERS & set(old.tokens)):
+    if not (SLOT_OWNERS & new.token_set) or not (SLOT_OWNERS & old.token_set):
         return False
     olds, news = slots(old), slots(new)
     if not olds or not news:
@@ -454,7 +457,7 @@ def slot_topic(old: Clause, new: Clause) -> tuple[tuple[str, ...], tuple[str, ..
     hour"): "our repos live on Gitea" is about the repos whatever else it holds,
     and "our code host" is not "our hosting platform". Returns the slot and the
     words the old clause holds, or None."""
-    owned = slots(old) if SLOT_OWNERS & set(old.tokens) else set()
+    owned = slots(old) if SLOT_OWNERS & old.token_set else set()
     held = {s[0] for s in owned} if owned else set(old.keys)
     best: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     for slot in sorted(slots(new)):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from memlab.memory.update_cues import (
     ACK_WORDS,
@@ -279,6 +279,25 @@ class Clause:
     classes: dict[str, str] = field(default_factory=dict)  # value key -> value_class
     token_keys: tuple[str, ...] = ()  # key() of each token
     loose: str = ""  # loose(text), for whole-word containment tests
+
+    # Computed once per clause (parse() caches clauses, and every candidate pair
+    # reads these): cached_property writes the instance's __dict__, which a frozen
+    # dataclass allows, and equality still compares the fields only.
+    @cached_property
+    def token_set(self) -> frozenset[str]:
+        return frozenset(self.tokens)
+
+    @cached_property
+    def stated_keys(self) -> tuple[str, ...]:
+        """The content keys the clause states: its keys without those of the values
+        it names as old ("from AWS CodeCommit to Sourcehut": not "aws", "codec")."""
+        if not self.olds:
+            return self.keys
+        named = {key(t) for v in self.olds for t in v.split()} - {
+            key(t) for v in self.news for t in v.split()
+        }
+        kept = tuple(k for k in self.keys if k not in named)
+        return kept or self.keys
 
     @property
     def question(self) -> bool:
@@ -584,7 +603,7 @@ def diff(old: Clause, new: Clause) -> Diff:
     """Compare the content keys of two clauses (see ``Diff``). Words the old clause
     itself names as old ("from AWS CodeCommit to Sourcehut") are not what it states,
     so they take no part."""
-    o, n = _stated_keys(old), new.keys
+    o, n = old.stated_keys, new.keys
     in_new = set(n)
     shared = tuple(k for k in o if k in in_new)
     if shared:
@@ -595,16 +614,6 @@ def diff(old: Clause, new: Clause) -> Diff:
         old_only, new_only = o, n
     frame = len(shared) / min(len(o), len(n)) if o and n else 0.0
     return Diff(old, new, shared, old_only, new_only, frame)
-
-
-def _stated_keys(clause: Clause) -> tuple[str, ...]:
-    if not clause.olds:
-        return clause.keys
-    named = {key(t) for v in clause.olds for t in v.split()} - {
-        key(t) for v in clause.news for t in v.split()
-    }
-    kept = tuple(k for k in clause.keys if k not in named)
-    return kept or clause.keys
 
 
 def span_of(clause: Clause, keys: tuple[str, ...]) -> str:
