@@ -50,3 +50,16 @@ def test_token_breaks_are_where_punctuation_follows() -> None:
     # a clause's tokens, a leading word dropped: indices are into those
     assert sorted(token_breaks(text, toks[1:])) == [5, 7]
     assert token_breaks(text, ("nothing", "here")) == frozenset()
+
+
+def test_a_clause_states_its_keys_without_the_values_it_names_as_old() -> None:
+    (clause,) = parse("We moved the code from AWS CodeCommit to Sourcehut.").clauses
+    assert "aws" not in clause.stated_keys and "codec" not in clause.stated_keys
+    assert set(clause.stated_keys) < set(clause.keys)
+    assert clause.token_set == frozenset(clause.tokens)
+    # the cached values leave equality to the fields: a clause parsed again (another
+    # instance, nothing cached yet) is equal to the one that cached them
+    again = parse.__wrapped__("We moved the code from AWS CodeCommit to Sourcehut.").clauses[0]
+    assert again is not clause and again == clause
+    (plain,) = parse("Our code lives on Sourcehut.").clauses
+    assert plain.stated_keys == plain.keys
