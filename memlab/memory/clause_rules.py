@@ -277,28 +277,31 @@ def value_diff(
             hit = _slot_values(policy, new, nc, old, oc, d.old_only, d.new_only, named_slot, why)
             if hit is not None:
                 return hit
-    # what follows only rules pairs out, before one of the three shapes at the end
-    # can rule one in: a pair none of them can take (most pairs a recall guard
-    # compares) is decided here, without the value classes
+    # a statement that differs in more words than a value's is another statement
     short = (
         len(d.old_only) <= policy.max_value_words and len(d.new_only) <= policy.max_value_words + 1
     )
-    same_statement = bool(d.shared) and short
-    if not (
-        (same_statement and nc.cues and d.frame >= policy.cue_frame)
-        or (
-            same_statement
-            and d.frame >= policy.implicit_frame
-            and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
-            and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
-        )
-        or (
-            nc.cues
-            and 0 < cand.rank <= policy.similar_rank
-            and cand.similarity >= policy.min_similar
-            and len(d.old_only) <= 2 * policy.max_value_words
-        )
-    ):
+    # the three shapes that can rule a pair in at the end, as far as they can be told
+    # before the value classes; the checks between here and there only rule pairs
+    # out, so a pair none of the three can take (most pairs a recall guard compares)
+    # is decided now
+    cue_same = bool(d.shared) and short and bool(nc.cues) and d.frame >= policy.cue_frame
+    uncued_same = (
+        bool(d.shared)
+        and short
+        and d.frame >= policy.implicit_frame
+        # without a cue only a short statement can be "the same with another
+        # value"; long conversational sentences share words by chance
+        and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
+        and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
+    )
+    cue_nearest = (
+        bool(nc.cues)
+        and 0 < cand.rank <= policy.similar_rank
+        and cand.similarity >= policy.min_similar
+        and len(d.old_only) <= 2 * policy.max_value_words
+    )
+    if not (cue_same or uncued_same or cue_nearest):
         return None
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
         return None
@@ -325,19 +328,11 @@ def value_diff(
         # up on december 31" is not replaced by "our subscription returns to the
         # enterprise plan")
         return None
-    # a statement that differs in more words than a value's is another statement
-    # (``short``, above)
-    if d.shared and short and nc.cues and d.frame >= policy.cue_frame:
+    if cue_same:
         reason, conf = CUE_DIFF, 0.8
         why = f"cue {', '.join(nc.cues[:3])}; same statement ({' '.join(d.shared[:4])})"
     elif (
-        d.shared
-        and short
-        and d.frame >= policy.implicit_frame
-        # without a cue only a short statement can be "the same with another
-        # value"; long conversational sentences share words by chance
-        and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
-        and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
+        uncued_same
         # in cased text both differing parts must look like values (names,
         # numbers): "glad" -> "tips" is chat, "Tekton" -> "CircleCI" a value
         and (not (oc.cased and nc.cased) or (old_vals & oc.valuey and new_vals & nc.valuey))
@@ -354,12 +349,9 @@ def value_diff(
         reason, conf = VALUE_DIFF, 0.6
         why = f"same statement ({' '.join(d.shared[:4])}), no cue"
     elif (
-        nc.cues
+        cue_nearest
         and (not nc.cased or set(d.new_only) & nc.valuey)  # N names a value
         and (not oc.cased or set(d.old_only) & oc.valuey)  # and so does O
-        and 0 < cand.rank <= policy.similar_rank
-        and cand.similarity >= policy.min_similar
-        and len(d.old_only) <= 2 * policy.max_value_words
     ):
         reason, conf = CUE_SIMILAR, 0.6
         why = (
