@@ -285,22 +285,22 @@ def value_diff(
     # before the value classes; the checks between here and there only rule pairs
     # out, so a pair none of the three can take (most pairs a recall guard compares)
     # is decided now
-    cue_same = bool(d.shared) and short and bool(nc.cues) and d.frame >= policy.cue_frame
-    uncued_same = (
-        bool(d.shared)
-        and short
-        and d.frame >= policy.implicit_frame
-        # without a cue only a short statement can be "the same with another
-        # value"; long conversational sentences share words by chance
-        and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
-        and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
-    )
-    cue_nearest = (
-        bool(nc.cues)
-        and 0 < cand.rank <= policy.similar_rank
-        and cand.similarity >= policy.min_similar
-        and len(d.old_only) <= 2 * policy.max_value_words
-    )
+    cue_same = uncued_same = cue_nearest = False
+    if d.shared and short:
+        cue_same = bool(nc.cues) and d.frame >= policy.cue_frame
+        uncued_same = (
+            d.frame >= policy.implicit_frame
+            # without a cue only a short statement can be "the same with another
+            # value"; long conversational sentences share words by chance
+            and max(len(oc.keys), len(nc.keys)) <= policy.implicit_max_words
+            and (len(d.shared) >= 2 or (len(d.old_only) == 1 and len(d.new_only) <= 2))
+        )
+    if nc.cues:
+        cue_nearest = (
+            0 < cand.rank <= policy.similar_rank
+            and cand.similarity >= policy.min_similar
+            and len(d.old_only) <= 2 * policy.max_value_words
+        )
     if not (cue_same or uncued_same or cue_nearest):
         return None
     if not _shapes_agree(oc, nc, d.old_only, d.new_only):
