@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from memlab.errors import InputError
 from memlab.memory.consolidate import (
@@ -384,7 +383,6 @@ def slots(clause: Clause) -> frozenset[tuple[str, ...]]:
     return found
 
 
-@lru_cache(maxsize=1 << 14)  # every candidate pair reads both clauses' slots, twice
 def _slots(text: str, toks: tuple[str, ...], keys: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
     out: set[tuple[str, ...]] = set()
     breaks = token_breaks(text, toks)

@@ -10,9 +10,9 @@ Where it connects, in order:
    ``~/.cache/memlab/pg``) and reused across runs; see ``server``.
 
 The package's modules: ``store`` (this class: connection, schema, reads and
-writes), ``pool`` (its ``candidates``), ``sql`` (statements and row conversions), ``migrations`` (the schema),
-``connection`` (connecting, the session, error messages) and ``server`` (the
-embedded server).
+writes), ``pool`` (its ``candidates``), ``sql`` (statements and row conversions),
+``migrations`` (the schema), ``connection`` (connecting, the session, error
+messages) and ``server`` (the embedded server).
 
 Recall is two-stage. ``candidates`` asks the database for a pool: the ``pool``
 records with the best ``w_sim * cos(v, q) + w_sal * salience`` (the similarity
