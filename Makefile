@@ -61,7 +61,7 @@ reliability: $(STAMP)
 # hours there (docs/benchmarks.md). A quicker pass:
 # make bench BENCH_STORE_SIZES=1000,10000,100000
 BENCH_STORE_SIZES ?= 1000,10000,100000,1000000
-BENCH_STORE_BACKENDS ?= memory,memory-bits,sqlite,sqlite-bits,pgvector
+BENCH_STORE_BACKENDS ?= memory,memory-bits,memory-int8,sqlite,sqlite-bits,sqlite-int8,pgvector
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_memory

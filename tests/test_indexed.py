@@ -339,7 +339,7 @@ def test_scan_policy_rejects_bad_values() -> None:
         with pytest.raises(InputError):
             ScanPolicy(**bad)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="scan must be one of"):
-        InMemoryStore(scan="int8")
+        InMemoryStore(scan="int4")
     with pytest.raises(InputError, match="scan_rerank"):
         JsonlStore("/nonexistent/x.jsonl", scan="bits", scan_rerank=0)
     with pytest.raises(InputError, match="scan must be one of"):

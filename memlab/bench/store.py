@@ -55,9 +55,13 @@ from memlab.memory.stores.pg.sql import WINDOW, WINDOW_FROM_ROWS
 
 __all__ = ["BACKENDS", "Settings", "main", "run"]
 
-BACKENDS = ("memory", "memory-bits", "jsonl", "sqlite", "sqlite-bits", "pgvector")
-# "-bits": the store with ScanPolicy(codes="bits"): a sign-bit scan and an exact
-# float32 re-rank instead of the float32 scan of every row (memlab.memory.stores.indexed).
+BACKENDS = (
+    "memory", "memory-bits", "memory-int8", "jsonl", "sqlite", "sqlite-bits", "sqlite-int8",
+    "pgvector",
+)  # fmt: skip
+# "-bits" / "-int8": the store with ScanPolicy(codes="bits" / "int8"): a sign-bit or an
+# int8 scan and an exact float32 re-rank instead of the float32 scan of every row
+# (memlab.memory.stores.indexed, memlab.memory.stores.int8_scan).
 TOPK = 10
 
 
@@ -127,14 +131,12 @@ def _percentiles(times: Sequence[float]) -> tuple[float, float]:
 def _open(backend: str, n: int, tmp: Path, s: Settings, schema: str) -> Any:
     from memlab.memory import InMemoryStore, JsonlStore, SqliteStore
 
-    if backend == "memory":
-        return InMemoryStore()
-    if backend == "memory-bits":
-        return InMemoryStore(scan="bits")
+    scan = backend.partition("-")[2] or "float32"
+    if backend.startswith("memory"):
+        return InMemoryStore(scan=scan)
     if backend == "jsonl":
         return JsonlStore(tmp / f"bench-{n}.jsonl")
-    if backend in ("sqlite", "sqlite-bits"):
-        scan = "bits" if backend == "sqlite-bits" else "float32"
+    if backend.startswith("sqlite"):
         return SqliteStore(tmp / f"bench-{n}-{scan}.db", scan=scan)
     from memlab.memory.stores.pg import PgVectorStore
 
@@ -462,7 +464,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="memlab bench store",
         description=(
             "Compare the store backends (memory, jsonl, sqlite, pgvector; memory-bits and "
-            "sqlite-bits: the sign-bit scan) on one seeded "
+            "sqlite-bits: the sign-bit scan; memory-int8 and sqlite-int8: the int8 scan, "
+            "needing memlab[int8]) on one seeded "
             "workload: write throughput, recall latency, parity with the exact ranking, size "
             "and memory. Writes store.csv, store_pool.csv and store.png under --out. Progress "
             "bars appear only on a terminal."
@@ -619,7 +622,7 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
                 "p50 <= 20 ms at recall@10 >= 0.95",
                 (r.recall_p50_ms <= 20 and r.recall_at_k >= 0.95),
             )
-        elif r.backend.endswith("-bits"):
+        elif r.backend.endswith(("-bits", "-int8")):
             goal, ok = (
                 "p50 <= 25 ms at recall@10 >= 0.99",
                 (r.recall_p50_ms <= 25 and r.recall_at_k >= 0.99),
@@ -631,7 +634,7 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
             f"recall@10 {r.recall_at_k:.3f}, peak RSS {r.peak_rss_mb:,.0f} MB, "
             f"disk {r.size_mb:,.0f} MB -> {'MET' if ok else 'MISSED'}"
         )
-    exact = table[~table.backend.isin(["pgvector", "memory-bits", "sqlite-bits"])]
+    exact = table[table.backend.isin(["memory", "jsonl", "sqlite"])]
     if len(exact):
         lines.append(
             f"exact backends with identical ranked ids on every query: "

@@ -300,14 +300,14 @@ def _exact_head(scores: np.ndarray, sim: np.ndarray, cosine: _ExactCosine, w_sim
     matrix-vector product (cheaper than gathering them).
     """
     finite = np.isfinite(scores)
-    live = np.flatnonzero(finite)
-    if live.size == 0:
+    n_live = int(np.count_nonzero(finite))
+    if n_live == 0:
         return
-    k = min(EXACT_HEAD, live.size)
-    todo = live[np.argpartition(-scores[live], k - 1)[:k]] if live.size > k else live
+    k = min(EXACT_HEAD, n_live)
+    todo = _best_rows(scores, finite, n_live, k)
     done = np.zeros(len(scores), dtype=bool)
     while todo.size:
-        if 4 * todo.size > live.size:
+        if 4 * todo.size > n_live:
             true = np.maximum(cosine.all(), np.float32(0.0))
             scores[finite] += w_sim * (true[finite].astype(np.float64) - sim[finite])
             sim[:] = true
@@ -320,7 +320,29 @@ def _exact_head(scores: np.ndarray, sim: np.ndarray, cosine: _ExactCosine, w_sim
         if exact.size < k:
             return  # every finite row is exact
         floor = np.partition(exact, exact.size - k)[exact.size - k]
-        todo = np.flatnonzero(finite & ~done & (scores >= floor))
+        # a finite floor: rows scored -inf (masked) are never at or above it
+        todo = np.flatnonzero(scores >= floor)
+        todo = todo[~done[todo]]
+
+
+def _best_rows(scores: np.ndarray, finite: np.ndarray, n_live: int, k: int) -> np.ndarray:
+    """``k`` rows of the best finite scores (which of a tie is not specified).
+
+    In a large ranking a strided sample places a threshold about ``2k`` rows deep,
+    and only the rows at or above it are partitioned; if the sample put it too
+    high, every finite row is.
+    """
+    if len(scores) >= _SAMPLED_HEAD_ROWS:
+        stride = max(1, len(scores) // _SAMPLE)
+        sample = scores[::stride][finite[::stride]]
+        if sample.size:
+            j = min(sample.size, max(1, -(-2 * k * sample.size // n_live)))
+            cut = np.partition(sample, sample.size - j)[sample.size - j]
+            rows = np.flatnonzero(scores >= cut)
+            if rows.size >= k:
+                return rows[np.argpartition(-scores[rows], k - 1)[:k]]
+    live = np.flatnonzero(finite)
+    return live[np.argpartition(-scores[live], k - 1)[:k]] if live.size > k else live
 
 
 def ranked(

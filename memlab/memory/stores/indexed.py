@@ -35,8 +35,9 @@ from memlab.memory.stores.base import (
     scoped_ids,
     valid_mask,
 )
+from memlab.memory.stores.int8_scan import Int8Scan, check_int8_extra
 
-SCAN_CODES = ("float32", "bits")
+SCAN_CODES = ("float32", "bits", "int8")
 # New vectors of a column-major index wait in a row-major block of this many rows
 # and are written into the columns together (one write per dimension, not one
 # scattered write per dimension and record).
@@ -105,6 +106,8 @@ class ScanPolicy:
             raise InputError(f"scan must be one of {list(SCAN_CODES)}, got {self.codes!r}")
         check_number(self.rerank, "scan_rerank", lo=1, integer=True)
         check_number(self.min_rows, "scan_min_rows", lo=0, integer=True)
+        if self.codes == "int8":  # a missing extra fails here, not at the first recall
+            check_int8_extra()
 
 
 class ScopeIndex:
@@ -125,7 +128,8 @@ class ScopeIndex:
         # its nonzero dimensions (stores.base.dot_rows). The bit scan re-ranks
         # thousands of scattered rows, which a row-major (cap, dims) matrix gathers
         # at a tenth of the cost.
-        self.by_row = self.words > 0
+        self.by_row = self.words > 0 or self.scan.codes == "int8"
+        self.int8 = Int8Scan(dims) if self.scan.codes == "int8" else None
         self.ids: list[str] = []
         self.row: dict[str, int] = {}
         self.n = 0
@@ -192,6 +196,13 @@ class ScopeIndex:
             self.contents.append("")
             self.row[r.id] = i
         if self.by_row:
+            int8 = self.int8  # a sealed row's new vector makes its int8 code stale
+            if (
+                int8 is not None
+                and i < int8.sealed
+                and not np.array_equal(self.emb[i], r.embedding)
+            ):
+                int8.wrote(i)
             self.emb[i] = r.embedding
         else:
             slot = self._staged.get(i)
@@ -277,12 +288,18 @@ class ScopeIndex:
         self.row = {rid: j for j, rid in enumerate(self.ids)}
         self.n = len(keep)
         self.dead = 0
+        if self.int8 is not None:
+            self.int8.reset()
 
     def similarity(self, query: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
         """Each row's cosine to ``query`` from the bit scan plus an exact float32
         re-rank (see ScanPolicy); None when the float32 scan applies."""
         n = self.n
-        if not self.words or n < self.scan.min_rows:
+        if n < self.scan.min_rows:
+            return None
+        if self.int8 is not None:
+            return self.int8.bounds(self.emb, n, query)
+        if not self.words:
             return None
         q = np.asarray(query, dtype=np.float32)
         signs = self._signs(q)

@@ -1,0 +1,178 @@
+"""The int8 scan (memlab.memory.stores.int8_scan): its bound, and stores that use it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import memlab.memory.stores.int8_scan as int8_scan
+from memlab.errors import MissingExtraError
+from memlab.memory.rank import RankWeights
+from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
+from memlab.memory.stores.int8_scan import Int8Scan, quantize
+from tests.conftest import make_record
+from tests.test_indexed import clustered, top_ids
+
+pytest.importorskip("onnxruntime", reason="the int8 extra (onnxruntime) is not installed")
+pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
+
+DIMS = 96
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Blocks of 64 rows, so a few hundred records seal several, and an exact head
+    of 10 rows, so a bound that fails shows in the top 10."""
+    import memlab.memory.rank as rank
+
+    monkeypatch.setattr(int8_scan, "BLOCK", 64)
+    monkeypatch.setattr(rank, "EXACT_HEAD", 10)
+    return 64
+
+
+def test_quantize_reconstructs_rows_within_the_residual() -> None:
+    x = clustered(50, DIMS, seed=1)
+    x[3] = 0.0  # an all-zero row
+    codes, scale, residual = quantize(x)
+    assert codes.dtype == np.int8 and np.abs(codes.astype(int)).max() <= 127
+    err = np.linalg.norm(x - scale[:, None] * codes, axis=1)
+    np.testing.assert_allclose(err, residual, rtol=1e-5, atol=1e-7)
+    assert scale[3] == 1.0 and residual[3] == 0.0 and not codes[3].any()
+    # every non-zero row uses its full range: its largest component maps to +-127
+    assert (np.abs(codes[np.arange(50) != 3]).max(axis=1) == 127).all()
+
+
+def test_bounds_hold_for_sealed_rows_and_are_exact_elsewhere(small_blocks: int) -> None:
+    x = clustered(300, DIMS, seed=2)
+    scan = Int8Scan(DIMS, threads=1)
+    queries = clustered(20, DIMS, seed=3)
+    queries[0] *= 0.0  # a zero query bounds nothing away
+    for q in queries:
+        ub = scan.bounds(x, 300, q)
+        true = x @ q
+        sealed = scan.sealed
+        assert sealed == 256  # four full blocks; 44 rows in the float32 tail
+        assert (ub[:sealed] >= true[:sealed]).all()
+        np.testing.assert_array_equal(ub[sealed:], true[sealed:])
+        # a bound, and a tight one: the slack is about the rounding error, not 1
+        assert float((ub[:sealed] - true[:sealed]).max()) < 0.1
+
+
+def test_a_rewritten_row_gets_its_exact_cosine_until_its_block_is_rebuilt(
+    small_blocks: int,
+) -> None:
+    x = clustered(200, DIMS, seed=4)
+    scan = Int8Scan(DIMS, threads=1)
+    q = clustered(1, DIMS, seed=5)[0]
+    scan.bounds(x, 200, q)
+    first = scan.blocks[0]
+    x[5] = -x[5]  # a sealed row's vector changes
+    scan.wrote(5)
+    ub = scan.bounds(x, 200, q)
+    assert ub[5] == pytest.approx(float(x[5] @ q), abs=1e-6)
+    assert scan.blocks[0] is first  # one stale row: kept, its row read exactly
+    for row in range(6, 10):  # a sixteenth of the block has changed: rebuilt
+        x[row] = -x[row]
+        scan.wrote(row)
+    ub = scan.bounds(x, 200, q)
+    assert scan.blocks[0] is not first and not scan.changed
+    assert (ub[:128] >= x[:128] @ q).all()
+    scan.wrote(195)  # beyond the 192 sealed rows: nothing to track
+    assert not scan.changed
+
+
+def int8_pair(n: int) -> tuple[object, object, np.ndarray]:
+    from memlab.memory import InMemoryStore
+
+    vecs = clustered(n + 20, DIMS, seed=7)
+    rng = np.random.default_rng(3)
+    recs = [
+        make_record(
+            id=f"r{i:05d}",
+            embedding=vecs[i],
+            created_at=float(rng.uniform(0, 1e7)),
+            salience=float(rng.uniform(0, 1)),
+            dims=DIMS,
+        )
+        for i in range(n)
+    ]
+    exact, int8 = InMemoryStore(), InMemoryStore(scan="int8", scan_min_rows=0)
+    exact.put_many(recs)
+    int8.put_many(recs)
+    return exact, int8, vecs[n:]
+
+
+WEIGHTS = (RankWeights(), RankWeights(similarity=1, recency=0, salience=0, usage=0))
+
+
+def test_int8_store_ranks_like_the_float32_scan(small_blocks: int) -> None:
+    exact, int8, queries = int8_pair(1000)
+    for weights in WEIGHTS:
+        for q in queries:
+            assert top_ids(int8, q, weights) == top_ids(exact, q, weights)
+    idx = int8._index["alice"]  # type: ignore[attr-defined]
+    assert idx.int8.sealed == 960 and idx.by_row
+
+
+def test_int8_store_follows_updates_deletes_and_compaction(small_blocks: int) -> None:
+    exact, int8, queries = int8_pair(800)
+    top_ids(int8, queries[0], RankWeights())  # seal the blocks
+    idx = int8._index["alice"]  # type: ignore[attr-defined]
+    assert idx.int8.sealed == 768
+    # new vectors for sealed records: each becomes some query's nearest row
+    moved = [r for r in exact.list("alice") if int(r.id[1:]) % 40 == 3]  # type: ignore[attr-defined]
+    for k, r in enumerate(moved):
+        r.embedding = queries[k % len(queries)].copy()
+    exact.put_many(moved)  # type: ignore[attr-defined]
+    int8.put_many(moved)  # type: ignore[attr-defined]
+    # an upsert that keeps the vector marks nothing
+    same = exact.get("alice", "r00001")  # type: ignore[attr-defined]
+    same.salience = 0.99
+    exact.put(same)  # type: ignore[attr-defined]
+    int8.put(same)  # type: ignore[attr-defined]
+    assert "r00001" not in {idx.ids[i] for i in idx.int8.changed}
+    for weights in WEIGHTS:
+        for q in queries:
+            assert top_ids(int8, q, weights) == top_ids(exact, q, weights)
+    gone = [f"r{i:05d}" for i in range(0, 800, 2)]  # half: compacts, rows move
+    assert exact.delete("alice", gone) == int8.delete("alice", gone) == 400  # type: ignore[attr-defined]
+    assert len(idx) == 400 and idx.n < 800 and idx.int8.sealed == 0  # compacted: blocks dropped
+    for q in queries:
+        assert top_ids(int8, q, RankWeights()) == top_ids(exact, q, RankWeights())
+    assert idx.int8.sealed == idx.n // 64 * 64 > 0  # and built again
+
+
+def test_file_stores_take_the_int8_scan(small_blocks: int, tmp_path: Path) -> None:
+    from memlab.memory import JsonlStore, SqliteStore
+
+    exact, _, queries = int8_pair(300)
+    recs = exact.list("alice")  # type: ignore[attr-defined]
+    with SqliteStore(tmp_path / "i.db", scan="int8", scan_min_rows=0) as db:
+        db.put_many(recs)
+        for q in queries[:5]:
+            assert top_ids(db, q, RankWeights()) == top_ids(exact, q, RankWeights())
+    log = JsonlStore(tmp_path / "i.jsonl", scan="int8", scan_min_rows=0)
+    log.put_many(recs)
+    for q in queries[:5]:
+        assert top_ids(log, q, RankWeights()) == top_ids(exact, q, RankWeights())
+    log.close()
+
+
+def test_small_scopes_and_min_rows_use_the_float32_path(small_blocks: int) -> None:
+    idx = ScopeIndex(DIMS, ScanPolicy(codes="int8"))  # min_rows 20000
+    for i, v in enumerate(clustered(100, DIMS, seed=8)):
+        idx.upsert(make_record(id=f"x{i}", embedding=v, dims=DIMS))
+    assert idx.view(None, False, query=np.ones(DIMS, np.float32)).similarity is None
+    assert idx.int8 is not None and idx.int8.sealed == 0
+
+
+def test_the_int8_scan_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlab.memory import InMemoryStore
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    with pytest.raises(MissingExtraError, match=r"memlab\[int8\]"):
+        InMemoryStore(scan="int8")
+    InMemoryStore(scan="bits")  # the other scans need nothing
