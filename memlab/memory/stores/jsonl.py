@@ -110,9 +110,10 @@ class JsonlStore(IndexedStore):
         lock_timeout: seconds to wait for another process's lock.
         create_dirs: create the folder of ``path`` (and its parents) if missing.
         scan: how a recall scans a scope's vectors: ``"float32"`` (exact, the
-            default) or ``"bits"`` (sign bits, then an exact float32 re-rank of
-            the nearest rows; it pays off only when similarity dominates the score:
-            under the default weights it measured no faster at 200k-1M records). See
+            default), ``"int8"`` (int8 codes scanned by ONNX Runtime, with an error
+            bound that keeps the float32 ranking; needs ``memlab[int8]``) or
+            ``"bits"`` (sign bits, then an exact float32 re-rank of the nearest
+            rows; it pays off only when similarity dominates the score). See
             memlab.memory.stores.indexed.ScanPolicy.
         scan_rerank: rows the ``"bits"`` scan re-ranks with their float32 cosine.
         scan_min_rows: scopes with fewer rows are scanned in float32.
