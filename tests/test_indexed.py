@@ -234,7 +234,10 @@ def clustered(n: int, dims: int, seed: int) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def scan_pair(n: int, rerank: int, dims: int = 96) -> tuple[object, object, np.ndarray]:
+def scan_pair(
+    n: int, rerank: int, dims: int = 96, scan: str = "bits"
+) -> tuple[object, object, np.ndarray]:
+    """(a float32 store, a store with ``scan``, 30 queries) over the same n records."""
     from memlab.memory import InMemoryStore
 
     vecs = clustered(n + 30, dims, seed=7)
@@ -250,7 +253,7 @@ def scan_pair(n: int, rerank: int, dims: int = 96) -> tuple[object, object, np.n
         for i in range(n)
     ]
     exact = InMemoryStore()
-    bits = InMemoryStore(scan="bits", scan_rerank=rerank, scan_min_rows=0)
+    bits = InMemoryStore(scan=scan, scan_rerank=rerank, scan_min_rows=0)
     exact.put_many(recs)
     bits.put_many(recs)
     return exact, bits, vecs[n:]

@@ -14,7 +14,7 @@ from memlab.memory.rank import RankWeights
 from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
 from memlab.memory.stores.int8_scan import Int8Scan, quantize
 from tests.conftest import make_record
-from tests.test_indexed import clustered, top_ids
+from tests.test_indexed import clustered, scan_pair, top_ids
 
 pytest.importorskip("onnxruntime", reason="the int8 extra (onnxruntime) is not installed")
 pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
@@ -85,24 +85,7 @@ def test_a_rewritten_row_gets_its_exact_cosine_until_its_block_is_rebuilt(
 
 
 def int8_pair(n: int) -> tuple[object, object, np.ndarray]:
-    from memlab.memory import InMemoryStore
-
-    vecs = clustered(n + 20, DIMS, seed=7)
-    rng = np.random.default_rng(3)
-    recs = [
-        make_record(
-            id=f"r{i:05d}",
-            embedding=vecs[i],
-            created_at=float(rng.uniform(0, 1e7)),
-            salience=float(rng.uniform(0, 1)),
-            dims=DIMS,
-        )
-        for i in range(n)
-    ]
-    exact, int8 = InMemoryStore(), InMemoryStore(scan="int8", scan_min_rows=0)
-    exact.put_many(recs)
-    int8.put_many(recs)
-    return exact, int8, vecs[n:]
+    return scan_pair(n, rerank=1, dims=DIMS, scan="int8")
 
 
 WEIGHTS = (RankWeights(), RankWeights(similarity=1, recency=0, salience=0, usage=0))
