@@ -29,6 +29,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> int:
     import memlab.memory.rank as rank
 
     monkeypatch.setattr(int8_scan, "BLOCK", 64)
+    monkeypatch.setattr(int8_scan, "MAX_BLOCK", 1024)
     monkeypatch.setattr(rank, "EXACT_HEAD", 10)
     return 64
 
@@ -82,6 +83,34 @@ def test_a_rewritten_row_gets_its_exact_cosine_until_its_block_is_rebuilt(
     assert (ub[:128] >= x[:128] @ q).all()
     scan.wrote(195)  # beyond the 192 sealed rows: nothing to track
     assert not scan.changed
+
+
+def test_blocks_merge_by_fours_as_the_scope_grows(small_blocks: int) -> None:
+    x = clustered(2200, DIMS, seed=6)
+    q = clustered(1, DIMS, seed=9)[0]
+    scan = Int8Scan(DIMS, threads=1)
+    seen = set()
+    for n in range(0, 2200, 40):  # a recall every 40 writes
+        ub = scan.bounds(x, n, q)
+        sizes = [b.hi - b.lo for b in scan.blocks]
+        seen.update(sizes)
+        assert sizes == sorted(sizes, reverse=True)  # non-increasing
+        assert all(sizes.count(z) < 4 for z in (64, 256))  # four of a size were merged
+        assert [b.lo for b in scan.blocks] == np.cumsum([0, *sizes])[:-1].tolist()
+        assert n - scan.sealed < 64  # only a short tail is left in float32
+        assert (ub >= x[:n] @ q).all()
+    assert seen == {64, 256, 1024}
+    # a rewritten row inside blocks about to merge: the merged codes are fresh
+    grown = Int8Scan(DIMS, threads=1)
+    grown.bounds(x, 192, q)  # three blocks of 64
+    x[70] = q  # row 70 becomes the query's nearest
+    grown.wrote(70)
+    ub = grown.bounds(x, 256, q)  # the fourth block: the four merge into one of 256
+    assert [b.hi - b.lo for b in grown.blocks] == [256] and not grown.changed
+    assert (ub >= x[:256] @ q).all() and ub[70] >= float(q @ q)
+    first = Int8Scan(DIMS, threads=1)  # a scope seen first at 2,199 rows: the largest blocks
+    first.bounds(x, 2199, q)
+    assert [b.hi - b.lo for b in first.blocks] == [1024, 1024, 64, 64]
 
 
 def int8_pair(n: int) -> tuple[object, object, np.ndarray]:
