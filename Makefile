@@ -57,7 +57,8 @@ reliability: $(STAMP)
 	$(BIN)/python -m memlab.reliability $(RELIABILITY)
 
 # The store scale run (memlab bench store) includes 1M records per scope: the memory and
-# SQLite cells took ~65 min on 2 busy cores, pgvector's HNSW build of 1.5M rows takes
+# SQLite cells took ~65 min on 2 busy cores (before the two -int8 cells: memory and
+# memory-int8 took 15 min together on a quiet machine), pgvector's HNSW build of 1.5M rows takes
 # hours there (docs/benchmarks.md). A quicker pass:
 # make bench BENCH_STORE_SIZES=1000,10000,100000
 BENCH_STORE_SIZES ?= 1000,10000,100000,1000000

@@ -76,8 +76,8 @@ class ScanPolicy:
     matrix-vector product over 4 x dims bytes a row (stored column-major), which
     sets the recall floor of a large scope (50-60 ms at a million 384-dim rows;
     a sparse query, such as a hash embedder's, reads only its nonzero dimensions).
-    ``codes="int8"`` keeps the float32 vectors row-major and, for every full block
-    of 65,536 rows, their int8 codes packed for ONNX Runtime's int8 kernels (a
+    ``codes="int8"`` keeps the float32 vectors row-major and, in blocks of 65,536
+    rows and more, their int8 codes packed for ONNX Runtime's int8 kernels (a
     quarter of the memory traffic, and VNNI / AMX where the CPU has them). Each
     sealed row gets an upper bound on its cosine (the estimate plus a
     Cauchy-Schwarz bound on the rounding error), the rows past the last block and
