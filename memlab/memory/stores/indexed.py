@@ -135,9 +135,9 @@ class ScopeIndex:
         self.words = (dims + 63) // 64 if self.scan.codes == "bits" else 0
         # The float32 scan keeps vectors column-major, (dims, cap): its matrix-vector
         # product ran 1.4x faster so at 100k-1M rows, and a sparse query reads only
-        # its nonzero dimensions (stores.base.dot_rows). The bit scan re-ranks
-        # thousands of scattered rows, which a row-major (cap, dims) matrix gathers
-        # at a tenth of the cost.
+        # its nonzero dimensions (stores.base.dot_rows). The bit and int8 scans
+        # re-rank scattered rows exactly, which a row-major (cap, dims) matrix
+        # gathers at a tenth of the cost.
         self.by_row = self.words > 0 or self.scan.codes == "int8"
         self.int8 = Int8Scan(dims) if self.scan.codes == "int8" else None
         self.ids: list[str] = []
@@ -303,7 +303,8 @@ class ScopeIndex:
 
     def similarity(self, query: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
         """Each row's cosine to ``query`` from the bit scan plus an exact float32
-        re-rank (see ScanPolicy); None when the float32 scan applies."""
+        re-rank, or an upper bound on it from the int8 scan (see ScanPolicy); None
+        when the float32 scan applies."""
         n = self.n
         if n < self.scan.min_rows:
             return None
