@@ -46,6 +46,21 @@ def test_quantize_reconstructs_rows_within_the_residual() -> None:
     assert (np.abs(codes[np.arange(50) != 3]).max(axis=1) == 127).all()
 
 
+def test_quantize_writes_columns_in_chunks_as_the_transpose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(int8_scan, "_CHUNK", 16)  # several chunks and a short last one
+    x = clustered(70, DIMS, seed=11)
+    codes, scale, residual = quantize(x)
+    codes_t, scale_t, residual_t, norm = int8_scan._quantize(x, columns=True)
+    assert codes_t.shape == (DIMS, 70) and codes_t.flags.c_contiguous
+    np.testing.assert_array_equal(codes_t, codes.T)
+    np.testing.assert_array_equal(scale_t, scale)
+    np.testing.assert_array_equal(residual_t, residual)
+    assert norm == float(np.linalg.norm(x, axis=1).max())
+    assert int8_scan._quantize(x[:0], columns=True)[3] == 0.0
+
+
 def test_bounds_hold_for_sealed_rows_and_are_exact_elsewhere(small_blocks: int) -> None:
     x = clustered(300, DIMS, seed=2)
     scan = Int8Scan(DIMS, threads=1)
