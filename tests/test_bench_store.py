@@ -35,7 +35,13 @@ def test_bench_store_runs_small_and_writes_table_and_chart(
     assert sorted(zip(table.backend, table.records, strict=True)) == sorted(
         (b, n) for b in BACKENDS for n in (120, 240)
     )
-    for col in ("write_single_per_s", "write_batched_per_s", "recall_p50_ms", "recall_p95_ms"):
+    for col in (
+        "write_single_per_s",
+        "write_batched_per_s",
+        "recall_p50_ms",
+        "recall_p95_ms",
+        "first_recall_ms",
+    ):
         assert (table[col] > 0).all(), col
     assert (table.recall_p95_ms >= table.recall_p50_ms).all()
     pg = table.backend == "pgvector"  # the rest of the scope went in by bulk_load

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import memlab.memory.stores.int8_scan as int8_scan
-from memlab.errors import MissingExtraError
+from memlab.errors import MissingExtraError, StoreError
 from memlab.memory.rank import RankWeights
 from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
 from memlab.memory.stores.int8_scan import Int8Scan, quantize
@@ -22,12 +22,15 @@ pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
 DIMS = 96
 
 
-@pytest.fixture
-def small_blocks(monkeypatch: pytest.MonkeyPatch) -> int:
+@pytest.fixture(params=["detected", 63])
+def small_blocks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
     """Blocks of 64 rows, so a few hundred records seal several, and an exact head
-    of 10 rows, so a bound that fails shows in the top 10."""
+    of 10 rows, so a bound that fails shows in the top 10; with the query range
+    this machine's kernel gets, and with the 7-bit range whatever the kernel."""
     import memlab.memory.rank as rank
 
+    if request.param == 63:
+        monkeypatch.setattr(int8_scan, "query_range", lambda threads=1: 63)
     monkeypatch.setattr(int8_scan, "BLOCK", 64)
     monkeypatch.setattr(int8_scan, "MAX_BLOCK", 1024)
     monkeypatch.setattr(rank, "EXACT_HEAD", 10)
@@ -59,6 +62,60 @@ def test_quantize_writes_columns_in_chunks_as_the_transpose(
     np.testing.assert_array_equal(residual_t, residual)
     assert norm == float(np.linalg.norm(x, axis=1).max())
     assert int8_scan._quantize(x[:0], columns=True)[3] == 0.0
+
+
+class _SaturatingSession:
+    """The product of a kernel without VNNI (AVX2 ``vpmaddubsw``): uint8 x int8
+    products added in pairs, each pair saturated to int16, then summed."""
+
+    def __init__(self, codes_t: np.ndarray, zero: int) -> None:
+        self.codes, self.zero = codes_t.astype(np.int64), zero
+
+    def run(self, _outputs: object, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        a = feed["q"][0].astype(np.int64)
+        pairs = (a[:, None] * self.codes).reshape(-1, 2, self.codes.shape[1]).sum(axis=1)
+        raw = np.clip(pairs, -32768, 32767).sum(axis=0) - self.zero * self.codes.sum(axis=0)
+        return [raw.astype(np.float32)[None]]
+
+
+def test_the_probe_finds_a_saturating_kernel_and_falls_back_to_7_bit_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def saturating(codes_t, scale, residual, threads, zero=128):  # type: ignore[no-untyped-def]
+        return _SaturatingSession(codes_t, zero), ()
+
+    monkeypatch.setattr(int8_scan, "_session", saturating)
+    assert not int8_scan._kernel_exact(127, 1)  # 255 x 127 twice overflows int16
+    assert int8_scan._kernel_exact(63, 1)  # 127 x 127 twice does not
+    int8_scan.query_range.cache_clear()
+    try:
+        assert int8_scan.query_range(1) == 63
+    finally:
+        int8_scan.query_range.cache_clear()
+
+
+def test_the_probe_rejects_a_kernel_wrong_even_for_7_bit_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Wrong(_SaturatingSession):
+        def run(self, _outputs: object, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+            return [super().run(_outputs, feed)[0] + 1]
+
+    monkeypatch.setattr(
+        int8_scan, "_session", lambda codes_t, *a, **k: (Wrong(codes_t, a[-1] if a else 128), ())
+    )
+    int8_scan.query_range.cache_clear()
+    try:
+        with pytest.raises(StoreError, match="not exact even for 7-bit queries"):
+            int8_scan.query_range(1)
+    finally:
+        int8_scan.query_range.cache_clear()
+
+
+def test_this_machines_kernel_is_exact_over_the_range_the_probe_chose() -> None:
+    limit = int8_scan.query_range(1)
+    assert limit in (127, 63)
+    assert int8_scan._kernel_exact(limit, 1) and int8_scan._kernel_exact(63, 1)
 
 
 def test_bounds_hold_for_sealed_rows_and_are_exact_elsewhere(small_blocks: int) -> None:

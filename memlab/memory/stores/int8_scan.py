@@ -16,6 +16,15 @@ changed after their block was built, get their exact float32 cosine. The ranker
 then re-scores rows exactly, best bound first, until its head is exact
 (``memlab.memory.rank._exact_head``), so the ranking is the float32 scan's.
 
+The query's codes reach the product as uint8 with a zero point. ONNX Runtime's
+int8 kernels for CPUs without VNNI (AVX2 ``vpmaddubsw``) add pairs of uint8 x int8
+products in int16 with saturation, so a uint8 above 127 can make a wrong dot
+product and a bound that does not hold. A probe (``query_range``) runs the kernel
+once per process on the worst case; where it saturates, queries are quantized to
+``[-63, 63]`` (zero point 64, uint8 at most 127, pairs at most 32,258) instead of
+``[-127, 127]`` (zero point 128): exact on every kernel, with a query rounding
+error about twice as large.
+
 Blocks are built when a recall first needs them (a scope that is only written
 never pays), and dropped when the index compacts (rows move). Needs the
 ``int8`` extra (onnxruntime, onnx).
@@ -23,6 +32,7 @@ never pays), and dropped when the index compacts (rows move). Needs the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,11 +125,15 @@ def _external(name: str, array: np.ndarray, tp: Any) -> Any:
 
 
 def _session(
-    codes_t: np.ndarray, scale: np.ndarray, residual: np.ndarray, threads: int
+    codes_t: np.ndarray,
+    scale: np.ndarray,
+    residual: np.ndarray,
+    threads: int,
+    zero: int = 128,
 ) -> tuple[Any, tuple[Any, ...]]:
     """An ONNX Runtime session computing each row's bound (see the module) in one run.
 
-    Inputs: ``q`` (the query's codes + 128 as uint8, zero point 128), ``s_q`` (its
+    Inputs: ``q`` (the query's codes + ``zero`` as uint8, zero point ``zero``), ``s_q`` (its
     scale), ``q_norm`` (``|q~|``) and ``margin`` (``max |x| |r_q|`` plus the slack).
     Output: ``s_q scale (codes . code_q) + residual q_norm + margin`` per row, with
     ``codes_t`` (int8, dims x rows, packed by the session for its int8 kernels),
@@ -161,7 +175,7 @@ def _session(
         ],
         [helper.make_tensor_value_info("bound", tp.FLOAT, [1, rows])],
         initializer=[
-            numpy_helper.from_array(np.array(128, dtype=np.uint8), "zero"),
+            numpy_helper.from_array(np.array(zero, dtype=np.uint8), "zero"),
             *(_external(name, value, tp) for name, value in constants.items()),
         ],
     )
@@ -179,6 +193,48 @@ def _session(
         model.SerializeToString(), so, providers=["CPUExecutionProvider"]
     )
     return session, (*constants.values(), *values)
+
+
+def _kernel_exact(limit: int, threads: int) -> bool:
+    """Whether the int8 product is exact for query codes in ``[-limit, limit]``: one
+    run of a probe block on the cases a saturating kernel gets wrong (every product
+    at its largest, of either sign, and random codes)."""
+    dims, rows = 384, 64
+    codes_t = np.random.default_rng(0).integers(-127, 128, size=(dims, rows), dtype=np.int8)
+    codes_t[:, 0], codes_t[:, 1] = 127, -127
+    ones = np.ones(rows, dtype=np.float32)
+    session, _keep = _session(codes_t, ones, np.zeros(rows, np.float32), threads, limit + 1)
+    exact = codes_t.astype(np.int64)
+    for fill in (limit, -limit):
+        code_q = np.full(dims, fill, dtype=np.int64)
+        code_q[::5] = -fill  # mixed signs too
+        feed = {
+            "q": (code_q + limit + 1).astype(np.uint8).reshape(1, -1),
+            "s_q": np.ones(1, np.float32),
+            "q_norm": np.zeros(1, np.float32),
+            "margin": np.zeros(1, np.float32),
+        }
+        got = session.run(None, feed)[0][0]
+        if not np.array_equal(got, (code_q @ exact).astype(np.float32)):
+            return False
+    return True
+
+
+@functools.cache
+def query_range(threads: int = 1) -> int:
+    """The largest query code this process's int8 kernel multiplies exactly: 127,
+    or 63 where it adds uint8 x int8 pairs with int16 saturation (see the module).
+
+    Raises:
+        StoreError: the kernel is wrong even for 7-bit queries.
+    """
+    for limit in (127, 63):
+        if _kernel_exact(limit, threads):
+            return limit
+    raise StoreError(
+        "this onnxruntime's int8 product is not exact even for 7-bit queries; "
+        "use scan='float32' or another onnxruntime version"
+    )
 
 
 @dataclass
@@ -201,6 +257,7 @@ class Int8Scan:
         check_int8_extra()
         self.dims = dims
         self.threads = threads or default_threads()
+        self.limit = query_range(self.threads)  # query codes in [-limit, limit]
         self.reset()
 
     def reset(self) -> None:
@@ -250,7 +307,7 @@ class Int8Scan:
         rows = emb[lo:hi]
         codes_t, scale, residual, norm = _quantize(rows, columns=True)
         try:
-            session, keep = _session(codes_t, scale, residual, self.threads)
+            session, keep = _session(codes_t, scale, residual, self.threads, self.limit + 1)
         except MissingExtraError:
             raise
         except Exception as exc:  # an onnxruntime without MatMulInteger, out of memory
@@ -269,12 +326,12 @@ class Int8Scan:
         out = np.empty(n, dtype=np.float32)
         if sealed:
             peak = float(np.abs(q).max()) if q.size else 0.0
-            s_q = np.float32(peak / 127.0 if peak > 0 else 1.0)
-            code_q = np.rint(q / s_q).clip(-127, 127).astype(np.float32)
+            s_q = np.float32(peak / self.limit if peak > 0 else 1.0)
+            code_q = np.rint(q / s_q).clip(-self.limit, self.limit).astype(np.float32)
             q_tilde = s_q * code_q
             r_q = float(np.linalg.norm(q - q_tilde))
             feed = {
-                "q": (code_q + 128).astype(np.uint8).reshape(1, -1),
+                "q": (code_q + self.limit + 1).astype(np.uint8).reshape(1, -1),
                 "s_q": np.array([s_q], dtype=np.float32),
                 "q_norm": np.array([np.linalg.norm(q_tilde)], dtype=np.float32),
                 "margin": np.zeros(1, dtype=np.float32),
