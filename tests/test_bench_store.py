@@ -30,6 +30,9 @@ def test_bench_store_runs_small_and_writes_table_and_chart(
     assert code == 0
     printed = capsys.readouterr().out
     assert "pgvector recall@10 against exact" in printed and "written:" in printed
+    listed = ", ".join(sorted(b for b in BACKENDS if b != "pgvector"))
+    assert f"in-process backends with the float32 ranked ids on every query: {listed}\n" in printed
+    assert "NOT on every query" not in printed
     assert "window 0.5 half-lives from 0 rows" in printed
     table = pd.read_csv(out / "store.csv")
     assert sorted(zip(table.backend, table.records, strict=True)) == sorted(

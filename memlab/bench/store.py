@@ -639,11 +639,19 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
             f"recall@10 {r.recall_at_k:.3f}, peak RSS {r.peak_rss_mb:,.0f} MB, "
             f"disk {r.size_mb:,.0f} MB -> {'MET' if ok else 'MISSED'}"
         )
-    exact = table[table.backend.isin(["memory", "jsonl", "sqlite"])]
+    # every in-process backend promises the float32 ranking (the -bits and -int8
+    # scans through their bounds); pgvector's HNSW does not
+    exact = table[table.backend != "pgvector"]
     if len(exact):
+        same = exact.parity_identical == 1.0
         lines.append(
-            f"exact backends with identical ranked ids on every query: "
-            f"{', '.join(sorted(set(exact[exact.parity_identical == 1.0].backend))) or 'none'}"
+            f"in-process backends with the float32 ranked ids on every query: "
+            f"{', '.join(sorted(set(exact[same].backend))) or 'none'}"
+            + (
+                f"; NOT on every query: {', '.join(sorted(set(exact[~same].backend)))}"
+                if (~same).any()
+                else ""
+            )
         )
     return "\n".join(lines)
 
