@@ -68,8 +68,8 @@ class _SaturatingSession:
     """The product of a kernel without VNNI (AVX2 ``vpmaddubsw``): uint8 x int8
     products added in pairs, each pair saturated to int16, then summed."""
 
-    def __init__(self, codes_t: np.ndarray, zero: int) -> None:
-        self.codes, self.zero = codes_t.astype(np.int64), zero
+    def __init__(self, codes_t: np.ndarray, limit: int) -> None:
+        self.codes, self.zero = codes_t.astype(np.int64), limit + 1
 
     def run(self, _outputs: object, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
         a = feed["q"][0].astype(np.int64)
@@ -81,8 +81,8 @@ class _SaturatingSession:
 def test_the_probe_finds_a_saturating_kernel_and_falls_back_to_7_bit_queries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def saturating(codes_t, scale, residual, threads, zero=128):  # type: ignore[no-untyped-def]
-        return _SaturatingSession(codes_t, zero), ()
+    def saturating(codes_t, scale, residual, threads, limit=127):  # type: ignore[no-untyped-def]
+        return _SaturatingSession(codes_t, limit), ()
 
     monkeypatch.setattr(int8_scan, "_session", saturating)
     assert not int8_scan._kernel_exact(127, 1)  # 255 x 127 twice overflows int16
@@ -102,7 +102,7 @@ def test_the_probe_rejects_a_kernel_wrong_even_for_7_bit_queries(
             return [super().run(_outputs, feed)[0] + 1]
 
     monkeypatch.setattr(
-        int8_scan, "_session", lambda codes_t, *a, **k: (Wrong(codes_t, a[-1] if a else 128), ())
+        int8_scan, "_session", lambda codes_t, *a, **k: (Wrong(codes_t, a[-1] if a else 127), ())
     )
     int8_scan.query_range.cache_clear()
     try:

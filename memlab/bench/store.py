@@ -641,14 +641,14 @@ def summary(table: Any, pools: Any, s: Settings) -> str:
         )
     # every in-process backend promises the float32 ranking (the -bits and -int8
     # scans through their bounds); pgvector's HNSW does not
-    exact = table[table.backend != "pgvector"]
-    if len(exact):
-        same = exact.parity_identical == 1.0
+    local = table[table.backend != "pgvector"]
+    if len(local):
+        same = local.parity_identical == 1.0
         lines.append(
             f"in-process backends with the float32 ranked ids on every query: "
-            f"{', '.join(sorted(set(exact[same].backend))) or 'none'}"
+            f"{', '.join(sorted(set(local[same].backend))) or 'none'}"
             + (
-                f"; NOT on every query: {', '.join(sorted(set(exact[~same].backend)))}"
+                f"; NOT on every query: {', '.join(sorted(set(local[~same].backend)))}"
                 if (~same).any()
                 else ""
             )

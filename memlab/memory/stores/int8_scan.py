@@ -129,11 +129,12 @@ def _session(
     scale: np.ndarray,
     residual: np.ndarray,
     threads: int,
-    zero: int = 128,
+    limit: int = 127,
 ) -> tuple[Any, tuple[Any, ...]]:
     """An ONNX Runtime session computing each row's bound (see the module) in one run.
 
-    Inputs: ``q`` (the query's codes + ``zero`` as uint8, zero point ``zero``), ``s_q`` (its
+    Inputs (``_feed``): ``q`` (the query's codes in ``[-limit, limit]`` + ``limit + 1``
+    as uint8, zero point ``limit + 1``), ``s_q`` (its
     scale), ``q_norm`` (``|q~|``) and ``margin`` (``max |x| |r_q|`` plus the slack).
     Output: ``s_q scale (codes . code_q) + residual q_norm + margin`` per row, with
     ``codes_t`` (int8, dims x rows, packed by the session for its int8 kernels),
@@ -175,7 +176,7 @@ def _session(
         ],
         [helper.make_tensor_value_info("bound", tp.FLOAT, [1, rows])],
         initializer=[
-            numpy_helper.from_array(np.array(zero, dtype=np.uint8), "zero"),
+            numpy_helper.from_array(np.array(limit + 1, dtype=np.uint8), "zero"),
             *(_external(name, value, tp) for name, value in constants.items()),
         ],
     )
@@ -195,6 +196,17 @@ def _session(
     return session, (*constants.values(), *values)
 
 
+def _feed(code_q: np.ndarray, limit: int, s_q: float, q_norm: float) -> dict[str, np.ndarray]:
+    """A ``_session``'s inputs for a query's codes in ``[-limit, limit]``; ``margin``
+    is zero, set for each block before its run."""
+    return {
+        "q": (code_q + (limit + 1)).astype(np.uint8).reshape(1, -1),
+        "s_q": np.array([s_q], dtype=np.float32),
+        "q_norm": np.array([q_norm], dtype=np.float32),
+        "margin": np.zeros(1, dtype=np.float32),
+    }
+
+
 def _kernel_exact(limit: int, threads: int) -> bool:
     """Whether the int8 product is exact for query codes in ``[-limit, limit]``: one
     run of a probe block on the cases a saturating kernel gets wrong (every product
@@ -203,18 +215,12 @@ def _kernel_exact(limit: int, threads: int) -> bool:
     codes_t = np.random.default_rng(0).integers(-127, 128, size=(dims, rows), dtype=np.int8)
     codes_t[:, 0], codes_t[:, 1] = 127, -127
     ones = np.ones(rows, dtype=np.float32)
-    session, _keep = _session(codes_t, ones, np.zeros(rows, np.float32), threads, limit + 1)
+    session, _keep = _session(codes_t, ones, np.zeros(rows, np.float32), threads, limit)
     exact = codes_t.astype(np.int64)
     for fill in (limit, -limit):
         code_q = np.full(dims, fill, dtype=np.int64)
         code_q[::5] = -fill  # mixed signs too
-        feed = {
-            "q": (code_q + limit + 1).astype(np.uint8).reshape(1, -1),
-            "s_q": np.ones(1, np.float32),
-            "q_norm": np.zeros(1, np.float32),
-            "margin": np.zeros(1, np.float32),
-        }
-        got = session.run(None, feed)[0][0]
+        got = session.run(None, _feed(code_q, limit, 1.0, 0.0))[0][0]
         if not np.array_equal(got, (code_q @ exact).astype(np.float32)):
             return False
     return True
@@ -307,7 +313,7 @@ class Int8Scan:
         rows = emb[lo:hi]
         codes_t, scale, residual, norm = _quantize(rows, columns=True)
         try:
-            session, keep = _session(codes_t, scale, residual, self.threads, self.limit + 1)
+            session, keep = _session(codes_t, scale, residual, self.threads, self.limit)
         except MissingExtraError:
             raise
         except Exception as exc:  # an onnxruntime without MatMulInteger, out of memory
@@ -330,12 +336,7 @@ class Int8Scan:
             code_q = np.rint(q / s_q).clip(-self.limit, self.limit).astype(np.float32)
             q_tilde = s_q * code_q
             r_q = float(np.linalg.norm(q - q_tilde))
-            feed = {
-                "q": (code_q + self.limit + 1).astype(np.uint8).reshape(1, -1),
-                "s_q": np.array([s_q], dtype=np.float32),
-                "q_norm": np.array([np.linalg.norm(q_tilde)], dtype=np.float32),
-                "margin": np.zeros(1, dtype=np.float32),
-            }
+            feed = _feed(code_q, self.limit, float(s_q), float(np.linalg.norm(q_tilde)))
             for b in self.blocks:
                 feed["margin"][0] = b.norm * r_q + SLACK
                 out[b.lo : b.hi] = b.session.run(None, feed)[0][0]
