@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memlab.errors import InputError
 from memlab.memory import HalfLives, HybridRanker, RankWeights
-from memlab.memory.rank import LN2, SPLIT_ROWS, pack
+from memlab.memory.rank import pack
 from memlab.memory.stores.base import Candidates
 from tests.conftest import make_record, vec
 
@@ -314,66 +314,3 @@ def test_a_huge_tie_at_a_heads_edge_is_cut_not_sorted_whole() -> None:
         chosen = pack(scores, tokens, 800, ids=ids, tiebreak=np.zeros(n), conflict=conflict)
         assert chosen[:10] == list(range(10)) and len(chosen) == 40
         assert len(set(chosen)) == 40 and (scores[chosen[10:]] == 0.5).all()
-
-
-def _columns(n: int, seed: int) -> Candidates:
-    rng = np.random.default_rng(seed)
-    emb = rng.standard_normal((n, 8)).astype(np.float32)
-    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    return Candidates(
-        ids=[f"r{i}" for i in range(n)],
-        embeddings=emb,
-        created_at=1e9 + rng.uniform(-3e7, 1e5, n),  # a few in the future
-        last_accessed_at=np.full(n, 1e9),
-        salience=rng.uniform(-0.2, 1.2, n).astype(np.float32),
-        access_count=rng.integers(0, 300, n),
-        tokens=rng.integers(1, 50, n),
-        kind=rng.integers(0, 3, n).astype(np.int8),
-        source=np.zeros(n, dtype=np.int8),
-        mask=rng.random(n) > 0.05,
-        lexical=np.where(rng.random(n) > 0.7, rng.uniform(0, 9, n), 0.0),
-    )
-
-
-def _reference(ranker: HybridRanker, layers: list[Candidates], q: np.ndarray, now: float) -> Any:
-    """The score as whole-array expressions, in the documented order."""
-    w = ranker.weights.as_dict()
-    cat = {f: np.concatenate([getattr(c, f) for c in layers]) for f in (
-        "created_at", "kind", "salience", "access_count", "mask", "lexical")}  # fmt: skip
-    sim = np.maximum(np.concatenate([c.embeddings @ q for c in layers]), 0.0)
-    lex = np.where(cat["mask"], cat["lexical"], 0.0)
-    recency = np.exp(
-        -LN2
-        * np.maximum(now - cat["created_at"], 0.0)
-        / ranker.half_life.seconds_by_code()[cat["kind"]]
-    )
-    usage = np.minimum(1.0, np.log10(np.minimum(cat["access_count"], 99) + 1.0) / 2.0)
-    comps = [sim, lex / lex.max(), recency, np.clip(cat["salience"], 0.0, 1.0), usage]
-    scores = np.zeros(len(sim))
-    for name, values in zip(
-        ("similarity", "lexical", "recency", "salience", "usage"), comps, strict=True
-    ):
-        if w[name]:
-            scores += w[name] * values
-    scores[~cat["mask"]] = -np.inf
-    return scores
-
-
-@pytest.mark.parametrize("workers", [1, 2, 3])
-@pytest.mark.parametrize("sizes", [(100_003,), (40_000, 1_000, 70_001), (SPLIT_ROWS - 1,)])
-def test_a_large_ranking_scored_in_shares_equals_the_formula_bit_for_bit(
-    workers: int, sizes: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the signal and score passes run a block at a time and, from SPLIT_ROWS rows,
-    # on several threads; every row must come out as the whole-array formula gives it
-    from memlab.memory import threads
-
-    monkeypatch.setattr(threads, "WORKERS", workers)
-    layers = [_columns(n, seed) for seed, n in enumerate(sizes)]
-    q = layers[0].embeddings[7].copy()
-    now = 1e9
-    ranker = HybridRanker(RankWeights(0.5, 0.2, 0.15, 0.05, lexical=0.1))
-    out = ranker.score_layers(layers, q, now)
-    want = _reference(ranker, layers, q, now)
-    assert np.array_equal(out.scores, want)
-    assert out.components["usage"].max() == 1.0 and out.components["recency"].max() == 1.0

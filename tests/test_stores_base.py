@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.memory import threads
 from memlab.memory.stores import base
 from memlab.memory.stores.base import SPARSE_SHARE, dot_rows
 
@@ -106,11 +105,11 @@ def test_a_large_sparse_product_split_across_threads_equals_one_threads(
         real(*args)
 
     monkeypatch.setattr(base, "_sparse_part", spy)
-    monkeypatch.setattr(threads, "WORKERS", 3)
+    monkeypatch.setattr(base, "_WORKERS", 3)
     split = dot_rows(matrix, vector)
     assert len(parts) > 1 and sorted(parts)[-1][1] == n  # shares that cover every row
     assert all(a == b for (_, a), (b, _) in zip(sorted(parts), sorted(parts)[1:], strict=False))
-    monkeypatch.setattr(threads, "WORKERS", 1)
+    monkeypatch.setattr(base, "_WORKERS", 1)
     single = dot_rows(matrix, vector)
     assert np.array_equal(split, single)
     np.testing.assert_allclose(single, rows[:, dims] @ vector[dims], rtol=1e-5, atol=1e-5)
@@ -122,14 +121,14 @@ def test_a_forked_child_splits_large_products_on_threads_of_its_own(
 ) -> None:
     # the parent's pool threads are not in the child: without a fresh pool the
     # child's product would wait forever on work nobody runs
-    monkeypatch.setattr(threads, "WORKERS", 2)
+    monkeypatch.setattr(base, "_WORKERS", 2)
     rng = np.random.default_rng(4)
     rows = rng.standard_normal((300_000, 16)).astype(np.float32)
     matrix = column_major(rows)
     vector = np.zeros(16, dtype=np.float32)
     vector[[2, 9]] = [1.0, -0.5]
     want = dot_rows(matrix, vector)  # the parent's pool now exists, and was used
-    assert threads._POOL is not None
+    assert base._POOL is not None
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: exit 0 only if the product finishes and agrees
@@ -140,6 +139,14 @@ def test_a_forked_child_splits_large_products_on_threads_of_its_own(
     os.close(write)
     _, status = os.waitpid(pid, 0)
     assert os.read(read, 1) == b"1" and os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_thread_count_honours_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert base._workers() == 1
+    for unset in ("", "0", "two"):
+        monkeypatch.setenv("OMP_NUM_THREADS", unset)
+        assert 1 <= base._workers() <= 4
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,6 @@ from memlab.errors import InputError
 from memlab.memory.checks import check_number
 from memlab.memory.records import KIND_CODES, MemoryKind
 from memlab.memory.stores.base import Candidates
-from memlab.memory.threads import split_rows
 from memlab.memory.timeparse import TimeWindow, time_signal
 
 LN2 = math.log(2.0)
@@ -207,54 +206,35 @@ class HybridRanker:
                 raw_lex = np.concatenate(
                     [c.lexical if c.lexical is not None else np.zeros(len(c)) for c in layers]
                 )
-        n = len(sim)
-        recency = np.empty(n, dtype=np.float64)
-        clipped = np.empty(n, dtype=salience.dtype)
-        usage = np.empty(n, dtype=np.float64)
-        half_life = self._hl
-
-        def signals(a: int, b: int) -> None:
-            np.maximum(sim[a:b], 0.0, out=sim[a:b])
-            # exp(-ln2 * age / half-life) in one buffer (the same operations in the
-            # same order as the expression, without its four temporaries)
-            r = recency[a:b]
-            np.subtract(now, created[a:b], out=r)
-            np.maximum(r, 0.0, out=r)
-            np.multiply(-LN2, r, out=r)
-            np.divide(r, np.take(half_life, kind[a:b]), out=r)
-            np.exp(r, out=r)
-            np.clip(salience[a:b], 0.0, 1.0, out=clipped[a:b])
-            usage_signal(access[a:b], out=usage[a:b])
-
-        split_rows(n, _SCORE_BLOCK, _blocked(signals), min_rows=SPLIT_ROWS)
+        np.maximum(sim, 0.0, out=sim)
         components: dict[str, np.ndarray] = {"similarity": sim}
         if raw_lex is not None:
             lex = np.where(mask, raw_lex, 0.0)
             best = float(lex.max()) if lex.size else 0.0
             components["lexical"] = lex / best if best > 0 else np.zeros_like(lex)
-        components["recency"] = recency
+        # exp(-ln2 * age / half-life), computed in one buffer (the same operations in
+        # the same order as the expression, without its four temporaries)
+        recency = np.subtract(now, created)
+        np.maximum(recency, 0.0, out=recency)
+        np.multiply(-LN2, recency, out=recency)
+        np.divide(recency, np.take(self._hl, kind), out=recency)
+        components["recency"] = np.exp(recency, out=recency)
         if window is not None and w["time"] > 0:
             components["time"] = time_signal(created, window)
             w["recency"] = 0.0
         else:
             w["time"] = 0.0
-        components["salience"] = clipped
-        components["usage"] = usage
+        components["salience"] = np.clip(salience, 0.0, 1.0)
+        components["usage"] = usage_signal(access)
         if self.fusion == "rrf":
             for name in ("similarity", "lexical"):
                 if name in components:
                     components[name] = self._reciprocal_rank(components[name], mask)
-        terms = [(w[name], values) for name, values in components.items() if w.get(name, 0.0)]
-        scores = np.empty(n, dtype=np.float64)
-
-        def total(a: int, b: int) -> None:
-            part = scores[a:b]
-            part[...] = 0.0
-            for weight, values in terms:  # in the components' order, as one sum would
-                part += weight * values[a:b]
-            part[~mask[a:b]] = -np.inf
-
-        split_rows(n, _SCORE_BLOCK, _blocked(total), min_rows=SPLIT_ROWS)
+        scores = np.zeros(len(sim), dtype=np.float64)
+        for name, values in components.items():
+            if w.get(name, 0.0):
+                scores += w[name] * values
+        scores[~mask] = -np.inf
         if bounded and w["similarity"]:
             _exact_head(scores, sim, _ExactCosine(layers, q), w["similarity"])
         return Scored(scores=scores, components=components, weights=w)
@@ -272,30 +252,11 @@ class HybridRanker:
 _USAGE = np.minimum(1.0, np.log10(np.arange(100) + 1.0) / 2.0)  # 99 recalls and up: 1.0
 
 
-def usage_signal(access_count: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def usage_signal(access_count: np.ndarray) -> np.ndarray:
     """``min(1, log10(access_count + 1) / 2)`` of each row, read from a table (the
-    same values, without a logarithm per row at every recall), into ``out`` if given."""
-    # counts are never negative (records check it), so clipping the index to the
-    # table is the min(., 99) of the formula, without a pass of its own
-    return np.take(_USAGE, access_count, mode="clip", out=out)
-
-
-# Rows of one block of the signal and score passes: their arrays (about 60 bytes a
-# row) stay in a core's L2 between the operations of a pass. From SPLIT_ROWS rows
-# the passes are split across the cores (memlab.memory.threads): the exponential
-# is compute-bound, and each row is computed alike in any share.
-_SCORE_BLOCK = 8192
-SPLIT_ROWS = 32_768
-
-
-def _blocked(step: Callable[[int, int], None]) -> Callable[[int, int], None]:
-    """``step`` over rows ``a:b`` a block of ``_SCORE_BLOCK`` rows at a time."""
-
-    def run(a: int, b: int) -> None:
-        for start in range(a, b, _SCORE_BLOCK):
-            step(start, min(b, start + _SCORE_BLOCK))
-
-    return run
+    same values, without a logarithm per row at every recall)."""
+    # counts are never negative (records check it), so only the top needs a clip
+    return np.take(_USAGE, np.minimum(access_count, 99))
 
 
 EXACT_HEAD = 256  # rows whose scores are exact after a reduced-precision scan

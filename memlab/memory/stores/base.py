@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import builtins
 import math
+import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -13,7 +16,6 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
-from memlab.memory import threads
 from memlab.memory.checks import check_bool, check_number, check_text, check_unicode
 from memlab.memory.records import (
     KIND_CODES,
@@ -130,6 +132,43 @@ _BLOCK = 1 << 18  # floats of one gathered block (1 MB, within a core's L2)
 PARALLEL_ROWS = 32_768
 
 
+def _workers() -> int:
+    """Threads for a large sparse product: the cores this process may use, at most
+    4, and at most ``OMP_NUM_THREADS`` when that is set (the limit a user gives
+    numpy's BLAS holds here too)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n = min(4, cores or 1)
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        n = min(n, int(limit))
+    return max(1, n)
+
+
+_WORKERS = _workers()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there, and a pool
+    that believes they do would queue work nobody runs."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads that share large sparse products (made on first use)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_WORKERS - 1, thread_name_prefix="memlab-dot")
+        return _POOL
+
+
 def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``matrix @ vector`` for an (n, dims) float32 matrix, into ``out`` if given.
 
@@ -162,12 +201,19 @@ def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray | None = No
                 return out
             weights = vector[nz].astype(np.float32, copy=False)
             step = max(1024, _BLOCK // len(nz))
-            threads.split_rows(
-                n,
-                step,
-                lambda a, b: _sparse_part(cols, nz, weights, out, a, b, step),
-                min_rows=PARALLEL_ROWS,
-            )
+            if n < PARALLEL_ROWS or _WORKERS == 1:
+                _sparse_part(cols, nz, weights, out, 0, n, step)
+                return out
+            # contiguous shares, each a whole number of blocks
+            share = -(-n // (_WORKERS * step)) * step
+            bounds = [(a, min(n, a + share)) for a in range(0, n, share)]
+            pool = _pool()
+            futures = [
+                pool.submit(_sparse_part, cols, nz, weights, out, a, b, step) for a, b in bounds[1:]
+            ]
+            _sparse_part(cols, nz, weights, out, *bounds[0], step)
+            for f in futures:
+                f.result()
             return out
     return np.matmul(matrix, vector, out=out)
 
