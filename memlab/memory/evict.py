@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memlab.memory.checks import check_number
-from memlab.memory.rank import HOUR, HybridRanker
+from memlab.memory.rank import HOUR, HybridRanker, usage_signal
 from memlab.memory.records import (
     KIND_CODES,
     UNTRUSTED_SOURCES,
@@ -212,7 +212,7 @@ def _keep_order(records: list[MemoryRecord], now: float, ranker: HybridRanker) -
     age = np.maximum(now - np.array([r.created_at for r in records]), 0.0)
     recency = np.exp(-math.log(2.0) * age / hl)
     salience = np.clip(np.array([r.salience for r in records]), 0.0, 1.0)
-    usage = np.minimum(1.0, np.log10(np.array([r.access_count for r in records]) + 1.0) / 2.0)
+    usage = usage_signal(np.array([r.access_count for r in records], dtype=np.int64))
     score = w.recency * recency + w.salience * salience + w.usage * usage
     created = np.array([r.created_at for r in records])
     return np.lexsort((created, score))
