@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from memlab.memory.budget import adjacent_rows, pack
 from memlab.memory.layer_types import NeighborPolicy
-from memlab.memory.rank import Scored, adjacent_rows, pack
+from memlab.memory.rank import Scored
 from memlab.memory.records import KIND_CODES, Hit, MemoryKind, MemoryRecord, RecallQuery
 from memlab.memory.scopes import Layered, split_budgets
 from memlab.memory.stores.base import MemoryStore

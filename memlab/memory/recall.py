@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memlab.memory.budget import ranked
 from memlab.memory.layer_types import Ranking, RecallResult
 from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
-from memlab.memory.rank import Scored, ranked
+from memlab.memory.rank import Scored
 from memlab.memory.records import MemoryRecord, RecallQuery, untrusted_mask
 from memlab.memory.scopes import Layered
 from memlab.memory.supersede import mode_of, valid_at_for
