@@ -34,7 +34,8 @@ from memlab.memory.consolidate import (
 )
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.supersede import consolidate
-from memlab.memory.update_text import contains, key, loose, parse, parse_said, tokens, value_type
+from memlab.memory.update_text import contains, parse, parse_said
+from memlab.memory.update_tokens import key, loose, tokens, value_type
 from tests.consolidate_cases import (
     CASES,
     START,

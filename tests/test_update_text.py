@@ -1,29 +1,11 @@
-"""memlab.memory.update_text: the keys, loose text and typed values the
-supersession rules compare (the rules themselves: test_clause_rules.py)."""
+"""memlab.memory.update_text: the clauses and typed values the supersession rules
+compare (the word level: test_update_tokens.py; the rules: test_clause_rules.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memlab.memory.update_text import key, loose, parse, token_breaks, tokens
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [("hosted", "host"), ("logs", "log"), ("capped", "cap"), ("escalate", "escalation"),
-     ("pages", "page")],
-)  # fmt: skip
-def test_inflections_share_a_key(a: str, b: str) -> None:
-    assert key(a) == key(b)
-
-
-def test_tokens_with_digits_keep_their_whole_key() -> None:
-    assert key("europe-west1") != key("europe-west4")
-
-
-def test_loose_text_tests_whole_words() -> None:
-    assert " 7 " in loose("Renewal is on the 7th.")
-    assert " host " not in loose("We are hosted on Gitea.")
+from memlab.memory.update_text import parse
 
 
 @pytest.mark.parametrize(
@@ -41,15 +23,6 @@ def test_loose_text_tests_whole_words() -> None:
 )
 def test_typed_values(text: str, typed: list) -> None:
     assert list(parse(text).clauses[0].typed) == typed
-
-
-def test_token_breaks_are_where_punctuation_follows() -> None:
-    text = "btw, only touch prod during our window, tuesday 01:00 — thanks"
-    toks = tuple(tokens(text))
-    assert [toks[i] for i in sorted(token_breaks(text, toks))] == ["btw", "window", "01:00"]
-    # a clause's tokens, a leading word dropped: indices are into those
-    assert sorted(token_breaks(text, toks[1:])) == [5, 7]
-    assert token_breaks(text, ("nothing", "here")) == frozenset()
 
 
 def test_a_clause_states_its_keys_without_the_values_it_names_as_old() -> None:

@@ -34,17 +34,8 @@ from memlab.memory.update_cues import (
     SLOT_SKIP,
     SLOT_STOPS,
 )
-from memlab.memory.update_text import (
-    Clause,
-    Parsed,
-    contains,
-    diff,
-    key,
-    loose,
-    span_of,
-    token_breaks,
-    tokens,
-)
+from memlab.memory.update_text import Clause, Parsed, contains, diff, span_of
+from memlab.memory.update_tokens import key, loose, token_breaks, tokens
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memlab.memory.update_cues import CUE_WORDS, FUNCTION_WORDS, NUMBER_WORDS
-from memlab.memory.update_text import TOKEN, Clause, key, value_class, value_type
+from memlab.memory.update_text import Clause
+from memlab.memory.update_tokens import TOKEN, key, value_class, value_type
 
 MIN_FRAME_TOKENS = 3
 

@@ -29,14 +29,8 @@ from memlab.memory.consolidate import (
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source, same_speaker, speaker_of
 from memlab.memory.stores.base import Candidates
 from memlab.memory.update_cues import ACK_WORDS, RETIRING_WORDS
-from memlab.memory.update_text import (
-    Clause,
-    Parsed,
-    contains,
-    key,
-    loose,
-    parse_said,
-)
+from memlab.memory.update_text import Clause, Parsed, contains, parse_said
+from memlab.memory.update_tokens import key, loose
 
 
 @CONSOLIDATORS.register("rules")
