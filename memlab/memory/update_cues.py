@@ -405,7 +405,7 @@ GENERIC_SLOTS = frozenset(
 #: words of a slot that tie no other statement to it alone: the heads that name a
 #: category many facts share ("our maintenance window" and "during our window", which
 #: may be the call window) and the adjectives that rank one of several ("our primary
-#: region" and "the primary DB"); ``clause_rules.slot_topic`` passes over them
+#: region" and "the primary DB"); ``clause_slots.slot_topic`` passes over them
 CATEGORY_WORDS = frozenset(
     {"window", "date", "time", "name", "rule", "policy", "tool", "app", "system",
      "platform", "vendor", "provider", "language", "size", "city", "address", "email",
