@@ -12,7 +12,7 @@ import pytest
 
 from memlab.errors import MemlabError, StoreCorrupted, StoreError
 from memlab.memory import SqliteStore
-from memlab.memory.stores.sqlite import SCHEMA_VERSION
+from memlab.memory.stores.sqlite_schema import SCHEMA_VERSION
 from tests.conftest import make_record, vec
 
 
@@ -331,27 +331,6 @@ def test_a_damaged_superseded_column_is_reported(tmp_path: Path) -> None:
             s.list("alice")
     finally:
         s.close()
-
-
-def test_reads_and_deletes_by_id_use_the_primary_key(tmp_path: Path) -> None:
-    # Without table statistics SQLite picks the scope index for "scope = ? AND id IN
-    # (...)" and scans every row of the scope: a 35-id read took 0.2 s at 200k records.
-    from memlab.memory.stores.sqlite import _COLUMNS, by_ids
-
-    store = SqliteStore(tmp_path / "m.db")
-    store.put_many([make_record(content=f"f{i}") for i in range(50)])
-    store.close()
-    db = sqlite3.connect(tmp_path / "m.db")
-    try:
-        for statement in (f"SELECT {_COLUMNS} FROM records", "DELETE FROM records"):
-            sql = by_ids(statement, 3)
-            plan = " ".join(
-                str(row[-1])
-                for row in db.execute("EXPLAIN QUERY PLAN " + sql, ("alice", "a", "b", "c"))
-            )
-            assert "(id=?)" in plan and "scope" not in plan, (statement, plan)
-    finally:
-        db.close()
 
 
 def test_superseded_by_reads_the_partial_index_of_marked_records(tmp_path: Path) -> None:

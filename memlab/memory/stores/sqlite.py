@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
-import math
 import os
 import sqlite3
 import threading
@@ -47,47 +45,17 @@ from memlab.memory.stores.base import (
     marked_by,
     scoped_ids,
 )
-from memlab.memory.stores.codec import superseded_from_list, superseded_to_list
 from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
-
-# Each entry moves the schema from version i to i + 1. Never edit a released one.
-MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS records (
-        id TEXT PRIMARY KEY,
-        scope TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        content TEXT NOT NULL,
-        embedding BLOB NOT NULL,
-        salience REAL NOT NULL,
-        tokens INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        last_accessed_at REAL NOT NULL,
-        access_count INTEGER NOT NULL,
-        archived_at REAL,
-        source TEXT NOT NULL,
-        provenance TEXT NOT NULL,
-        meta TEXT NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS records_scope_archived ON records (scope, archived_at);
-    """,
-    # 2: supersession (MemoryRecord.superseded as JSON; '[]' for the records of a
-    # file written before it, which are all in force).
-    """
-    ALTER TABLE records ADD COLUMN superseded TEXT NOT NULL DEFAULT '[]';
-    """,
-    # 3: the records that carry supersession entries, per scope (superseded_by, which
-    # forget lifts through, reads these instead of the whole scope).
-    """
-    CREATE INDEX IF NOT EXISTS records_superseded ON records (scope) WHERE superseded != '[]';
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-_COLUMNS = (
-    "id, scope, kind, content, embedding, salience, tokens, created_at, "
-    "last_accessed_at, access_count, archived_at, source, provenance, meta, superseded"
+from memlab.memory.stores.sqlite_schema import (
+    COLUMNS,
+    EXPECTED_COLUMNS,
+    SCHEMA_VERSION,
+    apply_migrations,
+    by_ids,
+    record_to_row,
+    row_to_record,
 )
+
 _CHUNK = 900  # stay far below SQLite's bound-parameter limit
 
 
@@ -96,110 +64,7 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[i : i + _CHUNK]
 
 
-_EXPECTED_COLUMNS = [c.strip() for c in _COLUMNS.split(",")]
 INTEGRITY_CHECKS = ("quick", "full", "off")
-
-
-def _row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecord:
-    """Decode and check one row.
-
-    Raises:
-        ValueError, TypeError, KeyError, InputError: the row is damaged (the
-            caller reports it as StoreCorrupted).
-    """
-    blob = row[4]
-    if not isinstance(blob, bytes) or not blob or len(blob) % 4:
-        raise ValueError(f"embedding is not a float32 vector ({type(blob).__name__})")
-    if dims is not None and len(blob) != 4 * dims:
-        raise ValueError(f"embedding has {len(blob) // 4} dimensions, the store {dims}")
-    for col, name in ((5, "salience"), (7, "created_at"), (8, "last_accessed_at")):
-        if not isinstance(row[col], int | float):
-            raise ValueError(f"{name} is {type(row[col]).__name__} {row[col]!r}, not a number")
-    for col, name in ((6, "tokens"), (9, "access_count")):
-        if not isinstance(row[col], int):
-            raise ValueError(f"{name} is {type(row[col]).__name__} {row[col]!r}, not an integer")
-    if row[10] is not None and not isinstance(row[10], int | float):
-        raise ValueError(f"archived_at is {row[10]!r}, not a number")
-    provenance = json.loads(row[12])
-    if not isinstance(provenance, list):
-        raise ValueError(f"provenance is {type(provenance).__name__}, not a list")
-    meta = json.loads(row[13])
-    if not isinstance(meta, dict):
-        raise ValueError(f"meta is {type(meta).__name__}, not an object")
-    record = MemoryRecord(
-        id=row[0],
-        scope=row[1],
-        kind=row[2],
-        content=row[3],
-        embedding=np.frombuffer(blob, dtype="<f4").astype(np.float32),
-        salience=row[5],
-        tokens=row[6],
-        created_at=row[7],
-        last_accessed_at=row[8],
-        access_count=row[9],
-        archived_at=row[10],
-        source=row[11],
-        provenance=tuple(provenance),
-        meta=meta,
-        superseded=superseded_from_list(json.loads(row[14])),
-    )
-    for entry in record.superseded:
-        entry.check(record)
-    # What validate() checks, minus what SQLite and json.loads already guarantee
-    # (valid unicode, JSON-encodable meta), since every row of a scope passes here.
-    if not row[0] or not row[1] or not row[3] or not row[3].strip():
-        raise ValueError("an empty id, scope or content")
-    if not (0.0 <= row[5] <= 1.0) or row[6] < 0 or row[9] < 0:
-        raise ValueError(
-            f"salience {row[5]}, tokens {row[6]} or access_count {row[9]} is out of range"
-        )
-    times = (row[7], row[8], 0.0 if row[10] is None else row[10])
-    if not all(math.isfinite(t) for t in times):
-        raise ValueError(f"a time is not finite: {times}")
-    if not all(isinstance(p, str) for p in provenance):
-        raise ValueError("provenance holds a non-string")
-    if not math.isfinite(float(record.embedding.sum(dtype=np.float64))):
-        raise ValueError("the embedding holds NaN or infinite values")
-    return record
-
-
-def _record_to_row(r: MemoryRecord) -> tuple[Any, ...]:
-    return (
-        r.id,
-        r.scope,
-        r.kind.value,
-        r.content,
-        np.asarray(r.embedding, dtype="<f4").tobytes(),
-        float(r.salience),
-        int(r.tokens),
-        float(r.created_at),
-        float(r.last_accessed_at),
-        int(r.access_count),
-        None if r.archived_at is None else float(r.archived_at),
-        r.source.value,
-        json.dumps(list(r.provenance), ensure_ascii=False),
-        json.dumps(r.meta, ensure_ascii=False),
-        json.dumps(superseded_to_list(r.superseded), ensure_ascii=False),
-    )
-
-
-def _apply_migrations(db: sqlite3.Connection, version: int) -> None:
-    """Bring ``db`` from schema ``version`` to SCHEMA_VERSION, one transaction each."""
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            current = db.execute("PRAGMA user_version").fetchone()[0]
-            if current < target:  # another process may have migrated meanwhile
-                for stmt in MIGRATIONS[target - 1].split(";"):
-                    if stmt.strip():
-                        db.execute(stmt)
-                db.execute(f"PRAGMA user_version = {target}")
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
-            raise
 
 
 def _sidecars(db_file: Path) -> list[Path]:
@@ -226,14 +91,6 @@ def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
                 raise
         time.sleep(delay)
         delay = min(0.2, delay * 2)
-
-
-def by_ids(statement: str, n: int) -> str:
-    """``statement`` restricted to one scope's rows with ``n`` given ids (parameters:
-    the scope, then the ids). ``+scope`` keeps SQLite on the primary key: without
-    table statistics its planner picks the scope index for ``scope = ?`` and scans
-    every row of the scope (a 35-id read took 0.2 s at 200k records)."""
-    return f"{statement} WHERE +scope = ? AND id IN ({','.join('?' * n)})"
 
 
 @STORES.register("sqlite")
@@ -340,7 +197,7 @@ class SqliteStore:
             db = sqlite3.connect(tmp, timeout=timeout, isolation_level=None)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
-                _apply_migrations(db, 0)
+                apply_migrations(db, 0)
             finally:
                 db.close()  # checkpoints the WAL into the file and removes it
             with contextlib.suppress(FileExistsError):
@@ -405,7 +262,7 @@ class SqliteStore:
     def _check_columns(self) -> None:
         """After the migrations: the records table has every column memlab reads."""
         cols = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
-        missing = [c for c in _EXPECTED_COLUMNS if c not in cols]
+        missing = [c for c in EXPECTED_COLUMNS if c not in cols]
         if missing:
             raise StoreCorrupted(self.path, None, f"the records table lacks the columns {missing}")
 
@@ -445,7 +302,7 @@ class SqliteStore:
 
     def _decode(self, row: tuple[Any, ...]) -> MemoryRecord:
         try:
-            return _row_to_record(row, self._dims)
+            return row_to_record(row, self._dims)
         except Exception as exc:
             rid = row[0] if row and isinstance(row[0], str) else None
             what = f"record {rid[:80]!r}" if rid else "a record"
@@ -461,7 +318,7 @@ class SqliteStore:
                 f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
             )
         if version < SCHEMA_VERSION:
-            _apply_migrations(self._db, version)
+            apply_migrations(self._db, version)
 
     @property
     def schema_version(self) -> int:
@@ -541,8 +398,8 @@ class SqliteStore:
                 existing.update(db.execute(q, chunk).fetchall())
             foreign_ids(records, existing)  # raises inside the transaction: rolled back
             db.executemany(
-                f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES ({','.join('?' * 15)})",
-                [_record_to_row(r) for r in records],
+                f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({','.join('?' * 15)})",
+                [record_to_row(r) for r in records],
             )
         self._dims = dims
         for r in records:
@@ -601,7 +458,7 @@ class SqliteStore:
     def get(self, scope: str, record_id: str) -> MemoryRecord | None:
         (record_id,) = scoped_ids(scope, [record_id])
         rows = self._select(
-            f"SELECT {_COLUMNS} FROM records WHERE scope = ? AND id = ?", (scope, record_id)
+            f"SELECT {COLUMNS} FROM records WHERE scope = ? AND id = ?", (scope, record_id)
         )
         return self._decode(rows[0]) if rows else None
 
@@ -609,7 +466,7 @@ class SqliteStore:
         ids = scoped_ids(scope, ids)
         found: dict[str, MemoryRecord] = {}
         for chunk in _chunks(ids):
-            q = by_ids(f"SELECT {_COLUMNS} FROM records", len(chunk))
+            q = by_ids(f"SELECT {COLUMNS} FROM records", len(chunk))
             for row in self._select(q, (scope, *chunk)):
                 found[row[0]] = self._decode(row)
         return [found[i] for i in ids if i in found]
@@ -622,7 +479,7 @@ class SqliteStore:
     ) -> builtins.list[MemoryRecord]:
         check_scope(scope)
         check_bool(include_archived, "include_archived")
-        sql = f"SELECT {_COLUMNS} FROM records WHERE scope = ?"
+        sql = f"SELECT {COLUMNS} FROM records WHERE scope = ?"
         params: builtins.list[Any] = [scope]
         if not include_archived:
             sql += " AND archived_at IS NULL"
@@ -636,7 +493,7 @@ class SqliteStore:
     def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
         by = set(scoped_ids(scope, ids))
         rows = self._select(
-            f"SELECT {_COLUMNS} FROM records "
+            f"SELECT {COLUMNS} FROM records "
             "WHERE scope = ? AND superseded != '[]' ORDER BY created_at, id",
             (scope,),
         )
@@ -695,7 +552,7 @@ class SqliteStore:
         if self._dims is None:
             return None
         rows = self._select(
-            f"SELECT {_COLUMNS} FROM records WHERE scope = ? ORDER BY created_at, id", (scope,)
+            f"SELECT {COLUMNS} FROM records WHERE scope = ? ORDER BY created_at, id", (scope,)
         )
         idx = ScopeIndex(self._dims, self.scan)
         for row in rows:
