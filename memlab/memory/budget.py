@@ -92,24 +92,33 @@ def _heads(
 
 # From this many rows the plain packing's first head is cut by a score threshold
 # taken from a sample (below it, partitioning every row costs less); the ranker's
-# exact head (memlab.memory.rank) samples the same way.
+# exact head (memlab.memory.rank) cuts its head with the same sampled_cut.
 SAMPLED_HEAD_ROWS = 16_384
-SAMPLE = 4096  # scores sampled to place the threshold
+_SAMPLE = 4096  # scores sampled to place the threshold
+
+
+def sampled_cut(scores: np.ndarray, live: np.ndarray, n_live: int, want: int) -> float | None:
+    """The score that a strided sample of the ``live`` rows (``n_live`` of them)
+    puts about ``2 * want`` live rows above; None when the sample holds no live row.
+    Used to cut the head of a large ranking without partitioning every row."""
+    stride = max(1, len(scores) // _SAMPLE)
+    sample = scores[::stride][live[::stride]]
+    if sample.size == 0:
+        return None
+    k = min(sample.size, max(1, -(-2 * want * sample.size // n_live)))
+    return float(np.partition(sample, sample.size - k)[sample.size - k])
 
 
 def _first_head(
     scores: np.ndarray, rankable: np.ndarray, n_rankable: int, want: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the rankable rows scoring at least a threshold, the other rankable rows)
-    for a large ranking: the threshold is the score a sample of the rows puts
-    about ``2 * want`` rows above. Every row at or above it is in the head, ties
-    included, so the head is a prefix of the ranking, whatever the sample."""
-    stride = max(1, len(scores) // SAMPLE)
-    sample = scores[::stride][rankable[::stride]]
-    if sample.size == 0:
+    for a large ranking: the threshold is ``sampled_cut``'s. Every row at or above
+    it is in the head, ties included, so the head is a prefix of the ranking,
+    whatever the sample."""
+    cut = sampled_cut(scores, rankable, n_rankable, want)
+    if cut is None:
         return np.zeros(0, dtype=np.int64), np.flatnonzero(rankable)
-    k = min(sample.size, max(1, -(-2 * want * sample.size // n_rankable)))
-    cut = np.partition(sample, sample.size - k)[sample.size - k]
     above = rankable & (scores >= cut)
     return np.flatnonzero(above), np.flatnonzero(rankable & ~above)
 

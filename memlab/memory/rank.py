@@ -31,7 +31,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from memlab.errors import InputError
-from memlab.memory.budget import SAMPLE, SAMPLED_HEAD_ROWS
+from memlab.memory.budget import SAMPLED_HEAD_ROWS, sampled_cut
 from memlab.memory.checks import check_number
 from memlab.memory.records import KIND_CODES, MemoryKind
 from memlab.memory.stores.base import Candidates
@@ -332,16 +332,13 @@ def _exact_head(scores: np.ndarray, sim: np.ndarray, cosine: _ExactCosine, w_sim
 def _best_rows(scores: np.ndarray, finite: np.ndarray, n_live: int, k: int) -> np.ndarray:
     """``k`` rows of the best finite scores (which of a tie is not specified).
 
-    In a large ranking a strided sample places a threshold about ``2k`` rows deep,
-    and only the rows at or above it are partitioned; if the sample put it too
+    In a large ranking a strided sample places a threshold about ``2k`` rows deep
+    (``budget.sampled_cut``), and only the rows at or above it are partitioned; if the sample put it too
     high, every finite row is.
     """
     if len(scores) >= SAMPLED_HEAD_ROWS:
-        stride = max(1, len(scores) // SAMPLE)
-        sample = scores[::stride][finite[::stride]]
-        if sample.size:
-            j = min(sample.size, max(1, -(-2 * k * sample.size // n_live)))
-            cut = np.partition(sample, sample.size - j)[sample.size - j]
+        cut = sampled_cut(scores, finite, n_live, k)
+        if cut is not None:
             rows = np.flatnonzero(scores >= cut)
             if rows.size >= k:
                 return rows[np.argpartition(-scores[rows], k - 1)[:k]]
