@@ -49,6 +49,7 @@ from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
 from memlab.memory.stores.sqlite_schema import (
     COLUMNS,
     EXPECTED_COLUMNS,
+    PLACEHOLDERS,
     SCHEMA_VERSION,
     apply_migrations,
     by_ids,
@@ -398,7 +399,7 @@ class SqliteStore:
                 existing.update(db.execute(q, chunk).fetchall())
             foreign_ids(records, existing)  # raises inside the transaction: rolled back
             db.executemany(
-                f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({','.join('?' * 15)})",
+                f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({PLACEHOLDERS})",
                 [record_to_row(r) for r in records],
             )
         self._dims = dims

@@ -57,6 +57,8 @@ COLUMNS = (
 )
 #: the column names, in the order of COLUMNS
 EXPECTED_COLUMNS = [c.strip() for c in COLUMNS.split(",")]
+#: one bound parameter per column, for an INSERT of COLUMNS
+PLACEHOLDERS = ",".join("?" * len(EXPECTED_COLUMNS))
 
 
 def row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecord:
