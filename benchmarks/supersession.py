@@ -41,29 +41,35 @@ superseded (harm) and how many supersessions fire per 100 trusted writes.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from benchmarks.supersession_cost import cost
+from benchmarks.supersession_data import (
+    ROOT,
+    SHIPPED,
+    Episode,
+    Turn,
+    has_value,
+    load_longmemeval,
+    load_transcripts,
+)
 from memlab.memory import (
     CachedEmbedder,
     Embedder,
     HashEmbedder,
     InMemoryStore,
     MemoryKind,
-    MemoryLayer,
     MemoryRecord,
     ModelCache,
-    RecallQuery,
     Source,
 )
 from memlab.memory.consolidate import (
@@ -72,10 +78,7 @@ from memlab.memory.consolidate import (
     Supersession,
 )
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
-from memlab.memory.update_text import parse
 
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "transcripts" / "synthetic"
 OUT = ROOT / "results" / "bench"
 UNTRUSTED = {"tool", "web"}
 #: Independent of the detector's own tables: only labels the correction style.
@@ -84,113 +87,6 @@ STYLE_CUES = re.compile(
     r"anymore|from now on|sorry|oh wait|scratch|new|became|went from|renegotiated)\b",
     re.I,
 )
-
-
-# -- data -------------------------------------------------------------------------
-@dataclass
-class Turn:
-    id: str
-    time: float
-    scope: str
-    role: str
-    source: str
-    text: str
-    mentions: dict[str, str] = field(default_factory=dict)
-    needs: tuple[str, ...] = ()
-    probe: bool = False
-    evidence: bool = False
-    act: str = ""
-
-
-@dataclass
-class Episode:
-    """One transcript (or one LongMemEval question's haystack)."""
-
-    id: str
-    turns: list[Turn]
-    kind: str = "transcript"  # or a LongMemEval question type
-    answer: str = ""
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^0-9a-z@#$%]+", " ", text.casefold()).split())
-
-
-def has_value(text: str, value: str) -> bool:
-    """The lab's matching rule: the value occurs in the text (casefolded, either
-    with whitespace collapsed or with punctuation turned into spaces)."""
-    a = " ".join(value.casefold().split())
-    if a and a in " ".join(text.casefold().split()):
-        return True
-    b = _norm(value)
-    return bool(b) and f" {b} " in f" {_norm(text)} "
-
-
-def load_transcripts(folder: Path) -> list[Episode]:
-    from datetime import datetime
-
-    out = []
-    for path in sorted(Path(folder).glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        turns = []
-        for t in data["turns"]:
-            probe = t.get("probe") or {}
-            turns.append(
-                Turn(
-                    id=t["id"],
-                    time=datetime.fromisoformat(t["ts"].replace("Z", "+00:00")).timestamp(),
-                    scope=t["scope"],
-                    role=t["role"],
-                    source=t["source"],
-                    text=t["text"],
-                    mentions={m["fact"]: m["value"] for m in t.get("mentions") or []},
-                    needs=tuple(probe.get("needs") or ()),
-                    probe=bool(t.get("probe")),
-                    act=(t.get("meta") or {}).get("act", ""),
-                )
-            )
-        out.append(Episode(data["id"], turns))
-    return out
-
-
-def load_longmemeval(path: Path) -> list[Episode]:
-    from datetime import UTC, datetime
-
-    out = []
-    for item in json.loads(Path(path).read_text(encoding="utf-8")):
-        turns = []
-        last = 0.0
-        for sid, date, session in zip(
-            item["haystack_session_ids"],
-            item["haystack_dates"],
-            item["haystack_sessions"],
-            strict=True,
-        ):
-            m = re.match(r"(\d+)/(\d+)/(\d+) \(\w+\) (\d+):(\d+)", date)
-            if m:
-                y, mo, d, h, mi = (int(g) for g in m.groups())
-                start = datetime(y, mo, d, h, mi, tzinfo=UTC).timestamp()
-            else:
-                start = last + 3600
-            start = max(start, last + 1)
-            for j, raw in enumerate(session):
-                if not isinstance(raw.get("content"), str) or not raw["content"].strip():
-                    continue
-                role = "user" if raw["role"] == "user" else "agent"
-                turns.append(
-                    Turn(
-                        id=f"{sid}_{j + 1}",
-                        time=start + j,
-                        scope=item["question_id"],
-                        role=role,
-                        source=role,
-                        text=raw["content"],
-                        evidence=raw.get("has_answer") is True,
-                    )
-                )
-                last = start + j
-        out.append(Episode(item["question_id"], turns, item["question_type"], str(item["answer"])))
-    return out
 
 
 # -- embedders -------------------------------------------------------------------
@@ -461,116 +357,6 @@ def replay_lme(ep: Episode, recs: list[MemoryRecord], det: Consolidator) -> dict
         "answer_in_active_user_turn": answer_active,
         "reasons": dict(Counter(d.reason for d in superseded.values())),
     }
-
-
-# -- cost -------------------------------------------------------------------------
-COST_WORKLOADS = ("bench-corpus", "transcript-user", "transcript-all")
-
-
-def cost(sizes: Sequence[int], det: Consolidator, writes: int = 300) -> pd.DataFrame:
-    """``MemoryLayer.remember()`` with and without a consolidator, and ``recall()``,
-    interleaved in one process over the same store.
-
-    Workloads: ``bench-corpus`` (``make bench``'s lines from memlab.bench.workload,
-    every one a user statement, many with "moved to"/"switched to": a worst case);
-    ``transcript-user`` (user turns of the shipped transcripts only);
-    ``transcript-all`` (every turn with its own source, as a conversation writes
-    them: agent and tool records decide nothing). The scope is filled with ``n``
-    records of the workload first (each parsed once, as detection at their own
-    write would have done). Each timed write is undone untimed (``forget``, which
-    also lifts what it superseded), so every write sees the same ``n`` records.
-    Recall is timed on the layer with the consolidator (default mode: superseded
-    records excluded, recall guard on), the query's embedding cached, no touch.
-    """
-    from memlab.bench.workload import START, flat_lines, flat_records
-
-    emb = HashEmbedder(384)
-    turns = [t for ep in load_transcripts(SHIPPED) for t in ep.turns]
-    rows = []
-    for n in sizes:
-        for workload in COST_WORKLOADS:
-            store = InMemoryStore()
-            if workload == "bench-corpus":
-                base = flat_records(n, "alice", emb, seed=11)
-                probes = [(text, Source.USER) for text in flat_lines(writes, seed=12)]
-            else:
-                pool = [t for t in turns if workload == "transcript-all" or t.source == "user"]
-                texts = [f"{pool[i % len(pool)].text} (#{i})" for i in range(n)]
-                vecs = emb.embed(texts)
-                base = [
-                    MemoryRecord(f"b{i}", texts[i], vecs[i], MemoryKind.EPISODIC, "alice", 0.5,
-                                 -(-len(texts[i]) // 4), START + 60.0 * i, START + 60.0 * i,
-                                 source=Source(pool[i % len(pool)].source))
-                    for i in range(n)
-                ]  # fmt: skip
-                rng = np.random.default_rng(13)
-                picks = rng.integers(0, len(pool), writes)
-                probes = [(pool[int(k)].text, Source(pool[int(k)].source)) for k in picks]
-            for i in range(0, n, 5000):
-                store.put_many(base[i : i + 5000])
-            for r in base:  # as if each had been written with detection (parsed once)
-                parse(r.content)
-            now = START + 60.0 * n
-            counting = _Counting(det)
-            plain_layer = MemoryLayer(store, emb, clock=_fixed(now))
-            layer = MemoryLayer(store, emb, clock=_fixed(now), consolidator=counting)
-            plain, detect, recall_plain, recall_sup = [], [], [], []
-            for k, (text, source) in enumerate(probes):
-                t0 = time.perf_counter()
-                plain_layer.remember("alice", text, id=f"p{k}", source=source)
-                plain.append(time.perf_counter() - t0)
-                store.delete("alice", f"p{k}")  # keep the scope at n records
-                t0 = time.perf_counter()
-                layer.remember("alice", text, id=f"q{k}", source=source)
-                detect.append(time.perf_counter() - t0)
-                layer.forget("alice", f"q{k}")  # lifts what it superseded
-                query = RecallQuery("alice", text)
-                layer.embed_query(text)  # recall is timed without the query embedding
-                t0 = time.perf_counter()
-                plain_layer.recall(query, touch=False)
-                recall_plain.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                layer.recall(query, touch=False)
-                recall_sup.append(time.perf_counter() - t0)
-            p50 = float(np.median(plain))
-            rows.append(
-                {
-                    "records": n,
-                    "workload": workload,
-                    "remember_p50_us": 1e6 * p50,
-                    "remember_mean_us": 1e6 * float(np.mean(plain)),
-                    "with_detection_p50_us": 1e6 * float(np.median(detect)),
-                    "with_detection_mean_us": 1e6 * float(np.mean(detect)),
-                    "ratio_p50": float(np.median(detect)) / p50,
-                    "ratio_mean": float(np.mean(detect)) / float(np.mean(plain)),
-                    "fired_share": counting.fired / len(probes),
-                    "recall_p50_ms": 1e3 * float(np.median(recall_plain)),
-                    "recall_supersede_p50_ms": 1e3 * float(np.median(recall_sup)),
-                }
-            )
-            print(f"  cost at {n:,} records ({workload}) done", flush=True)
-    return pd.DataFrame(rows)
-
-
-class _Counting:
-    """A consolidator that counts the writes on which the wrapped one decided."""
-
-    def __init__(self, inner: Consolidator) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.fired = 0
-
-    def decide(self, new: MemoryRecord, reader: ScopeReader) -> list[Supersession]:
-        out = self.inner.decide(new, reader)
-        self.fired += bool(out)
-        return out
-
-    def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
-        return self.inner.judge(new, olds)  # type: ignore[attr-defined]
-
-
-def _fixed(now: float) -> Callable[[], float]:
-    return lambda: now
 
 
 # -- driver -----------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The supersession benchmark (benchmarks/supersession.py): ground truth from
-mentions, the replay, the LongMemEval reading, the cost bench and the CLI's outputs."""
+mentions, the replay and the CLI's outputs (the data it reads and the cost bench
+have test files of their own)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from benchmarks.supersession import (
     Turn,
     edge_summary,
     gold_edges,
-    load_longmemeval,
     main,
     make_embedder,
     records_of,
@@ -66,15 +66,6 @@ def test_replay_scores_the_detector_and_can_fail() -> None:
     assert good["gold_edges"] == bad["gold_edges"] == 4
     assert good["recall"] >= 0.5 and good["precision"] == 1.0
     assert bad["recall"] == 0.0 and bad["caught_all"] == 0.0
-
-
-def test_longmemeval_reading() -> None:
-    episodes = load_longmemeval(FIXTURES / "longmemeval_quirks.json")
-    assert episodes and all(ep.turns for ep in episodes)
-    for ep in episodes:
-        assert {t.source for t in ep.turns} <= {"user", "agent"}
-        times = [t.time for t in ep.turns]
-        assert times == sorted(times)
 
 
 def test_the_command_writes_tables_and_a_chart(tmp_path: Path) -> None:
