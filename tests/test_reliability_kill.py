@@ -73,3 +73,19 @@ def test_an_altered_record_and_a_temp_file_are_failures(tmp_path: Path) -> None:
     (tmp_path / "m.jsonl.compact-1").write_text("leftover of a live pid 1")
     result = kill.verify("jsonl", path, model, acks)
     assert result.altered == 1 and result.temp == 1
+
+
+def test_the_compaction_trap_sits_where_the_store_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlab.memory.stores import files
+    from memlab.memory.stores import jsonl as jsonl_module
+
+    monkeypatch.setattr(jsonl_module, "write_whole", jsonl_module.write_whole)  # undone after
+    assert jsonl_module.write_whole is files.write_whole
+    store = kill.open_store("jsonl", tmp_path / "m.jsonl")
+    try:
+        kill._arm("jsonl", "compaction", store, __import__("random").Random(0))
+        assert jsonl_module.write_whole is not files.write_whole
+    finally:
+        store.close()

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from memlab.memory import JsonlStore, MemoryRecord, SqliteStore
+from memlab.memory.stores import jsonl as jsonl_module
 from memlab.memory.stores.base import MemoryStore
 from memlab.reliability import Row, make_record
 
@@ -70,12 +71,12 @@ def _arm(kind: str, mode: str, store: MemoryStore, rng: random.Random) -> None:
     if mode == "compaction":
         assert isinstance(store, JsonlStore)
         point = rng.choice(["before-rename", "after-rename", "mid-write"])
-        real_write_temp = JsonlStore._write_temp
+        real_write_whole = jsonl_module.write_whole
         real_replace, real_write = os.replace, os.write
 
-        def write_temp(self: JsonlStore, kind: str, lines: list[bytes], *, link: bool) -> int:
+        def write_whole(path: Path, kind: str, lines: list[bytes], *, link: bool) -> int:
             if kind != "compact":
-                return real_write_temp(self, kind, lines, link=link)
+                return real_write_whole(path, kind, lines, link=link)
             if point == "before-rename":
                 os.replace = lambda *a, **k: _die()
             elif point == "after-rename":
@@ -93,9 +94,10 @@ def _arm(kind: str, mode: str, store: MemoryStore, rng: random.Random) -> None:
                     return 0
 
                 os.write = half_then_die
-            return real_write_temp(self, kind, lines, link=link)
+            return real_write_whole(path, kind, lines, link=link)
 
-        JsonlStore._write_temp = write_temp  # type: ignore[method-assign]
+        # the store calls the name its module imported: patch it there
+        jsonl_module.write_whole = write_whole
     elif mode == "torn":
         real_write = os.write
         countdown = [rng.randrange(3, 60)]

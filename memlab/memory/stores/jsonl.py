@@ -27,11 +27,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import filelock
@@ -49,12 +47,17 @@ from memlab.memory.stores.base import (
     scoped_ids,
 )
 from memlab.memory.stores.codec import record_from_dict, record_to_dict
+from memlab.memory.stores.files import (
+    io_error,
+    pread_all,
+    remove_dead_temp_files,
+    temp_files,
+    write_whole,
+)
 from memlab.memory.stores.indexed import IndexedStore, ScanPolicy
 from memlab.memory.stores.logchain import FORMAT, Chain, ChainBroken, crc_of, header, seal
 
 __all__ = ["FORMAT", "CompactionWarning", "JsonlStore", "TornWriteWarning", "encode_line"]
-
-_TEMP = re.compile(r"\.(compact|create)-(\d+)$")
 
 
 def encode_line(op: dict[str, Any]) -> bytes:
@@ -68,31 +71,6 @@ class TornWriteWarning(UserWarning):
 
 class CompactionWarning(UserWarning):
     """An automatic compaction failed (e.g. a full disk); the write itself succeeded."""
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists (a zombie counts as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def _io_error(path: Path, what: str, exc: OSError) -> StoreError:
-    hint = (
-        " (the disk or the file size limit is full)"
-        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
-        else ""
-    )
-    return StoreError(
-        f"cannot {what} memory store {path}: {exc.strerror or exc}{hint}; nothing was "
-        "changed, free some space (or fix the file's permissions) and retry"
-    )
 
 
 @STORES.register("jsonl")
@@ -163,9 +141,9 @@ class JsonlStore(IndexedStore):
         self.compactions = 0
         self.temp_files_removed = 0
         try:
-            if self.path.exists() or self._temp_files():
+            if self.path.exists() or temp_files(self.path):
                 with self._locked():
-                    self._clean_temp_files()
+                    self.temp_files_removed += remove_dead_temp_files(self.path)
                     self._sync_locked()
         except filelock.Timeout:
             self._close_fd()
@@ -255,7 +233,7 @@ class JsonlStore(IndexedStore):
         return None
 
     def _consume(self, fd: int, size: int, locked: bool) -> None:
-        data = _pread_all(fd, size - self._offset, self._offset)
+        data = pread_all(fd, size - self._offset, self._offset)
         end = data.rfind(b"\n") + 1
         complete, tail = data[:end], data[end:]
         self._apply_lines(complete)
@@ -376,7 +354,7 @@ class JsonlStore(IndexedStore):
             # under the lock finds it as a torn tail and moves it aside.
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, self._offset)
-            raise _io_error(self.path, "write to", exc) from None
+            raise io_error(self.path, "write to", exc) from None
         self._offset += len(line)
         self._chain.advance(line)
 
@@ -387,7 +365,7 @@ class JsonlStore(IndexedStore):
         chain.last_crc = crc_of(head)
         line = chain.next_line(op)
         chain.advance(line)
-        fd = self._write_temp("create", [head, line], link=True)
+        fd = write_whole(self.path, "create", [head, line], link=True)
         self._adopt(fd, chain)
 
     def _rewrite(self) -> None:
@@ -402,48 +380,9 @@ class JsonlStore(IndexedStore):
             chain.advance(lines[-1])
         lines.append(chain.next_line({"op": "checkpoint", "live": len(self._records)}))
         chain.advance(lines[-1])
-        fd = self._write_temp("compact", lines, link=False)
+        fd = write_whole(self.path, "compact", lines, link=False)
         self._adopt(fd, chain)
         self._torn_at = None
-
-    def _write_temp(self, kind: str, lines: list[bytes], *, link: bool) -> int:
-        """Write ``lines`` to ``<path>.<kind>-<pid>``, fsync it and move it to ``path``
-        (``link``: only if ``path`` does not exist). Returns an fd of the new file."""
-        tmp = self.path.with_name(f"{self.path.name}.{kind}-{os.getpid()}")
-        fd = -1
-        try:
-            fd = os.open(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
-            blob = b"".join(lines)
-            view = memoryview(blob)
-            while view:
-                n = os.write(fd, view)
-                if n <= 0:
-                    raise OSError(errno.ENOSPC, "short write")
-                view = view[n:]
-            os.fsync(fd)
-            if link:
-                try:
-                    os.link(tmp, self.path)
-                except FileExistsError:
-                    raise StoreError(
-                        f"memory store {self.path} was created by another program while "
-                        "memlab held its lock; retry"
-                    ) from None
-                except OSError:  # a file system without hard links
-                    os.replace(tmp, self.path)
-                tmp.unlink(missing_ok=True)
-            else:
-                os.replace(tmp, self.path)
-            _fsync_dir(self.path.parent)
-        except BaseException as exc:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            if isinstance(exc, OSError):
-                raise _io_error(self.path, "create" if link else "compact", exc) from None
-            raise
-        return fd
 
     def _adopt(self, fd: int, chain: Chain) -> None:
         st = os.fstat(fd)
@@ -462,7 +401,7 @@ class JsonlStore(IndexedStore):
     def _salvage_torn(self) -> None:
         assert self._torn_at is not None and self._fd is not None
         size = os.fstat(self._fd).st_size
-        tail = _pread_all(self._fd, size - self._torn_at, self._torn_at)
+        tail = pread_all(self._fd, size - self._torn_at, self._torn_at)
         try:
             with open(str(self.path) + ".torn", "ab") as out:
                 out.write(tail)
@@ -470,30 +409,8 @@ class JsonlStore(IndexedStore):
                 os.fsync(out.fileno())
             os.ftruncate(self._fd, self._torn_at)
         except OSError as exc:
-            raise _io_error(self.path, "move the torn last line of", exc) from None
+            raise io_error(self.path, "move the torn last line of", exc) from None
         self._torn_at = None
-
-    def _temp_files(self) -> list[tuple[Path, int]]:
-        prefix = self.path.name
-        out = []
-        try:
-            names = os.listdir(self.path.parent)
-        except OSError:
-            return []
-        for name in names:
-            if name.startswith(prefix + "."):
-                m = _TEMP.search(name)
-                if m is not None and name == f"{prefix}.{m.group(1)}-{m.group(2)}":
-                    out.append((self.path.parent / name, int(m.group(2))))
-        return out
-
-    def _clean_temp_files(self) -> None:
-        """Remove temporary files that killed processes left (under the lock)."""
-        for tmp, pid in self._temp_files():
-            if not pid_alive(pid):
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
-                    self.temp_files_removed += 1
 
     def put(self, record: MemoryRecord) -> None:
         self.put_many([record])
@@ -629,23 +546,3 @@ class JsonlStore(IndexedStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _pread_all(fd: int, n: int, offset: int) -> bytes:
-    chunks = []
-    while n > 0:
-        chunk = os.pread(fd, n, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        n -= len(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
-
-
-def _fsync_dir(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

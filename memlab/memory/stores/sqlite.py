@@ -45,6 +45,7 @@ from memlab.memory.stores.base import (
     marked_by,
     scoped_ids,
 )
+from memlab.memory.stores.files import pid_alive
 from memlab.memory.stores.indexed import ScanPolicy, ScopeIndex
 from memlab.memory.stores.sqlite_schema import (
     COLUMNS,
@@ -214,8 +215,6 @@ class SqliteStore:
 
     def _clean_temp_files(self, file: Path) -> None:
         """Remove what a process killed while creating this store left behind."""
-        from memlab.memory.stores.jsonl import pid_alive
-
         try:
             names = os.listdir(file.parent)
         except OSError:
