@@ -9,10 +9,11 @@ Where it connects, in order:
    with pgvector), started in ``data_dir`` (default ``$XDG_CACHE_HOME/memlab/pg`` or
    ``~/.cache/memlab/pg``) and reused across runs; see ``server``.
 
-The package's modules: ``store`` (this class: connection, schema, reads and
-writes), ``pool`` (its ``candidates``), ``sql`` (statements and row conversions),
-``migrations`` (the schema), ``connection`` (connecting, the session, error
-messages) and ``server`` (the embedded server).
+The package's modules: ``store`` (this class: connection, schema and writes),
+``reads`` (its record reads), ``pool`` (its ``candidates``), ``bulk`` (the import
+behind ``bulk_load``), ``sql`` (statements and row conversions), ``migrations``
+(the schema), ``connection`` (connecting, the session, error messages) and
+``server`` (the embedded server).
 
 Recall is two-stage. ``candidates`` asks the database for a pool: the ``pool``
 records with the best ``w_sim * cos(v, q) + w_sal * salience`` (the similarity
@@ -31,11 +32,10 @@ ranking is exactly that of the exact stores. The table's schema is described in
 
 from __future__ import annotations
 
-import builtins
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,13 @@ from memlab.errors import (
     StoreError,
     require,
 )
-from memlab.memory.checks import check_bool
-from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
+from memlab.memory.records import MemoryRecord
 from memlab.memory.stores.base import (
     STORES,
     check_dims,
     check_records,
     check_time,
     foreign_ids,
-    marked_by,
     scoped_ids,
 )
 from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector
@@ -69,24 +67,22 @@ from memlab.memory.stores.pg.migrations import (
     table_lock,
 )
 from memlab.memory.stores.pg.pool import CandidatePool
+from memlab.memory.stores.pg.reads import RecordReads
 from memlab.memory.stores.pg.sql import (
     BATCH,
     IDENT,
     RECORD_COLS,
-    SCOPE_KEY,
     UPSERT,
     WINDOW,
     WINDOW_FROM_ROWS,
     escape_text,
     record_columns,
-    row_to_record,
     unescape_text,
-    where_clause,
 )
 
 
 @STORES.register("pgvector")
-class PgVectorStore(CandidatePool):
+class PgVectorStore(RecordReads, CandidatePool):
     """A MemoryStore in PostgreSQL with pgvector; approximate, two-stage recall.
 
     Args:
@@ -512,103 +508,6 @@ class PgVectorStore(CandidatePool):
                 )
             rows = cur.fetchall()
         return int(sum(r[0] for r in rows))
-
-    # -- reads ------------------------------------------------------------------------
-    def _records(self, stmt: Any, params: Any) -> builtins.list[MemoryRecord]:
-        with self._db().cursor(binary=True) as cur:
-            return [row_to_record(row) for row in cur.execute(stmt, params).fetchall()]
-
-    def get(self, scope: str, record_id: str) -> MemoryRecord | None:
-        (record_id,) = scoped_ids(scope, [record_id])
-        with self._guard("get"):
-            if not self._ready():
-                return None
-            got = self._records(
-                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE scope = %s AND id = %s"),
-                (escape_text(scope), escape_text(record_id)),
-            )
-        return got[0] if got else None
-
-    def get_many(self, scope: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        ids = scoped_ids(scope, ids)
-        if not ids:
-            return []
-        with self._guard("get_many"):
-            if not self._ready():
-                return []
-            found = {
-                r.id: r
-                for r in self._records(
-                    self._q(
-                        f"SELECT {RECORD_COLS} FROM {{table}} WHERE scope = %s AND id = ANY(%s)"
-                    ),
-                    (escape_text(scope), [escape_text(i) for i in ids]),
-                )
-            }
-        return [found[i] for i in ids if i in found]
-
-    def list(
-        self,
-        scope: str,
-        kinds: Iterable[MemoryKind | str] | None = None,
-        include_archived: bool = False,
-    ) -> builtins.list[MemoryRecord]:
-        check_scope(scope)
-        check_bool(include_archived, "include_archived")
-        where, params = where_clause(scope, kinds, include_archived)
-        with self._guard("list"):
-            if not self._ready():
-                return []
-            out = self._records(
-                self._q(f"SELECT {RECORD_COLS} FROM {{table}} WHERE {where}"), params
-            )
-        # Sorted here, not in SQL: escaped ids would not sort like the originals.
-        out.sort(key=lambda r: (r.created_at, r.id))
-        return out
-
-    def superseded_by(self, scope: str, ids: str | Sequence[str]) -> builtins.list[MemoryRecord]:
-        by = set(scoped_ids(scope, ids))
-        where, params = where_clause(scope, None, True)
-        with self._guard("superseded_by"):
-            if not self._ready():
-                return []
-            out = self._records(
-                self._q(
-                    f"SELECT {RECORD_COLS} FROM {{table}} "
-                    f"WHERE {where} AND json_array_length(superseded) > 0"
-                ),
-                params,
-            )
-        out = marked_by(out, by)
-        out.sort(key=lambda r: (r.created_at, r.id))  # escaped ids do not sort in SQL
-        return out
-
-    def count(self, scope: str | None = None, *, include_archived: bool = False) -> int:
-        check_bool(include_archived, "include_archived")
-        parts: builtins.list[str] = []
-        params: dict[str, Any] = {}
-        if scope is not None:
-            check_scope(scope)
-            parts.append(f"scope_key = {SCOPE_KEY} AND scope = %(scope)s")
-            params["scope"] = escape_text(scope)
-        if not include_archived:
-            parts.append("archived_at IS NULL")
-        where = (" WHERE " + " AND ".join(parts)) if parts else ""
-        with self._guard("count"):
-            if not self._ready():
-                return 0
-            return int(
-                self._db()
-                .execute(self._q(f"SELECT count(*) FROM {{table}}{where}"), params)
-                .fetchone()[0]
-            )
-
-    def scopes(self) -> builtins.list[str]:
-        with self._guard("scopes"):
-            if not self._ready():
-                return []
-            rows = self._db().execute(self._q("SELECT DISTINCT scope FROM {table}")).fetchall()
-        return sorted(unescape_text(r[0]) for r in rows)
 
     def analyze(self) -> None:
         """Refresh the planner's statistics (autovacuum does this eventually; call it
