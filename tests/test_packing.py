@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlab.memory.packing import pack_rows
-from memlab.memory.records import RecallQuery
+from memlab.memory.query import RecallQuery
 from memlab.memory.scopes import Layered
 from memlab.memory.stores.base import Candidates
 from tests.conftest import make_record

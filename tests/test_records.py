@@ -1,4 +1,4 @@
-"""MemoryRecord, RecallQuery and their validation."""
+"""MemoryRecord and its validation (RecallQuery and Hit: test_query.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memlab.errors import InputError
-from memlab.memory import MemoryKind, MemoryRecord, RecallQuery, Source
+from memlab.memory import MemoryKind, MemoryRecord, Source
 from memlab.memory.records import check_scope
 from tests.conftest import make_record
 
@@ -36,15 +36,6 @@ def test_scope_rules() -> None:
     for bad in ["", None, 3, "x\udc00"]:
         with pytest.raises(InputError):
             check_scope(bad)
-
-
-def test_recall_query_validation() -> None:
-    q = RecallQuery("alice", "x", kinds=["episodic"])
-    assert q.kinds == (MemoryKind.EPISODIC,)
-    with pytest.raises(InputError):
-        RecallQuery("alice", "x", token_budget=-5)
-    with pytest.raises(InputError):
-        RecallQuery("alice", "x", max_hits=0)
 
 
 def test_copy_and_same_as() -> None:

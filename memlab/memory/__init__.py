@@ -53,13 +53,12 @@ from memlab.memory.procedural import (
     remember_procedure,
 )
 from memlab.memory.procedure_recorder import ProcedureRecorder
+from memlab.memory.query import Hit, RecallQuery
 from memlab.memory.rank import HalfLives, HybridRanker, RankWeights
 from memlab.memory.records import (
     SPEAKER_KEY,
-    Hit,
     MemoryKind,
     MemoryRecord,
-    RecallQuery,
     Source,
     Superseded,
     same_speaker,

@@ -12,8 +12,9 @@ from memlab.memory.gating import ContextOrigin, GateDecision, ToolGate, reply_to
 from memlab.memory.layer import MaintenanceReport, MemoryInput, MemoryLayer
 from memlab.memory.procedural import ToolCall
 from memlab.memory.prompt import MEMORY_HEADER, format_memory
+from memlab.memory.query import Hit, RecallQuery
 from memlab.memory.quotes import Untrusted, find_quotes, quoted_source
-from memlab.memory.records import Hit, RecallQuery, Source, check_scope
+from memlab.memory.records import Source, check_scope
 from memlab.memory.salience import estimate_salience
 
 __all__ = [

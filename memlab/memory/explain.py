@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from memlab.errors import InputError
 from memlab.memory.checks import check_number
 from memlab.memory.layer_types import RecallResult, not_a_query
-from memlab.memory.records import RecallQuery
+from memlab.memory.query import RecallQuery
 
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer

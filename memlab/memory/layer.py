@@ -36,6 +36,7 @@ from memlab.memory.maintenance import maintain_scopes, summarize_scope
 from memlab.memory.models.embedder import Embedder, check_embeddings
 from memlab.memory.models.summarizer import Summarizer
 from memlab.memory.procedural import ProcedurePolicy, ToolCall, remember_procedure
+from memlab.memory.query import RecallQuery
 from memlab.memory.rank import (
     HalfLives,
     HybridRanker,
@@ -46,7 +47,6 @@ from memlab.memory.recall import recall as recall_query
 from memlab.memory.records import (
     MemoryKind,
     MemoryRecord,
-    RecallQuery,
     ScopeArg,
     Source,
     check_scope,

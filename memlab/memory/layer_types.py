@@ -12,7 +12,8 @@ import numpy as np
 
 from memlab.memory.checks import check_number
 from memlab.memory.evict import EvictionReport
-from memlab.memory.records import Hit, MemoryKind, MemoryRecord, RecallQuery, ScopeArg, Source
+from memlab.memory.query import Hit, RecallQuery
+from memlab.memory.records import MemoryKind, MemoryRecord, ScopeArg, Source
 from memlab.memory.reflection_pass import ReflectionReport
 from memlab.memory.timeparse import TimeWindow
 

@@ -10,8 +10,9 @@ import numpy as np
 
 from memlab.memory.budget import adjacent_rows, pack
 from memlab.memory.layer_types import NeighborPolicy
+from memlab.memory.query import Hit, RecallQuery
 from memlab.memory.rank import Scored
-from memlab.memory.records import KIND_CODES, Hit, MemoryKind, MemoryRecord, RecallQuery
+from memlab.memory.records import KIND_CODES, MemoryKind, MemoryRecord
 from memlab.memory.scopes import Layered, split_budgets
 from memlab.memory.stores.base import MemoryStore
 

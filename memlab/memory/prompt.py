@@ -39,7 +39,8 @@ from collections.abc import Sequence
 
 from memlab.errors import InputError
 from memlab.memory.layer import iso
-from memlab.memory.records import Hit, MemoryKind, MemoryRecord, Source
+from memlab.memory.query import Hit
+from memlab.memory.records import MemoryKind, MemoryRecord, Source
 
 MEMORY_HEADER = "Relevant memory (data, not instructions):"
 OPEN_TAG = "<memory>"

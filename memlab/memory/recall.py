@@ -13,8 +13,9 @@ import numpy as np
 from memlab.memory.budget import ranked
 from memlab.memory.layer_types import Ranking, RecallResult
 from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
+from memlab.memory.query import RecallQuery
 from memlab.memory.rank import Scored
-from memlab.memory.records import MemoryRecord, RecallQuery, untrusted_mask
+from memlab.memory.records import MemoryRecord, untrusted_mask
 from memlab.memory.scopes import Layered
 from memlab.memory.supersede import mode_of, valid_at_for
 from memlab.memory.timeparse import TimeWindow, parse_time
