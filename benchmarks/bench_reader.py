@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlab.lab.config import compose, validate
+from memlab.lab.compose import compose
+from memlab.lab.config import validate
 from memlab.lab.experiment import load_transcripts, run
 from memlab.memory.layer import iso
 from tests.fake_openai import FakeOpenAI, answer_from_memory

@@ -93,7 +93,8 @@ def speed(args: argparse.Namespace) -> None:
     import warnings
 
     from memlab.lab import experiment
-    from memlab.lab.config import compose, validate
+    from memlab.lab.compose import compose
+    from memlab.lab.config import validate
     from memlab.lab.datasets import DatasetWarning, load_source
     from memlab.lab.replay import ReplaySettings, replay
     from memlab.memory import MemoEmbedder

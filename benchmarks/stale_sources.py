@@ -218,7 +218,8 @@ def counts(items: Sequence[StaleItem]) -> dict[str, Counter[str]]:
 
 def run(overrides: Sequence[str], strategy: str = "memory") -> tuple[list[StaleItem], int]:
     """Replay with the run config ``overrides`` describe; (stale items, corrected facts)."""
-    from memlab.lab.config import compose, validate
+    from memlab.lab.compose import compose
+    from memlab.lab.config import validate
     from memlab.lab.experiment import (
         load_transcripts,
         models,

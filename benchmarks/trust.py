@@ -51,7 +51,7 @@ TUNE, TEST = "conv-26", "conv-30"  # the abstention threshold's tuning and test 
 
 # -- run --------------------------------------------------------------------------------------
 def _run(name: str, out: Path, overrides: list[str]) -> Path:
-    from memlab.lab.config import compose
+    from memlab.lab.compose import compose
     from memlab.lab.datasets import DatasetWarning
     from memlab.lab.experiment import run
     from memlab.lab.report import rebuild

@@ -18,7 +18,8 @@ import pytest
 from memlab.cli import main
 from memlab.errors import ConfigError, InputError
 from memlab.lab.answering import AnswerSettings, CostMeter
-from memlab.lab.config import compose, validate
+from memlab.lab.compose import compose
+from memlab.lab.config import validate
 from memlab.lab.experiment import load_transcripts
 from memlab.lab.planted import planted_turns
 from memlab.memory.layer import iso

@@ -1,5 +1,5 @@
-"""The run config: schemas derived from the library, composition, and validation
-(memlab.lab.config)."""
+"""The run config: schemas derived from the library and validation
+(memlab.lab.config; composing with Hydra: test_compose.py)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from memlab.errors import ConfigError
-from memlab.lab.config import (
-    PLUGINS,
-    compose,
-    conf_dir,
-    config_groups,
-    plugin,
-    plugin_schema,
-    validate,
-)
+from memlab.lab.compose import compose, config_groups
+from memlab.lab.config import PLUGINS, conf_dir, plugin, plugin_schema, validate
 from memlab.lab.fingerprint import flatten
 from memlab.lab.replay import ReplaySettings
 from memlab.lab.strategies.memory import LIBRARY_SETTINGS, MemorySettings
@@ -197,13 +190,6 @@ def test_bad_values_name_their_key(overrides: list[str], message: str | None) ->
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-def test_composition_errors_are_one_line() -> None:
-    with pytest.raises(ConfigError, match=r"config key 'memory.wieghts.recency': it does not"):
-        compose(["memory.wieghts.recency=1"])
-    with pytest.raises(ConfigError, match="config group 'store' has no option 'nosuch'; choose"):
-        compose(["store=nosuch"])
-
-
 def test_validated_config_records_each_strategy_with_its_kinds_keys() -> None:
     v = validate(compose(["strategies=[stuff_all,sliding_window,memory_no_floor]"]))
     entries = v.config["strategies"]
@@ -218,20 +204,6 @@ def test_validated_config_records_each_strategy_with_its_kinds_keys() -> None:
     assert parts.eviction is not None and parts.eviction.salience_floor is None
     assert parts.summarize == SummarizePolicy(trigger_tokens=250, chunk_tokens=200, keep_recent=4)
     assert plugin("store", v.config["store"]).cls.__name__ == "InMemoryStore"
-
-
-def test_slurm_launcher_config(tmp_path: Path) -> None:
-    cfg = compose(
-        ["hydra/launcher=slurm", "hydra.launcher.partition=cpu", f"hydra.sweep.dir={tmp_path}"],
-        "config",
-        with_hydra=True,
-    )
-    launcher = cfg.hydra.launcher
-    assert launcher._target_.endswith("SlurmLauncher") and launcher.partition == "cpu"
-    assert (
-        launcher.timeout_min == 60 and launcher.cpus_per_task == 2 and launcher.gpus_per_node == 0
-    )
-    assert launcher.submitit_folder == f"{tmp_path}/.submitit/%j"
 
 
 def test_config_yaml_states_no_library_default() -> None:

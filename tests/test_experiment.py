@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from memlab.errors import ConfigError
-from memlab.lab.config import compose
+from memlab.lab.compose import compose
 from memlab.lab.experiment import run
 from memlab.lab.sweep import plan_run
 from tests.conftest import memlab

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memlab.errors import ConfigError
-from memlab.lab.config import compose, validate
+from memlab.lab.compose import compose
+from memlab.lab.config import validate
 from memlab.lab.experiment import strategy_factories
 from memlab.lab.metrics import needed_steps, own_scopes, procedure_recall
 from memlab.lab.synth.sessions import generate

@@ -173,7 +173,8 @@ def embed(args: list[str]) -> int:
     if _wants_help(args):
         echo(EMBED_HELP)
         return OK
-    from memlab.lab.config import compose, validate
+    from memlab.lab.compose import compose
+    from memlab.lab.config import validate
     from memlab.lab.embed import DEFAULT_CHUNK, dataset_texts, prewarm
     from memlab.lab.experiment import instantiate, load_transcripts
     from memlab.memory import CachedEmbedder, ModelCache

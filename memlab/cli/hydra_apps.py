@@ -57,7 +57,7 @@ def _hydra_app(config_name: str, prog: str, argv: list[str]) -> None:
 
 
 def _app_help(command: str) -> str:
-    from memlab.lab.config import config_groups, plugin_names
+    from memlab.lab.compose import config_groups, plugin_names
 
     groups = config_groups()
     width = max(len(g) for g in groups) + 1
@@ -334,7 +334,7 @@ def _print_config(args: list[str], config_name: str) -> int:
     """``--cfg job``: print the composed config (memlab tune composes without Hydra's app)."""
     from omegaconf import OmegaConf
 
-    from memlab.lab.config import compose
+    from memlab.lab.compose import compose
     from memlab.lab.tune.space import fixed_overrides
 
     rest = [a for a in args if not (a in HYDRA_FLAGS or a.startswith(("--cfg", "--info")))]

@@ -1,4 +1,4 @@
-"""The run config: its schema, composing it with Hydra, and checking it.
+"""The run config: its schema and checking it (composing it with Hydra: ``compose``).
 
 The schema of the ``memory`` node comes from the library (see
 ``memlab.lab.strategies.memory``); the schemas of the ``store``, ``embedder``
@@ -13,9 +13,8 @@ library code never sees a config.
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 import memlab
-from memlab.errors import ConfigError, MemlabError
+from memlab.errors import ConfigError
 from memlab.lab.answering import AnswerSettings
 from memlab.lab.judges import JUDGES
 from memlab.lab.readers import NO_READER, READERS
@@ -296,114 +295,6 @@ def register() -> None:
         cs.store(group="schema/strategy", name=name, node=strategy_schema(name, kind))
 
 
-# -- composing with Hydra -------------------------------------------------------------
-def one_line(exc: BaseException) -> str:
-    """An exception's message as one line, without Hydra/OmegaConf boilerplate."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    lines = [
-        ln
-        for ln in lines
-        if not ln.startswith(("Set the environment", "full_key:", "object_type", "reference_type"))
-    ]
-    return "; ".join(ln.split("; reference_type")[0] for ln in lines) or type(exc).__name__
-
-
-def group_options(group: str) -> list[str]:
-    """The options of a config group: the YAML files of conf/<group>."""
-    folder = conf_dir() / group
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-
-
-def config_groups() -> dict[str, list[str]]:
-    """Every config group a user picks options from (conf/*/), with its options."""
-    root = conf_dir()
-    return {
-        d.name: group_options(d.name)
-        for d in sorted(root.iterdir())
-        if d.is_dir() and d.name != "hydra" and group_options(d.name)
-    }
-
-
-def plugin_names() -> dict[str, list[str]]:
-    """The registered plug-ins by kind (what the registries know, not the YAMLs)."""
-    from memlab.lab.datasets import DATASETS
-    from memlab.lab.metrics import METRICS, table_metrics
-
-    shown = table_metrics()
-    return {
-        "strategy kinds": STRATEGIES.names(),
-        "datasets": DATASETS.names(),
-        **{f"{group}s": registry.names() for group, registry in PLUGINS.items()},
-        "metrics": [*shown, f"... ({len(METRICS)} in all)"],
-    }
-
-
-def explain_compose_error(exc: BaseException) -> str:
-    """Turn Hydra's multi-line composition errors into one line that says what to do."""
-    text = str(exc)
-    m = re.search(r"Could not override '([^']+)'", text)
-    if m:
-        key = m.group(1)
-        cause = str(exc.__cause__ or "")
-        detail = (
-            "it does not exist"
-            if "not in struct" in cause or "To append" in text
-            else one_line(exc.__cause__ or exc)
-        )
-        return f"config key '{key}': {detail}; check the spelling (memlab run --cfg job prints every key)"
-    m = re.search(r"Could not (?:find|load) '([^'/]+)/([^']+)'", text)
-    if m:
-        group, option = m.groups()
-        options = ", ".join(group_options(group)) or "(none)"
-        return f"config group '{group}' has no option '{option}'; choose one of: {options}"
-    m = re.search(r"Error merging override (\S+)", text)
-    if m:
-        return f"config override {m.group(1)}: {one_line(exc.__cause__ or exc)}"
-    return one_line(exc)
-
-
-def compose(overrides: Sequence[str], config_name: str = "config", with_hydra: bool = False) -> Any:
-    """The config that ``memlab run <overrides>`` (or ``tune``) would run."""
-    return compose_all([list(overrides)], config_name, with_hydra)[0]
-
-
-def compose_all(
-    variants: Sequence[Sequence[str]], config_name: str = "config", with_hydra: bool = False
-) -> list[Any]:
-    """Compose one config per override list (one Hydra initialization for all).
-
-    Raises:
-        ConfigError: a composition error as one line; MissingExtraError for a
-            launcher whose extra is not installed.
-    """
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    register()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-            return [
-                hydra_compose(config_name, overrides=list(v), return_hydra_config=with_hydra)
-                for v in variants
-            ]
-    except MemlabError:
-        raise
-    except Exception as exc:  # Hydra/OmegaConf composition errors
-        if "submitit" in str(exc):
-            from memlab.errors import require
-
-            require(
-                "hydra_plugins.hydra_submitit_launcher",
-                feature="the submitit/SLURM launcher",
-                extra="cluster",
-            )
-        raise ConfigError(explain_compose_error(exc)) from None
-    finally:
-        GlobalHydra.instance().clear()
-
-
 # -- validation -------------------------------------------------------------------------
 STORE_PLACEHOLDERS = ("{run_dir}", "{strategy}", "{transcript}")
 
@@ -599,11 +490,8 @@ __all__ = [
     "TranscriptsConfig",
     "TuneConfig",
     "Validated",
-    "compose",
-    "compose_all",
     "conf_dir",
     "config_error",
-    "explain_compose_error",
     "omegaconf_error",
     "register",
     "validate",

@@ -149,7 +149,8 @@ def calibration_judge(overrides: Sequence[str]) -> Judge:
         InputError: an override that is not a judge or cache key.
         ConfigError: an unknown judge, key or value.
     """
-    from memlab.lab.config import CacheConfig, compose, plugin
+    from memlab.lab.compose import compose
+    from memlab.lab.config import CacheConfig, plugin
     from memlab.lab.schema import structured
 
     others = [o for o in overrides if not o.lstrip("+~").startswith(("judge", "cache."))]

@@ -302,7 +302,8 @@ def plan_run(overrides: list[str], config_name: str = "config") -> Plan:
         ConfigError: one line naming the bad key or value.
         OutputError: the run or sweep folder cannot be written.
     """
-    from memlab.lab.config import compose, compose_all, one_line, validate
+    from memlab.lab.compose import compose, compose_all, one_line
+    from memlab.lab.config import validate
     from memlab.lab.files import writable_folder
 
     flags = [o for o in overrides if o.startswith("-")]

@@ -120,7 +120,7 @@ def parse(overrides: Sequence[str]) -> list[Any]:
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from memlab.lab.config import one_line
+    from memlab.lab.compose import one_line
 
     try:
         return list(OverridesParser.create().parse_overrides(list(overrides)))

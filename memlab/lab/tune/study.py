@@ -254,7 +254,7 @@ def enqueue_default(study: Any, ctx: Context) -> None:
 def make_objective(ctx: Context, log: logging.Logger) -> Callable[[Any], Any]:
     """The function Optuna calls per trial: sample, compose, replay, score."""
     from memlab.lab import experiment
-    from memlab.lab.config import compose
+    from memlab.lab.compose import compose
     from memlab.lab.files import atomic_write_text
     from memlab.lab.metrics import direction
 

@@ -98,7 +98,8 @@ def plan(args: list[str], *, worker: bool = False) -> Plan:
     """
     from omegaconf import OmegaConf
 
-    from memlab.lab.config import compose, conf_dir, validate
+    from memlab.lab.compose import compose
+    from memlab.lab.config import conf_dir, validate
     from memlab.lab.experiment import load_transcripts
     from memlab.lab.files import writable_folder
 
@@ -311,7 +312,7 @@ class Outcome:
 
 def evaluate(p: Plan, study: Any, *, force: bool = False) -> Outcome:
     """Score the default and the chosen trial's config on both sets, decide, write."""
-    from memlab.lab.config import compose
+    from memlab.lab.compose import compose
     from memlab.lab.files import atomic_write_text
     from memlab.lab.tune.report import gains_chart, markdown, pareto_chart
 
@@ -428,7 +429,7 @@ def _check_preset(
     """The written preset must reproduce the tuned config."""
     from omegaconf import OmegaConf
 
-    from memlab.lab.config import compose
+    from memlab.lab.compose import compose
 
     if any(o.lstrip("+~").startswith("experiment=") for o in task):
         return
