@@ -41,7 +41,8 @@ from memlab.lab.compose import compose
 from memlab.lab.config import validate
 from memlab.lab.experiment import load_transcripts, run
 from memlab.memory.layer import iso
-from tests.fake_openai import FakeOpenAI, answer_from_memory
+from tests.fake_answers import answer_from_memory
+from tests.fake_openai import FakeOpenAI
 
 NOW = re.compile(r"The current time is (\S+)\. ")
 

@@ -23,13 +23,8 @@ from memlab.lab.config import validate
 from memlab.lab.experiment import load_transcripts
 from memlab.lab.planted import planted_turns
 from memlab.memory.layer import iso
-from tests.fake_openai import (
-    FakeOpenAI,
-    answer_from_memory,
-    is_judge,
-    judge_by_gold,
-    obey_planted,
-)
+from tests.fake_answers import answer_from_memory, is_judge, judge_by_gold, obey_planted
+from tests.fake_openai import FakeOpenAI
 
 N = 3  # transcripts in most tests
 

@@ -19,7 +19,8 @@ from memlab.lab.answering import grade_all
 from memlab.lab.judges import Question
 from memlab.lab.judges.f1 import F1Judge
 from tests.conftest import FIXTURES, shared_path
-from tests.fake_openai import FakeOpenAI, judge_by_prompt, lenient_judge, strict_judge
+from tests.fake_answers import judge_by_prompt, lenient_judge, strict_judge
+from tests.fake_openai import FakeOpenAI
 
 SPECIFIC = FIXTURES / "wrong_answers_v1_handmade.json"
 VAGUE = FIXTURES / "wrong_answers_v2_handmade.json"

@@ -25,7 +25,8 @@ from memlab.lab.judges.llm import (
 from memlab.lab.transcripts import Transcript
 from memlab.memory import ModelCache
 from tests.conftest import shared_path
-from tests.fake_openai import FakeOpenAI, is_judge, judge_by_gold
+from tests.fake_answers import is_judge, judge_by_gold
+from tests.fake_openai import FakeOpenAI
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

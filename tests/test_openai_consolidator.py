@@ -28,7 +28,8 @@ from memlab.memory.models.openai_consolidator import (
     OpenAIConsolidator,
 )
 from tests.consolidate_cases import _records
-from tests.fake_openai import FakeOpenAI, consolidation_answer
+from tests.fake_answers import consolidation_answer
+from tests.fake_openai import FakeOpenAI
 
 KEY = "sk-consolidate-0f1e2d3c4b5a"
 KEY_ENV = "MEMLAB_TEST_CONSOLIDATE_KEY"
