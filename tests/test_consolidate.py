@@ -1,7 +1,8 @@
 """The Consolidator protocol and the default RuleConsolidator: the hand-written
 cases of tests/consolidate_cases.py (hash and MiniLM embedders), the reader's
-scope boundary on every store, the word tables of memlab.memory.update_text, and a
-property test of the invariants every decision keeps."""
+scope boundary on every store, the speaker rule of group chats, and a property
+test of the invariants every decision keeps (the word tables the rules read:
+test_update_text.py and test_update_tokens.py)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,7 @@ from memlab.memory.consolidate import (
 )
 from memlab.memory.rule_consolidator import RuleConsolidator, RulePolicy
 from memlab.memory.supersede import consolidate
-from memlab.memory.update_text import contains, parse, parse_said
-from memlab.memory.update_tokens import key, loose, tokens, value_type
+from memlab.memory.update_text import parse
 from tests.consolidate_cases import (
     CASES,
     START,
@@ -413,113 +413,6 @@ def test_a_later_record_is_never_superseded() -> None:
     assert RULES.decide(recs[0], ScopeReader(store, "alice")) == []
 
 
-# -- the text tables ---------------------------------------------------------------
-@pytest.mark.parametrize(
-    "text, old, new",
-    [
-        ("We moved off Heroku to Fly.io last week.", "heroku", "fly io"),
-        ("i moved from halifax to dublin last month.", "halifax", "dublin"),
-        ("please change the invoice address from ap@x.io to fin@x.io.", "ap@x io", "fin@x io"),
-        ("We dropped Jenkins for GitHub Actions.", "jenkins", "github actions"),
-        ("We replaced Datadog with Grafana Cloud.", "datadog", "grafana cloud"),
-        ("Instead of RabbitMQ we now use Kafka.", "rabbitmq", ""),
-        ("SUP-41777 was closed by mistake, use SUP-73923 instead", "sup 41777", ""),
-        ("30-minute first response became four-hour first response", "30 minute first response",
-         "four hour first response"),
-        ("We renamed #oncall-hq to #prod-triage.", "#oncall hq", "#prod triage"),
-        ("We don't use Slack anymore.", "slack", ""),
-        ("We used to be on Heroku, now we're on Render.", "heroku", ""),
-        ("Standup is back to 9:30.", "", "9 30"),
-    ],
-)  # fmt: skip
-def test_named_old_and_new_values(text: str, old: str, new: str) -> None:
-    clause = next(c for c in parse(text).clauses if c.olds or c.news)
-    assert (clause.olds[0] if clause.olds else "") == old
-    assert (clause.news[0] if clause.news else "") == new
-
-
-@pytest.mark.parametrize(
-    "text, kind",
-    [
-        ("if we moved to Lisbon, would the invoices change?", "question"),
-        ("We're thinking about moving the office to Lisbon.", "hypothetical"),
-        ("My colleague's office is in Oslo.", "other"),
-        ("We also opened an office in Porto.", "addition"),
-        ("We used to be in Halifax.", "history"),
-        ("do our builds run on circleci now", "question"),
-        ("please kill the contractor's api tokens now", "request"),
-        ("The SAML test fails with AccessDenied.", "problem"),
-        ("Apparently the office moved to Oslo.", "reported"),
-        ("There's talk of moving the office to Oslo.", "hypothetical"),
-        ("Oslo for the office, nothing final.", "hypothetical"),
-        ("Before the reorg, the office was in Oslo.", "history"),
-    ],
-)
-def test_markers(text: str, kind: str) -> None:
-    assert kind in parse(text).clauses[0].markers
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "if a page isn't acknowledged, escalate to the team lead after 15 minutes.",
-        "Not sure if it matters, but we deploy on GKE.",
-        "I would like invoices sent to ap@acme.io.",
-        "Also, we deploy everything on GKE.",
-        "Please send the weekly recaps in French from now on.",
-        "Before I forget, our office is in Oslo.",  # "before" an event is history only
-    ],
-)
-def test_no_false_markers(text: str) -> None:
-    assert parse(text).clauses[0].markers == {}
-
-
-def test_history_before_an_event_is_only_the_clause_in_the_past() -> None:
-    clauses = parse("Before the reorg the office was in Bergen; now it's in Oslo.").clauses
-    assert [("history" in c.markers) for c in clauses] == [True, False]
-    # what holds now, said in the same clause, makes it a correction
-    assert (
-        parse("Before the reorg we were on Bergen, the office is in Oslo now.").clauses[-1].markers
-        == {}
-    )
-
-
-def test_a_dash_before_a_back_reference_does_not_end_the_clause() -> None:
-    one = parse("Small update on our log retention — it's 13 months going forward.")
-    assert [c.text for c in one.clauses] == [
-        "Small update on our log retention — it's 13 months going forward."
-    ]
-    two = parse("The export broke again — we lost rows. Our region is fra.")
-    assert len(two.clauses) == 3
-    # a short value after a dash, ending the sentence, is the clause's value
-    value = parse("Heads-up, our log retention is different now — two years. We use Slack.")
-    assert [c.text for c in value.clauses] == [
-        "Heads-up, our log retention is different now — two years.",
-        "We use Slack.",
-    ]
-
-
-def test_a_cue_only_clause_lends_its_cue() -> None:
-    clauses = parse("Correction: our primary region is us-east-2.").clauses
-    assert len(clauses) == 1 and "correction" in clauses[0].cues
-    clauses = parse("Scratch that. Standup is at 10:00.").clauses
-    assert [c.keys for c in clauses] == [("stand", "10:00")] and "scratch that" in clauses[0].cues
-
-
-def test_keys_tokens_and_value_types() -> None:
-    assert tokens("Email vendor-payments@acme.co, #ops-desk or Fly.io at 9:30 ($7,500).") == [
-        "email", "vendor-payments@acme.co", "#ops-desk", "or", "fly.io", "at", "9:30", "$7,500",
-    ]  # fmt: skip
-    assert key("escalation") == key("escalate") and key("hosting") == key("hosted")
-    assert key("pages") == key("page") and key("capped") == "cap"
-    assert key("europe-west1") != key("europe-west4")
-    assert value_type("ap@acme.io") == "email@acme.io" and value_type("sup-123") == "id:sup"
-    assert value_type("#ops") == "channel" and value_type("asia/jakarta") == "area/city"
-    assert value_type("europe-west1") == value_type("europe-west4") != value_type("us-east-1")
-    assert value_type("heroku") is None
-    assert contains(loose("We deploy on GKE."), "gke") and not contains(loose("GKE2"), "gke")
-
-
 # -- invariants, on random conversations ---------------------------------------------
 _FACTS = {
     "ci": ("Our CI is {}.", ("Jenkins", "Buildkite", "CircleCI", "Tekton")),
@@ -579,20 +472,6 @@ def test_decisions_keep_the_invariants(conv: list[tuple[str, str, str]]) -> None
 
 
 # -- group chats: speakers, attribution tags and bracketed asides ------------------
-def test_parse_said_blanks_the_speaker_tag_and_bracketed_asides() -> None:
-    text = "Caroline: Our CDN is Fastly. [shares a photo: a dog on a beach] We use Jira."
-    p = parse_said(text, "Caroline")
-    assert [c.text for c in p.clauses] == ["Our CDN is Fastly.", "We use Jira."]
-    assert all(text[c.start : c.end].strip() == c.text for c in p.clauses)  # offsets hold
-    assert "carol" in parse(text).clauses[0].keys  # plain parse keeps the name
-    assert parse_said("Melanie: Our CDN is Fastly.", "Caroline").clauses[0].keys[0] == "melan"
-
-
-def test_went_to_after_a_person_is_a_trip_not_a_change() -> None:
-    assert parse("Last week I went to a pride parade.").clauses[0].olds == ()
-    assert parse("Standup became 10:00.").clauses[0].olds == ("standup",)
-
-
 def _said(recs: list[tuple[str, str]]) -> list[MemoryRecord]:
     """User records of a two-person chat: ``(speaker, text)``, text tagged as
     LoCoMo tags it."""
@@ -664,9 +543,3 @@ def test_a_pasted_document_supersedes_nothing() -> None:
     assert [d.old_id for d in unlimited.decide(new, ScopeReader(store, "alice"))] == [old.id]
     with pytest.raises(InputError, match="max_clauses"):
         RulePolicy(max_clauses=0)
-
-
-def test_code_is_no_statement() -> None:
-    assert parse('$("#posts").append(card);').clauses == ()
-    assert parse('var card = `<div class="card">`').clauses == ()
-    assert len(parse("Our SLA (the contract one) is 4 hours.").clauses) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlab.memory.update_text import parse
+from memlab.memory.update_text import parse, parse_said
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,115 @@ def test_a_clause_states_its_keys_without_the_values_it_names_as_old() -> None:
     assert again is not clause and again == clause
     (plain,) = parse("Our code lives on Sourcehut.").clauses
     assert plain.stated_keys == plain.keys
+
+
+@pytest.mark.parametrize(
+    "text, old, new",
+    [
+        ("We moved off Heroku to Fly.io last week.", "heroku", "fly io"),
+        ("i moved from halifax to dublin last month.", "halifax", "dublin"),
+        ("please change the invoice address from ap@x.io to fin@x.io.", "ap@x io", "fin@x io"),
+        ("We dropped Jenkins for GitHub Actions.", "jenkins", "github actions"),
+        ("We replaced Datadog with Grafana Cloud.", "datadog", "grafana cloud"),
+        ("Instead of RabbitMQ we now use Kafka.", "rabbitmq", ""),
+        ("SUP-41777 was closed by mistake, use SUP-73923 instead", "sup 41777", ""),
+        ("30-minute first response became four-hour first response", "30 minute first response",
+         "four hour first response"),
+        ("We renamed #oncall-hq to #prod-triage.", "#oncall hq", "#prod triage"),
+        ("We don't use Slack anymore.", "slack", ""),
+        ("We used to be on Heroku, now we're on Render.", "heroku", ""),
+        ("Standup is back to 9:30.", "", "9 30"),
+    ],
+)  # fmt: skip
+def test_named_old_and_new_values(text: str, old: str, new: str) -> None:
+    clause = next(c for c in parse(text).clauses if c.olds or c.news)
+    assert (clause.olds[0] if clause.olds else "") == old
+    assert (clause.news[0] if clause.news else "") == new
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("if we moved to Lisbon, would the invoices change?", "question"),
+        ("We're thinking about moving the office to Lisbon.", "hypothetical"),
+        ("My colleague's office is in Oslo.", "other"),
+        ("We also opened an office in Porto.", "addition"),
+        ("We used to be in Halifax.", "history"),
+        ("do our builds run on circleci now", "question"),
+        ("please kill the contractor's api tokens now", "request"),
+        ("The SAML test fails with AccessDenied.", "problem"),
+        ("Apparently the office moved to Oslo.", "reported"),
+        ("There's talk of moving the office to Oslo.", "hypothetical"),
+        ("Oslo for the office, nothing final.", "hypothetical"),
+        ("Before the reorg, the office was in Oslo.", "history"),
+    ],
+)
+def test_markers(text: str, kind: str) -> None:
+    assert kind in parse(text).clauses[0].markers
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if a page isn't acknowledged, escalate to the team lead after 15 minutes.",
+        "Not sure if it matters, but we deploy on GKE.",
+        "I would like invoices sent to ap@acme.io.",
+        "Also, we deploy everything on GKE.",
+        "Please send the weekly recaps in French from now on.",
+        "Before I forget, our office is in Oslo.",  # "before" an event is history only
+    ],
+)
+def test_no_false_markers(text: str) -> None:
+    assert parse(text).clauses[0].markers == {}
+
+
+def test_history_before_an_event_is_only_the_clause_in_the_past() -> None:
+    clauses = parse("Before the reorg the office was in Bergen; now it's in Oslo.").clauses
+    assert [("history" in c.markers) for c in clauses] == [True, False]
+    # what holds now, said in the same clause, makes it a correction
+    assert (
+        parse("Before the reorg we were on Bergen, the office is in Oslo now.").clauses[-1].markers
+        == {}
+    )
+
+
+def test_a_dash_before_a_back_reference_does_not_end_the_clause() -> None:
+    one = parse("Small update on our log retention — it's 13 months going forward.")
+    assert [c.text for c in one.clauses] == [
+        "Small update on our log retention — it's 13 months going forward."
+    ]
+    two = parse("The export broke again — we lost rows. Our region is fra.")
+    assert len(two.clauses) == 3
+    # a short value after a dash, ending the sentence, is the clause's value
+    value = parse("Heads-up, our log retention is different now — two years. We use Slack.")
+    assert [c.text for c in value.clauses] == [
+        "Heads-up, our log retention is different now — two years.",
+        "We use Slack.",
+    ]
+
+
+def test_a_cue_only_clause_lends_its_cue() -> None:
+    clauses = parse("Correction: our primary region is us-east-2.").clauses
+    assert len(clauses) == 1 and "correction" in clauses[0].cues
+    clauses = parse("Scratch that. Standup is at 10:00.").clauses
+    assert [c.keys for c in clauses] == [("stand", "10:00")] and "scratch that" in clauses[0].cues
+
+
+def test_parse_said_blanks_the_speaker_tag_and_bracketed_asides() -> None:
+    text = "Caroline: Our CDN is Fastly. [shares a photo: a dog on a beach] We use Jira."
+    p = parse_said(text, "Caroline")
+    assert [c.text for c in p.clauses] == ["Our CDN is Fastly.", "We use Jira."]
+    assert all(text[c.start : c.end].strip() == c.text for c in p.clauses)  # offsets hold
+    assert "carol" in parse(text).clauses[0].keys  # plain parse keeps the name
+    assert parse_said("Melanie: Our CDN is Fastly.", "Caroline").clauses[0].keys[0] == "melan"
+
+
+def test_went_to_after_a_person_is_a_trip_not_a_change() -> None:
+    assert parse("Last week I went to a pride parade.").clauses[0].olds == ()
+    assert parse("Standup became 10:00.").clauses[0].olds == ("standup",)
+
+
+def test_code_is_no_statement() -> None:
+    assert parse('$("#posts").append(card);').clauses == ()
+    assert parse('var card = `<div class="card">`').clauses == ()
+    assert len(parse("Our SLA (the contract one) is 4 hours.").clauses) == 1

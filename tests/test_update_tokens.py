@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memlab.memory.update_text import contains
 from memlab.memory.update_tokens import (
     key,
     looks_like_value,
@@ -74,3 +75,17 @@ def test_values_look_cased_or_symbolic_in_cased_text() -> None:
     assert looks_like_value("$40", False) and looks_like_value("two", False)
     assert not looks_like_value("Heroku", True)  # only the sentence's capital
     assert looks_like_value("Heroku", False) and not looks_like_value("read", False)
+
+
+def test_keys_tokens_and_value_types() -> None:
+    assert tokens("Email vendor-payments@acme.co, #ops-desk or Fly.io at 9:30 ($7,500).") == [
+        "email", "vendor-payments@acme.co", "#ops-desk", "or", "fly.io", "at", "9:30", "$7,500",
+    ]  # fmt: skip
+    assert key("escalation") == key("escalate") and key("hosting") == key("hosted")
+    assert key("pages") == key("page") and key("capped") == "cap"
+    assert key("europe-west1") != key("europe-west4")
+    assert value_type("ap@acme.io") == "email@acme.io" and value_type("sup-123") == "id:sup"
+    assert value_type("#ops") == "channel" and value_type("asia/jakarta") == "area/city"
+    assert value_type("europe-west1") == value_type("europe-west4") != value_type("us-east-1")
+    assert value_type("heroku") is None
+    assert contains(loose("We deploy on GKE."), "gke") and not contains(loose("GKE2"), "gke")
