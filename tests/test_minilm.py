@@ -181,7 +181,7 @@ def test_minilm_loads_without_any_network(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[(2, 384)] 0"
     exported = sorted(p.name for p in (tmp_path / "memlab-cache" / "onnx").rglob("*.onnx"))
-    assert exported == ["fp32.e1.onnx", "int8.e1.onnx"]
+    assert exported == ["fp32.e1.onnx", "int8r2.e1.onnx"]
     assert not (tmp_path / "hf-home").exists() or not any(
         (tmp_path / "hf-home").rglob("*.safetensors")
     )

