@@ -34,6 +34,7 @@ TOKEN = re.compile(
 _LOOSE = re.compile(r"[^\w@#$%]+", re.UNICODE)
 
 
+@lru_cache(maxsize=1 << 16)  # every raw token of every clause parsed
 def norm_token(raw: str) -> str:
     t = raw.casefold().replace("’", "'").rstrip(".-/+&")
     if t.endswith("'s") and len(t) > 2:
@@ -76,6 +77,7 @@ _EMAIL = re.compile(r"^[^@\s]+@([\w-]+(?:\.[\w-]+)+)$")
 _AREA = re.compile(r"^[a-z]+/[a-z_]+$")
 
 
+@lru_cache(maxsize=1 << 16)  # a parse asks it of every token; vocabularies repeat
 def value_type(token: str) -> str | None:
     """A distinctive kind of value a token is, or None: ``email@<domain>``,
     ``id:<PREFIX>`` (SUP-72322), ``channel`` (#ops), ``url:<host>``, ``area/city``
@@ -112,7 +114,8 @@ def quantities(toks: list[str]) -> list[tuple[str, str]]:
     """(kind, token) of durations ("30 days", "one year") and dates ("March 31")."""
     out = []
     for i, t in enumerate(toks):
-        t = _ORDINAL.sub(r"\1", t)  # "7th" -> "7"
+        if t[:1].isdigit():
+            t = _ORDINAL.sub(r"\1", t)  # "7th" -> "7"
         number = t.replace(",", "").isdigit() or t in NUMBER_WORDS or t in ("a", "an", "one")
         if not number:
             continue
@@ -142,6 +145,7 @@ def value_class(raw: str, token: str) -> str:
     return "name"
 
 
+@lru_cache(maxsize=1 << 16)  # asked of every content token of every clause parsed
 def looks_like_value(raw: str, first: bool) -> bool:
     """Capitalized (not only as the first word), all-caps, mixed-case, a number word,
     or holding a digit or a symbol: how names, products and numbers look in cased
@@ -160,6 +164,7 @@ def looks_like_value(raw: str, first: bool) -> bool:
     return letters[0].isupper() and not first
 
 
+@lru_cache(maxsize=1 << 16)  # every token of every clause parsed, and every compared value
 def key(token: str) -> str:
     """The comparison key of a token: alphabetic words lose a plural "s" and are cut
     to their first five letters (so inflections and derivations match); anything
