@@ -51,22 +51,54 @@ def _grow(arr: np.ndarray, size: int) -> np.ndarray:
 
 
 class _Postings:
-    """Growable parallel arrays of (row, term frequency) for one term."""
+    """Growable parallel arrays of (row, term frequency) for one term.
 
-    __slots__ = ("n", "rows", "tfs")
+    New postings wait in two Python lists and are copied into the arrays when the
+    term is next read (``view``): a write appends to lists (a numpy scalar store
+    per posting, and a resize for nearly every new term, cost more than
+    tokenizing the text), and a read copies each posting once.
+    """
+
+    __slots__ = ("n", "pending_rows", "pending_tfs", "rows", "tfs")
 
     def __init__(self) -> None:
-        self.rows = np.zeros(4, dtype=np.int64)
-        self.tfs = np.zeros(4, dtype=np.float32)
+        self.rows = _EMPTY_ROWS
+        self.tfs = _EMPTY_TFS
         self.n = 0
+        self.pending_rows: list[int] = []
+        self.pending_tfs: list[int] = []
 
     def add(self, row: int, tf: int) -> None:
-        if self.n == len(self.rows):
-            self.rows = np.resize(self.rows, 2 * self.n)
-            self.tfs = np.resize(self.tfs, 2 * self.n)
-        self.rows[self.n] = row
-        self.tfs[self.n] = tf
-        self.n += 1
+        self.pending_rows.append(row)
+        self.pending_tfs.append(tf)
+
+    def view(self) -> tuple[np.ndarray, np.ndarray]:
+        """The term's (rows, tfs), in the order they were added."""
+        if self.pending_rows:
+            k = len(self.pending_rows)
+            need = self.n + k
+            if need > len(self.rows):
+                size = max(4, 2 * len(self.rows), need)
+                self.rows = _grow(self.rows, size)
+                self.tfs = _grow(self.tfs, size)
+            self.rows[self.n : need] = self.pending_rows
+            self.tfs[self.n : need] = self.pending_tfs
+            self.n = need
+            self.pending_rows = []
+            self.pending_tfs = []
+        return self.rows[: self.n], self.tfs[: self.n]
+
+    def keep(self, ok: np.ndarray, rows: np.ndarray) -> None:
+        """Keep only the postings where ``ok`` holds, with row numbers ``rows``
+        (one per posting of ``view``)."""
+        n = int(ok.sum())
+        self.rows[:n] = rows[ok]
+        self.tfs[:n] = self.tfs[: self.n][ok]
+        self.n = n
+
+
+_EMPTY_ROWS = np.zeros(0, dtype=np.int64)
+_EMPTY_TFS = np.zeros(0, dtype=np.float32)
 
 
 class LexicalIndex:
@@ -118,11 +150,8 @@ class LexicalIndex:
         assert counts is not None
         for term in counts:
             p = self.postings[term]
-            keep = p.rows[: p.n] != row
-            n = int(keep.sum())
-            p.rows[:n] = p.rows[: p.n][keep]
-            p.tfs[:n] = p.tfs[: p.n][keep]
-            p.n = n
+            rows, _ = p.view()
+            p.keep(rows != row, rows)
 
     def set_active(self, row: int, active: bool) -> None:
         """Count a row in (or out of) N, df and the average length."""
@@ -149,15 +178,13 @@ class LexicalIndex:
         self.length = _grow(self.length[keep], size)
         for term in list(self.postings):
             p = self.postings[term]
-            mapped = new_of_old[p.rows[: p.n]]
+            rows, _ = p.view()
+            mapped = new_of_old[rows]
             ok = mapped >= 0
-            n = int(ok.sum())
-            if n == 0:
+            if not ok.any():
                 del self.postings[term]
                 continue
-            p.rows[:n] = mapped[ok]
-            p.tfs[:n] = p.tfs[: p.n][ok]
-            p.n = n
+            p.keep(ok, mapped)
 
     def scores(self, query: str, n_rows: int) -> np.ndarray:
         """BM25 of every row for a query (0 for inactive rows and no match)."""
@@ -174,10 +201,11 @@ class LexicalIndex:
             df = self.df.get(term, 0)
             if p is None or df <= 0:
                 continue
-            parts_rows.append(p.rows[: p.n])
-            parts_tfs.append(p.tfs[: p.n])
+            rows, tfs = p.view()
+            parts_rows.append(rows)
+            parts_tfs.append(tfs)
             idfs.append(math.log(1.0 + (self.n_active - df + 0.5) / (df + 0.5)))
-            counts.append(p.n)
+            counts.append(len(rows))
         if not parts_rows:
             return out
         rows = np.concatenate(parts_rows)

@@ -279,7 +279,8 @@ class RuleConsolidator:
         best_strength = (0.0, False, False)
         for nc in clauses:
             for oc in old_clauses:
-                blocked = nc.blocked_against(oc)
+                # most pairs have no markers on either side: skip the call
+                blocked = nc.blocked_against(oc) if nc.markers or oc.markers else None
                 if blocked:
                     cand.blocked.extend(blocked)
                     continue
