@@ -39,7 +39,12 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Index terms of a text: lower-cased words, stopwords dropped, lightly stemmed."""
-    return [stem(w) for w in content_words(text)]
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=1 << 14)  # a replay indexes the same turn once per strategy
+def _terms(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in content_words(text))
 
 
 def _grow(arr: np.ndarray, size: int) -> np.ndarray:
@@ -135,7 +140,7 @@ class LexicalIndex:
         if self.row_terms[row] is not None:
             self.set_active(row, False)
             self._drop_postings(row)
-        counts = Counter(terms(text))
+        counts = Counter(_terms(text))
         self.row_terms[row] = counts
         self.length[row] = sum(counts.values())
         for term, tf in counts.items():
@@ -196,7 +201,7 @@ class LexicalIndex:
         # per row by bincount, which adds a row's terms in this same order (as one
         # ``out[rows] +=`` per term did: the same float64 sums)
         parts_rows, parts_tfs, idfs, counts = [], [], [], []
-        for term in set(terms(query)):
+        for term in set(_terms(query)):
             p = self.postings.get(term)
             df = self.df.get(term, 0)
             if p is None or df <= 0:

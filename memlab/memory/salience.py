@@ -28,6 +28,7 @@ The result is clamped to [0, 1].
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memlab.memory.checks import check_text
 
@@ -63,7 +64,11 @@ def estimate_salience(text: str) -> float:
         InputError: ``text`` is not a string.
     """
     check_text(text, "text", empty=True)
-    stripped = text.strip()
+    return _estimate(text.strip())
+
+
+@lru_cache(maxsize=1 << 14)  # a replay writes the same turn once per strategy
+def _estimate(stripped: str) -> float:
     if not stripped or PLEASANTRY.match(stripped):
         return 0.05
     score = 0.30
