@@ -110,6 +110,11 @@ def test_summarization_inside_the_strategy(t: Transcript) -> None:
     probe = feed(s, t, "t9")
     stats = s.stats()
     assert stats.archived > 0
+    store = s.layer.store
+    # read off the columns, equal to what the store counts record by record
+    assert stats.archived == store.count(None, include_archived=True) - store.count(None)
+    assert stats.records == store.count(None)
+    assert stats.tokens == sum(r.tokens for sc in store.scopes() for r in store.list(sc))
     notes = s.layer.store.list("alice:support", kinds=["semantic"])
     assert notes and "t0" in notes[0].provenance
     ctx = s.context(probe, 800)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from omegaconf import OmegaConf
 
 from memlab.errors import InputError
@@ -61,6 +62,7 @@ from memlab.memory import (
     SupersedePolicy,
     estimate_salience,
 )
+from memlab.memory.stores.base import scope_columns
 
 SalienceFn = Callable[[Turn], float]
 SALIENCE_MODES = ("heuristic", "oracle", "fixed")
@@ -210,16 +212,18 @@ class MemoryStrategy:
 
     def stats(self) -> StoreStats:
         store = self.layer.store
-        records = tokens = 0
+        records = archived = tokens = 0
         for scope in store.scopes():
-            cands = store.candidates(scope)  # column views: no record is copied
-            records += cands.n_active
-            tokens += int(cands.tokens[cands.mask].sum())
+            # column views, archived rows included: no record is copied, and no
+            # count() that walks every record in Python at every turn
+            cands = scope_columns(store, scope, include_archived=True)
+            is_archived = np.isfinite(cands.archived_at)
+            active = cands.mask & ~is_archived
+            records += int(active.sum())
+            archived += int((cands.mask & is_archived).sum())
+            tokens += int(cands.tokens[active].sum())
         return StoreStats(
-            records=records,
-            archived=store.count(None, include_archived=True) - store.count(None),
-            tokens=tokens,
-            bytes=store.size_bytes(),
+            records=records, archived=archived, tokens=tokens, bytes=store.size_bytes()
         )
 
     def close(self) -> None:
