@@ -51,7 +51,11 @@ def test_sliding_window(t: Transcript) -> None:
     by_tokens = SlidingWindow(window_turns=None, window_tokens=18)
     feed(by_tokens, t, "t9")
     assert ids(by_tokens.context(probe, 800)) == ["t7", "t8"]
-    assert s.stats().records == 9
+    stats = s.stats()
+    items = [i for items in s.turns.values() for i in items]
+    assert stats.records == len(items) == 9
+    assert stats.tokens == sum(i.tokens for i in items) > 0
+    assert stats.bytes == sum(len(i.text.encode()) for i in items)
 
 
 def memory(name: str = "memory", **kw) -> MemoryStrategy:  # type: ignore[no-untyped-def]

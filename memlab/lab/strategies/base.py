@@ -212,9 +212,16 @@ class TurnLog:
 
     def __init__(self) -> None:
         self.turns: dict[str, list[ContextItem]] = defaultdict(list)
+        # running totals for stats(), read after every turn: summing the whole log
+        # each time made a replay quadratic in its length
+        self._tokens = 0
+        self._bytes = 0
 
     def observe(self, turn: Turn) -> None:
-        self.turns[turn.scope].append(turn_item(turn))
+        item = turn_item(turn)
+        self.turns[turn.scope].append(item)
+        self._tokens += item.tokens
+        self._bytes += len(item.text.encode())
 
     def maintain(self, turn: Turn) -> None:
         pass
@@ -225,13 +232,8 @@ class TurnLog:
         return [item.provenance for item in reversed(self.turns[probe.scope])]
 
     def stats(self) -> StoreStats:
-        items = [i for items in self.turns.values() for i in items]
-        return StoreStats(
-            records=len(items),
-            archived=0,
-            tokens=sum(i.tokens for i in items),
-            bytes=sum(len(i.text.encode()) for i in items),
-        )
+        records = sum(len(items) for items in self.turns.values())
+        return StoreStats(records=records, archived=0, tokens=self._tokens, bytes=self._bytes)
 
     def close(self) -> None:
         pass
