@@ -89,6 +89,21 @@ def test_untrusted_mask_matches_the_untrusted_codes() -> None:
     assert untrusted_mask(np.zeros(0, dtype=np.int8)).shape == (0,)
 
 
+def test_kinds_mask_matches_isin_for_every_set_of_kinds() -> None:
+    import itertools
+
+    from memlab.memory.records import KIND_CODES, kinds_mask
+
+    codes = np.array([KIND_CODES[k] for k in MemoryKind] * 3, dtype=np.int8)
+    for size in range(len(MemoryKind) + 1):
+        for kinds in itertools.combinations(MemoryKind, size):
+            wanted = np.array([KIND_CODES[k] for k in kinds], dtype=np.int8)
+            got = kinds_mask(codes, frozenset(kinds))
+            assert got.tolist() == np.isin(codes, wanted).tolist()
+            assert got.sum() == 3 * size
+    assert kinds_mask(np.zeros(0, dtype=np.int8), frozenset(MemoryKind)).shape == (0,)
+
+
 def test_new_ids_are_unique_and_sort_in_write_order() -> None:
     from memlab.memory.records import new_id
 

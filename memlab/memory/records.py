@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 import threading
@@ -61,6 +62,20 @@ def untrusted_mask(source: np.ndarray) -> np.ndarray:
     """Which rows of a store's int8 ``source`` column hold an untrusted source
     (the same as ``np.isin(source, UNTRUSTED_CODES)``)."""
     return _UNTRUSTED_TABLE[np.asarray(source, dtype=np.int8).view(np.uint8)]
+
+
+@functools.lru_cache(maxsize=64)
+def _kinds_table(kinds: frozenset[MemoryKind]) -> np.ndarray:
+    table = np.zeros(256, dtype=bool)
+    table[[KIND_CODES[k] for k in kinds]] = True
+    return table
+
+
+def kinds_mask(kind: np.ndarray, kinds: frozenset[MemoryKind]) -> np.ndarray:
+    """Which rows of a store's int8 ``kind`` column hold one of ``kinds`` (the same
+    as ``np.isin(kind, codes)``, one gather instead of its sort: maintenance asks
+    for the episodic rows of a scope at every turn)."""
+    return _kinds_table(kinds)[np.asarray(kind, dtype=np.int8).view(np.uint8)]
 
 
 _ID_LOCK = threading.Lock()

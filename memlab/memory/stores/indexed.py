@@ -27,7 +27,14 @@ import numpy as np
 from memlab.errors import InputError
 from memlab.memory.checks import check_bool, check_number
 from memlab.memory.lexical import LexicalIndex
-from memlab.memory.records import KIND_CODES, SOURCE_CODES, MemoryKind, MemoryRecord, check_scope
+from memlab.memory.records import (
+    KIND_CODES,
+    SOURCE_CODES,
+    MemoryKind,
+    MemoryRecord,
+    check_scope,
+    kinds_mask,
+)
 from memlab.memory.stores.base import (
     Candidates,
     check_candidates_args,
@@ -350,8 +357,7 @@ class ScopeIndex:
         elif not include_archived:
             mask &= np.isinf(self.archived_at[:n])
         if kinds is not None and len(kinds) < len(KIND_CODES):
-            codes = np.array([KIND_CODES[k] for k in kinds], dtype=np.int8)
-            mask &= np.isin(self.kind[:n], codes)
+            mask &= kinds_mask(self.kind[:n], kinds)
         return Candidates(
             ids=self.ids,
             embeddings=self.emb[:n] if self.by_row else self.emb[:, :n].T,
