@@ -128,3 +128,34 @@ def test_empty_index_and_query_without_terms() -> None:
     idx = LexicalIndex()
     idx.set_text(0, "we deploy on gke", True)
     assert idx.scores("the and of", 1).tolist() == [0.0]  # only stopwords
+
+
+_SCORES_SCRIPT = """
+import random, sys
+from memlab.memory.lexical import LexicalIndex
+rng = random.Random(5)
+words = [f"w{i}x" for i in range(40)]
+idx = LexicalIndex()
+for row in range(300):
+    idx.set_text(row, " ".join(rng.choice(words) for _ in range(rng.randint(3, 30))), True)
+query = " ".join(words)
+sys.stdout.write(idx.scores(query, 300).tobytes().hex())
+"""
+
+
+def test_scores_do_not_depend_on_string_hashing() -> None:
+    """A row's BM25 sums its terms in the query's order, not a set's (whose order
+    follows PYTHONHASHSEED): the same scores, to the bit, in every process."""
+    import os
+    import subprocess
+    import sys
+
+    out = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", _SCORES_SCRIPT], env=env, capture_output=True, text=True,
+            check=True,
+        )  # fmt: skip
+        out.add(run.stdout)
+    assert len(out) == 1 and next(iter(out))

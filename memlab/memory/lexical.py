@@ -47,6 +47,14 @@ def _terms(text: str) -> tuple[str, ...]:
     return tuple(stem(w) for w in content_words(text))
 
 
+@lru_cache(maxsize=1 << 14)
+def _counts(text: str) -> tuple[tuple[str, ...], tuple[int, ...], int]:
+    """A text's distinct terms in first-seen order, their counts, and its length
+    in terms (shared by every index that holds the text: never mutated)."""
+    counts = Counter(_terms(text))
+    return tuple(counts), tuple(counts.values()), sum(counts.values())
+
+
 def _grow(arr: np.ndarray, size: int) -> np.ndarray:
     """A copy of ``arr`` zero-padded (or cut) to ``size``."""
     out = np.zeros(size, dtype=arr.dtype)
@@ -72,10 +80,6 @@ class _Postings:
         self.n = 0
         self.pending_rows: list[int] = []
         self.pending_tfs: list[int] = []
-
-    def add(self, row: int, tf: int) -> None:
-        self.pending_rows.append(row)
-        self.pending_tfs.append(tf)
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         """The term's (rows, tfs), in the order they were added."""
@@ -119,7 +123,7 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
         self.postings: dict[str, _Postings] = {}
-        self.row_terms: list[Counter[str] | None] = []
+        self.row_terms: list[tuple[str, ...] | None] = []  # a row's distinct terms
         self.df: Counter[str] = Counter()
         self.active = np.zeros(16, dtype=bool)
         self.length = np.zeros(16, dtype=np.float32)
@@ -140,14 +144,17 @@ class LexicalIndex:
         if self.row_terms[row] is not None:
             self.set_active(row, False)
             self._drop_postings(row)
-        counts = Counter(_terms(text))
-        self.row_terms[row] = counts
-        self.length[row] = sum(counts.values())
-        for term, tf in counts.items():
-            postings = self.postings.get(term)
-            if postings is None:
-                postings = self.postings[term] = _Postings()
-            postings.add(row, tf)
+        row_terms, tfs, length = _counts(text)
+        self.row_terms[row] = row_terms
+        self.length[row] = length
+        postings = self.postings
+        for term, tf in zip(row_terms, tfs, strict=True):
+            p = postings.get(term)
+            if p is None:
+                p = postings[term] = _Postings()
+            # appended here, not by a method: a write adds some 50 postings
+            p.pending_rows.append(row)
+            p.pending_tfs.append(tf)
         self.set_active(row, active)
 
     def _drop_postings(self, row: int) -> None:
@@ -168,10 +175,18 @@ class LexicalIndex:
         self.active[row] = active
         self.n_active += sign
         self.total_length += sign * float(self.length[row])
-        for term in counts:
-            self.df[term] += sign
-            if self.df[term] <= 0:
-                del self.df[term]
+        df = self.df
+        if active:
+            get = df.get
+            for term in counts:
+                df[term] = get(term, 0) + 1
+        else:
+            for term in counts:
+                left = df[term] - 1
+                if left > 0:
+                    df[term] = left
+                else:
+                    del df[term]
 
     def renumber(self, keep: np.ndarray) -> None:
         """Follow a compaction: old row ``keep[i]`` becomes row ``i``; others vanish."""
@@ -201,7 +216,9 @@ class LexicalIndex:
         # per row by bincount, which adds a row's terms in this same order (as one
         # ``out[rows] +=`` per term did: the same float64 sums)
         parts_rows, parts_tfs, idfs, counts = [], [], [], []
-        for term in set(_terms(query)):
+        # distinct terms in the query's order: a set's order follows the process's
+        # string hashing, and with it the last bits of each row's float64 sum
+        for term in dict.fromkeys(_terms(query)):
             p = self.postings.get(term)
             df = self.df.get(term, 0)
             if p is None or df <= 0:
