@@ -4,8 +4,11 @@ compare (the word level: test_update_tokens.py; the rules: test_clause_rules.py)
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from memlab.memory.update_text import parse, parse_said
+from memlab.memory.update_cues import OLD_VALUE_PATTERNS
+from memlab.memory.update_text import _PATTERN_NEEDS, _looks_like_code, parse, parse_said
 
 
 @pytest.mark.parametrize(
@@ -148,3 +151,38 @@ def test_code_is_no_statement() -> None:
     assert parse('$("#posts").append(card);').clauses == ()
     assert parse('var card = `<div class="card">`').clauses == ()
     assert len(parse("Our SLA (the contract one) is 4 hours.").clauses) == 1
+
+
+@pytest.mark.parametrize("name", sorted(_PATTERN_NEEDS))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_pattern_never_matches_without_its_needed_literal(name: str, data: st.DataObject) -> None:
+    # _values skips a pattern whose literals are all absent: every string the pattern
+    # matches (generated from the pattern itself) must hold one of them
+    pattern = dict(OLD_VALUE_PATTERNS)[name]
+    text = data.draw(st.from_regex(pattern))
+    assert pattern.search(text)
+    assert any(n in text for n in _PATTERN_NEEDS[name]), text
+
+
+def test_code_marks_are_counted_as_before() -> None:
+    # two marks or four with parentheses (counted per character, any order)
+    assert _looks_like_code("a = b;")
+    assert not _looks_like_code("a = b")
+    assert _looks_like_code("f(g(x))")
+    assert not _looks_like_code("f(x)")
+
+
+def test_blocks_is_blocked_against_looked_up() -> None:
+    # every clause pair of the hand-written supersession cases (every false-correction
+    # kind: markers on one side, on both, on neither)
+    from tests.consolidate_cases import CASES, STEPS
+
+    texts = [t for c in CASES for _, t in (*c.earlier, c.new)]
+    texts += [t for s in STEPS for _, t in s.records]
+    clauses = [cl for t in texts for cl in parse(t).clauses]
+    marked = sum(bool(cl.markers) for cl in clauses)
+    assert marked >= 20  # the cases exercise the markers
+    for new in clauses:
+        for old in clauses:
+            assert new.blocks(old) == bool(new.blocked_against(old)), (new.text, old.text)

@@ -156,7 +156,6 @@ class Candidate:
     old_keys: frozenset[str] = frozenset()  # the replaced value's keys (for echoes)
     new_keys: frozenset[str] = frozenset()
     frame: frozenset[str] = frozenset()  # the old clause's keys
-    blocked: list[str] = field(default_factory=list)
     note: MemoryRecord | None = None  # a folded episode: the summary note holding it
 
 

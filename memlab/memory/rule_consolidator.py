@@ -201,12 +201,12 @@ class RuleConsolidator:
     ) -> dict[str, Candidate]:
         statements = [
             c for c in found
-            if c.record.source not in _ECHO_ONLY and any(cl.states for cl in c.parsed.clauses)
+            if c.record.source not in _ECHO_ONLY and c.parsed.stating
         ]  # fmt: skip
         by_kind: dict[str, int] = {}
         for rank, c in enumerate(sorted(statements, key=lambda c: -c.similarity), start=1):
             c.rank = rank
-            for k in {vt for cl in c.parsed.clauses if cl.states for vt, _ in cl.typed}:
+            for k in {vt for cl in c.parsed.stating for vt, _ in cl.typed}:
                 by_kind[k] = c.kind_ranks[k] = by_kind.get(k, 0) + 1
         decided: dict[str, Candidate] = {}
         for cand in found:
@@ -274,17 +274,19 @@ class RuleConsolidator:
     ) -> None:
         old = cand.record
         statement = old.source not in _ECHO_ONLY
-        old_clauses = [c for c in cand.parsed.clauses if c.states]
+        old_clauses = cand.parsed.stating
         best: tuple[Supersession, frozenset[str], frozenset[str], frozenset[str]] | None = None
         best_strength = (0.0, False, False)
         for nc in clauses:
+            # explicit() reads a clause's named old values and cues: without either
+            # it finds nothing (most clauses of a conversation)
+            named = bool(nc.olds or nc.cues)
             for oc in old_clauses:
-                # most pairs have no markers on either side: skip the call
-                blocked = nc.blocked_against(oc) if nc.markers or oc.markers else None
-                if blocked:
-                    cand.blocked.extend(blocked)
+                # a marker the old clause lacks: this pair is no update (most pairs
+                # have no markers on either side, and blocks() is a lookup)
+                if nc.blocks(oc):
                     continue
-                hit = explicit(new, nc, old, oc, common)
+                hit = explicit(new, nc, old, oc, common) if named else None
                 if hit is None and statement and not nc.olds:
                     hit = value_diff(self.policy, new, nc, old, oc, cand)
                 if hit is not None and (best is None or _strength(hit[0], oc) > best_strength):

@@ -142,36 +142,65 @@ class Clause:
         """Whether the clause can state a fact: it has content and is no question."""
         return bool(self.keys) and not self.question
 
+    @cached_property
+    def marker_key(self) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], bool]:
+        """What ``blocked_against`` reads of a clause, hashable: its markers (in
+        order) and whether it names an old value."""
+        return tuple(self.markers.items()), self.names_old
+
+    def blocks(self, old: Clause) -> bool:
+        """Whether ``blocked_against(old)`` gives any reason: the same answer, looked
+        up by the two clauses' markers (a conversation has few distinct sets of them,
+        and every clause pair of every candidate asks)."""
+        if not self.markers and not old.markers:
+            return False
+        return _blocks(self.marker_key, old.marker_key)
+
     def blocked_against(self, old: Clause) -> list[str]:
         """The markers of this (new) clause that the old clause lacks: each is a
         reason this clause does not replace the old one."""
         if not self.markers and not old.markers:
             return []  # most pairs: checked for every clause pair of every candidate
-        out = []
-        for kind, found in old.markers.items():
-            if kind == "problem" and kind not in self.markers:
-                out.append(f"old clause reports a problem ({', '.join(found)})")
-        for kind, found in self.markers.items():
-            if kind == "problem":
-                continue
-            if kind in ("question", "request"):
-                # a request that names the value it replaces, or that repeats an
-                # old request with another value ("Please bill us in AUD" -> "...
-                # in CAD"), is a standing instruction changed, not a one-off ask
-                if not (kind == "request" and (self.names_old or kind in old.markers)):
-                    out.append(kind)
-                continue
-            theirs = old.markers.get(kind, ())
-            missing = [m for m in found if m not in theirs]
-            # "we also moved off X" and "we used to be on X, now Y" name what they
-            # replace: the marker does not make them additions or history
-            if missing and not (kind in ("addition", "history") and self.names_old):
-                out.append(f"{kind} ({', '.join(missing)})")
-        return out
+        return _blocked_reasons(self.markers, self.names_old, old.markers)
 
     @property
     def names_old(self) -> bool:
         return bool(self.olds)
+
+
+@lru_cache(maxsize=4096)
+def _blocks(
+    new: tuple[tuple[tuple[str, tuple[str, ...]], ...], bool],
+    old: tuple[tuple[tuple[str, tuple[str, ...]], ...], bool],
+) -> bool:
+    return bool(_blocked_reasons(dict(new[0]), new[1], dict(old[0])))
+
+
+def _blocked_reasons(
+    markers: dict[str, tuple[str, ...]], names_old: bool, old_markers: dict[str, tuple[str, ...]]
+) -> list[str]:
+    """``Clause.blocked_against`` of a new clause's markers against an old one's."""
+    out = []
+    for kind, found in old_markers.items():
+        if kind == "problem" and kind not in markers:
+            out.append(f"old clause reports a problem ({', '.join(found)})")
+    for kind, found in markers.items():
+        if kind == "problem":
+            continue
+        if kind in ("question", "request"):
+            # a request that names the value it replaces, or that repeats an
+            # old request with another value ("Please bill us in AUD" -> "...
+            # in CAD"), is a standing instruction changed, not a one-off ask
+            if not (kind == "request" and (names_old or kind in old_markers)):
+                out.append(kind)
+            continue
+        theirs = old_markers.get(kind, ())
+        missing = [m for m in found if m not in theirs]
+        # "we also moved off X" and "we used to be on X, now Y" name what they
+        # replace: the marker does not make them additions or history
+        if missing and not (kind in ("addition", "history") and names_old):
+            out.append(f"{kind} ({', '.join(missing)})")
+    return out
 
 
 @dataclass(frozen=True)
@@ -180,6 +209,12 @@ class Parsed:
 
     text: str
     clauses: tuple[Clause, ...]
+
+    @cached_property
+    def stating(self) -> tuple[Clause, ...]:
+        """The clauses that can state a fact (``Clause.states``), in order: every
+        comparison with an earlier record reads them."""
+        return tuple(c for c in self.clauses if c.states)
 
     @property
     def cues(self) -> tuple[str, ...]:
@@ -254,10 +289,29 @@ def _strip_value(text: str) -> str:
     return " ".join(words[:6])
 
 
-#: Literals without which a pattern cannot match, tested before it runs: "X -> Y"
-#: starts with a lazy span at every position, so on long texts it took 70% of the
-#: time of all the patterns together (LongMemEval_S turns) and almost never matches.
-_PATTERN_NEEDS: dict[str, tuple[str, ...]] = {"X -> Y": ("->", "→", "=>")}
+#: Literals without which a pattern cannot match, tested before it runs (a pattern
+#: that starts with a lazy span tries it at every position): "X -> Y" took 70% of the
+#: time of all the patterns together on LongMemEval_S turns and almost never matches;
+#: with it skipped, the ten below took 60% of the rest. Each entry is one of the
+#: pattern's alternatives spelled out (tests/test_update_text.py checks them against
+#: strings generated from the pattern itself).
+_PATTERN_NEEDS: dict[str, tuple[str, ...]] = {
+    "X -> Y": ("->", "→", "=>"),
+    "X became Y": ("became", "becomes", "turned into", "is now", "are now", "changed to", "went to"),
+    "X is out": (
+        "out", "gone", "over", "done", "closed", "retired", "deprecated", "decommissioned",
+        "shut down", "dead", "cancel", "no more", "a mistake",
+    ),
+    "Y replaced X": ("replace", "took over from"),
+    "X was replaced by Y": ("replaced", "swapped out", "superseded"),
+    "X swapped with Y": ("swapped", "traded", "switched", "handed over", "handed off"),
+    "X isn't our Y anymore": ("anymore", "any more"),
+    "not X anymore": ("anymore", "any more"),
+    "X contract ended": ("ended", "expired", "lapsed", "was cancel"),
+    "X didn't stick": ("stick", "work out", "last", "take"),
+    "left X for Y": ("left", "ditched", "dropped", "abandoned", "quit", "dumped"),
+    "from X to Y": ("from ",),
+}  # fmt: skip
 
 
 def _values(low: str) -> tuple[list[str], list[str], list[str]]:
@@ -294,7 +348,7 @@ def _looks_like_code(raw: str) -> bool:
     """A line of code or markup ('$("#posts").append(card);', '<p class="x">'):
     two or more of ``{}[];=<>` `` or four or more of those and parentheses. A sentence
     with a parenthesis or two ("our SLA (the contract one) is 4 hours") is not."""
-    marks = sum(c in _CODE_MARKS for c in raw)
+    marks = sum(map(raw.count, _CODE_MARKS))  # one C-level count per mark, not a loop per character
     return marks >= 2 or marks + raw.count("(") + raw.count(")") >= 4
 
 

@@ -108,10 +108,14 @@ def value_type(token: str) -> str | None:
 _CLOCK = re.compile(r"^\d{1,2}:\d{2}$")
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 _CODE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
+_ANCHORS = DURATION_UNITS | MONTHS  # quantities() finds nothing in a clause without one
 
 
 def quantities(toks: list[str]) -> list[tuple[str, str]]:
     """(kind, token) of durations ("30 days", "one year") and dates ("March 31")."""
+    # each one is a number next to a unit or a month: most clauses hold neither
+    if _ANCHORS.isdisjoint(toks):
+        return []
     out = []
     for i, t in enumerate(toks):
         if t[:1].isdigit():
