@@ -154,7 +154,7 @@ def test_code_is_no_statement() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(_PATTERN_NEEDS))
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_pattern_never_matches_without_its_needed_literal(name: str, data: st.DataObject) -> None:
     # _values skips a pattern whose literals are all absent: every string the pattern

@@ -281,10 +281,11 @@ class RuleConsolidator:
             # explicit() reads a clause's named old values and cues: without either
             # it finds nothing (most clauses of a conversation)
             named = bool(nc.olds or nc.cues)
+            marked = bool(nc.markers)
             for oc in old_clauses:
                 # a marker the old clause lacks: this pair is no update (most pairs
                 # have no markers on either side, and blocks() is a lookup)
-                if nc.blocks(oc):
+                if (marked or oc.markers) and nc.blocks(oc):
                     continue
                 hit = explicit(new, nc, old, oc, common) if named else None
                 if hit is None and statement and not nc.olds:

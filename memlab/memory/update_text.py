@@ -292,9 +292,9 @@ def _strip_value(text: str) -> str:
 #: Literals without which a pattern cannot match, tested before it runs (a pattern
 #: that starts with a lazy span tries it at every position): "X -> Y" took 70% of the
 #: time of all the patterns together on LongMemEval_S turns and almost never matches;
-#: with it skipped, the ten below took 60% of the rest. Each entry is one of the
-#: pattern's alternatives spelled out (tests/test_update_text.py checks them against
-#: strings generated from the pattern itself).
+#: with it skipped, the next ten took 60% of the rest. Each entry spells out the
+#: words one of the pattern's alternatives must hold (tests/test_update_text.py checks
+#: them against strings generated from the pattern itself).
 _PATTERN_NEEDS: dict[str, tuple[str, ...]] = {
     "X -> Y": ("->", "→", "=>"),
     "X became Y": ("became", "becomes", "turned into", "is now", "are now", "changed to", "went to"),
@@ -311,7 +311,24 @@ _PATTERN_NEEDS: dict[str, tuple[str, ...]] = {
     "X didn't stick": ("stick", "work out", "last", "take"),
     "left X for Y": ("left", "ditched", "dropped", "abandoned", "quit", "dumped"),
     "from X to Y": ("from ",),
+    "off X (to Y)": ("off",),
+    "replaced X with Y": ("replaced", "swapped", "traded", "exchanged", "substituted"),
+    "said goodbye to X": ("bye", "farewell"),
+    "renamed X to Y": ("renamed", "rebranded", "retitled"),
+    "forget X": ("forget", "disregard"),
+    "instead of X": ("instead of", "rather than", "in place of"),
+    "no longer X but Y": ("no longer",),
+    "no longer X": ("no longer",),
+    "not X but Y": ("not ",),
+    "used to X, now": ("used to",),
+    "after trying X, back to Y": ("after trying",),
+    "back to Y": ("back to", "revert", "return"),
+    "the switch to X is undone": ("switch to", "move to", "change to"),
 }  # fmt: skip
+#: Each pattern's literals as one search (one C-level scan instead of one per literal).
+_PATTERN_GATES = {
+    name: re.compile("|".join(map(re.escape, needs))) for name, needs in _PATTERN_NEEDS.items()
+}
 
 
 def _values(low: str) -> tuple[list[str], list[str], list[str]]:
@@ -322,8 +339,8 @@ def _values(low: str) -> tuple[list[str], list[str], list[str]]:
         return olds, news, names
     taken: list[tuple[int, int]] = []  # the first pattern to match a span wins it
     for name, pat in OLD_VALUE_PATTERNS:
-        needs = _PATTERN_NEEDS.get(name)
-        if needs is not None and not any(n in low for n in needs):
+        gate = _PATTERN_GATES.get(name)
+        if gate is not None and not gate.search(low):
             continue
         for m in pat.finditer(low):
             if any(m.start() < end and start < m.end() for start, end in taken):
