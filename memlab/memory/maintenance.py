@@ -37,10 +37,15 @@ def summarize_scope(
     total = int(cols.tokens[rows].sum())
     if not force and total <= policy.trigger_tokens:
         return []
-    ids = np.array([cols.ids[i] for i in rows], dtype=object)
-    order = np.lexsort((ids.astype(str), cols.created_at[rows]))  # store.list()'s order
-    rows, ids = rows[order], ids[order]
     created = cols.created_at[rows]
+    # store.list()'s order (time, then id); a replay writes in time order, so the ids
+    # are only read (and sorted as strings) when two episodes share a time or the
+    # rows are out of order
+    if len(rows) > 1 and not bool(np.all(created[1:] > created[:-1])):
+        ids = np.array([cols.ids[i] for i in rows], dtype=object)
+        order = np.lexsort((ids.astype(str), created))
+        rows = rows[order]
+        created = created[order]
     tokens = cols.tokens[rows]
     keep = 0 if force else policy.keep_recent
     start, stop = 0, max(0, len(rows) - keep)
@@ -60,7 +65,8 @@ def summarize_scope(
             continue  # an isolated episode: leave it, try the next cluster
         total -= int(tokens[begin:start].sum())
         cluster = sorted(
-            layer.store.get_many(scope, list(ids[begin:start])), key=lambda r: (r.created_at, r.id)
+            layer.store.get_many(scope, [cols.ids[i] for i in rows[begin:start]]),
+            key=lambda r: (r.created_at, r.id),
         )
         if not cluster:
             continue  # deleted meanwhile (another writer)
