@@ -117,6 +117,28 @@ def test_folds_the_clusters_the_record_by_record_rule_folds(
     assert [note.meta["summary_of"] for note in made] == expected
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    hours=st.lists(st.integers(0, 12), min_size=0, max_size=30),
+    ids=st.randoms(use_true_random=False),
+    force=st.booleans(),
+)
+def test_folds_in_time_then_id_order_whatever_order_the_episodes_were_written(
+    hours: list[int], ids: Any, force: bool
+) -> None:
+    # records written out of time order (an import) and sharing times: the columns'
+    # row order is the write order, the fold's is store.list()'s (time, then id)
+    policy = SummarizePolicy(30, 40, 2, 6.0, 2)
+    store = InMemoryStore()
+    layer = MemoryLayer(store, HashEmbedder(16), summarizer=Joiner(), summarize=policy)
+    names = [f"e{ids.randrange(10**6):06d}-{i}" for i in range(len(hours))]
+    for i, h in enumerate(hours):
+        layer.remember("s", f"w{i} x y z", id=names[i], created_at=h * HOUR)
+    expected = reference_clusters(store.list("s", kinds=["episodic"]), policy, force)
+    made = layer.maybe_summarize("s", 20 * HOUR, force=force)
+    assert [note.meta["summary_of"] for note in made] == expected
+
+
 def test_a_turn_with_nothing_due_lists_and_loads_nothing() -> None:
     clock = Clock(0.0)
     store = CountingStore()
