@@ -357,3 +357,13 @@ def context_item(
     return ContextItem(
         text=text, tokens=tokens, kind="turn", scope=scope, source=source, provenance=prov
     )
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child a test interrupts with SIGINT: a shell's background
+    job (``make test &``) starts with SIGINT ignored, children inherit that, and
+    Python then installs no KeyboardInterrupt handler, so the child would ignore
+    the test's Ctrl-C and run to the end."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

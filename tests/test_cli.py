@@ -17,7 +17,7 @@ import pytest
 
 from memlab import __version__
 from memlab.cli import COMMANDS, main
-from tests.conftest import memlab, on_a_terminal
+from tests.conftest import default_sigint, memlab, on_a_terminal
 from tests.transcript_gen import write_transcripts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -371,6 +371,7 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_no_summary(tmp_path: Path) -> No
         [sys.executable, "-m", "memlab.cli", "run", "transcripts=dir", f"transcripts.path={many}",
          "progress=false", f"hydra.run.dir={out}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=default_sigint,
     )  # fmt: skip
     # The fingerprint is written when the replay starts; wait for it (or for the end).
     while not (out / "fingerprint.json").exists() and proc.poll() is None:

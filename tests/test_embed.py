@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import memlab, on_a_terminal
+from conftest import default_sigint, memlab, on_a_terminal
 
 from memlab.errors import ConfigError
 from memlab.lab.embed import dataset_texts, plan_chunks, prewarm
@@ -139,6 +139,7 @@ def test_memlab_embed_resumes_after_ctrl_c(tmp_path: Path, request: pytest.Fixtu
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 600
     while _count(db) < 32 and proc.poll() is None and time.monotonic() < deadline:
