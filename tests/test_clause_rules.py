@@ -13,6 +13,7 @@ from memlab.memory.clause_rules import (
     RulePolicy,
     explicit,
     keys_of,
+    may_be_explicit,
     value_diff,
 )
 from memlab.memory.clause_slots import named_apart
@@ -118,3 +119,26 @@ def test_a_time_zone_is_one_setting_whatever_it_is_called() -> None:
         "My call window is 10:00 to 12:00.", "Our deploy freeze is at 16:00 now."
     )
     assert value_diff(RulePolicy(), n, nc, o, oc, cand) is None
+
+
+def test_explicit_finds_nothing_for_a_clause_may_be_explicit_rules_out() -> None:
+    # the consolidator skips explicit() for such clauses: every pair of the
+    # hand-written cases where it is skipped must give None
+    from tests.consolidate_cases import CASES
+
+    texts = [t for c in CASES for _, t in (*c.earlier, c.new)]
+    recs = [
+        MemoryRecord(f"r{i}", t, np.ones(4, np.float32) / 2, MemoryKind.EPISODIC, "s", 0.5, 8,
+                     float(i), float(i))
+        for i, t in enumerate(texts)
+    ]  # fmt: skip
+    skipped = 0
+    for new in recs:
+        for nc in parse(new.content).clauses:
+            if may_be_explicit(nc):
+                continue
+            for old in recs:
+                for oc in parse(old.content).stating:
+                    skipped += 1
+                    assert explicit(new, nc, old, oc, set()) is None
+    assert skipped > 1000

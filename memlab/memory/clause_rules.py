@@ -167,6 +167,13 @@ ONE_PER_OWNER = frozenset({"area/city"})
 SLOT_KINDS = ("email@", "channel", "area/city", "url:")
 
 
+def may_be_explicit(nc: Clause) -> bool:
+    """Whether ``explicit`` can find anything for the new clause ``nc``: it reads only
+    the values ``nc`` names as old and, for a revert, its cues (callers skip the call
+    for the many clauses with neither; keep the two in step)."""
+    return bool(nc.olds or nc.cues)
+
+
 def explicit(
     new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, common: set[str]
 ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:

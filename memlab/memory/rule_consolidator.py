@@ -16,7 +16,14 @@ from dataclasses import replace
 import numpy as np
 
 from memlab.errors import InputError
-from memlab.memory.clause_rules import Candidate, RulePolicy, explicit, keys_of, value_diff
+from memlab.memory.clause_rules import (
+    Candidate,
+    RulePolicy,
+    explicit,
+    keys_of,
+    may_be_explicit,
+    value_diff,
+)
 from memlab.memory.consolidate import (
     CONSOLIDATORS,
     ECHO,
@@ -278,9 +285,7 @@ class RuleConsolidator:
         best: tuple[Supersession, frozenset[str], frozenset[str], frozenset[str]] | None = None
         best_strength = (0.0, False, False)
         for nc in clauses:
-            # explicit() reads a clause's named old values and cues: without either
-            # it finds nothing (most clauses of a conversation)
-            named = bool(nc.olds or nc.cues)
+            named = may_be_explicit(nc)  # most clauses of a conversation: no
             marked = bool(nc.markers)
             for oc in old_clauses:
                 # a marker the old clause lacks: this pair is no update (most pairs
