@@ -8,7 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlab.memory.update_cues import OLD_VALUE_PATTERNS
-from memlab.memory.update_text import _PATTERN_NEEDS, _looks_like_code, parse, parse_said
+from memlab.memory.update_text import (
+    _PATTERN_NEEDS,
+    _VALUE_TRIGGER,
+    _looks_like_code,
+    parse,
+    parse_said,
+)
 
 
 @pytest.mark.parametrize(
@@ -163,6 +169,23 @@ def test_a_pattern_never_matches_without_its_needed_literal(name: str, data: st.
     text = data.draw(st.from_regex(pattern))
     assert pattern.search(text)
     assert any(n in text for n in _PATTERN_NEEDS[name]), text
+    assert _VALUE_TRIGGER.search(text), text  # the first test lets it through too
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "new"),
+    [
+        # "got" is no word of a hand-written trigger: the first test missed both
+        ("Jenkins got superseded with GitHub Actions.", "jenkins", "github actions"),
+        ("The change to Fly.io got undone.", "fly io", ""),
+    ],
+)
+def test_a_value_pattern_runs_whatever_words_the_clause_lacks(
+    text: str, old: str, new: str
+) -> None:
+    (clause,) = parse(text).clauses
+    assert clause.olds == (old,)
+    assert clause.news == ((new,) if new else ())
 
 
 def test_code_marks_are_counted_as_before() -> None:
