@@ -103,3 +103,36 @@ def test_usage_signal_is_the_formula() -> None:
 
     counts = np.arange(0, 20_000)
     assert np.array_equal(usage_signal(counts), np.minimum(1.0, np.log10(counts + 1.0) / 2.0))
+
+
+def test_rounding_noise_around_zero_similarity_is_no_similarity() -> None:
+    # A query and rows sharing no feature have cosine 0; a float32 product gives them
+    # noise of either sign whose sign follows the CPU. Rows whose cosines are only
+    # that noise must score and rank exactly like rows at 0 (by the tiebreak), so the
+    # order does not depend on the machine.
+    dims = 8
+    q = np.zeros(dims, dtype=np.float32)
+    q[0] = 1.0
+
+    def row(cos: float) -> np.ndarray:
+        r = np.zeros(dims, dtype=np.float32)
+        r[0], r[1] = cos, math.sqrt(1.0 - cos * cos)
+        return r
+
+    now = 1_000_000.0
+    noise = [3e-10, -2e-9, 1.3e-10, 8e-8, 0.0]
+    ranker = HybridRanker(RankWeights(similarity=1, recency=0, salience=0, usage=0))
+    scored = {}
+    for label, cosines in (("noisy", noise), ("exact", [0.0] * len(noise))):
+        records = [
+            make_record(content=f"r{i}", embedding=row(c), created_at=now - i)
+            for i, c in enumerate(cosines)
+        ]
+        out = ranker.score(Candidates.from_records(records, dims), q, now)
+        assert out.components["similarity"].tolist() == [0.0] * len(noise), label
+        scored[label] = out.scores.tolist()
+    assert scored["noisy"] == scored["exact"]
+    # a real similarity, however small, still counts
+    records = [make_record(content="a", embedding=row(1e-3), created_at=now)]
+    out = ranker.score(Candidates.from_records(records, dims), q, now)
+    assert out.components["similarity"][0] == pytest.approx(1e-3, rel=1e-3)

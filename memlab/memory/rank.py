@@ -4,7 +4,8 @@ packs the ranked rows into a token budget).
 score = w_sim * similarity + w_lex * lexical + w_rec * recency + w_time * time
         + w_sal * salience + w_use * usage
 
-- similarity: cosine similarity of query and record, clamped at 0.
+- similarity: cosine similarity of query and record, 0 below ``SIM_FLOOR`` (1e-6:
+  negative cosines and the rounding noise of none).
 - lexical: the record's BM25 for the query over the scope, divided by the best
   BM25 in the scope (so the best lexical match scores 1); 0 without a match.
 - recency: ``exp(-ln 2 * age / half_life[kind])``, age = now - created_at (>= 0).
@@ -208,7 +209,7 @@ class HybridRanker:
                 raw_lex = np.concatenate(
                     [c.lexical if c.lexical is not None else np.zeros(len(c)) for c in layers]
                 )
-        np.maximum(sim, 0.0, out=sim)
+        floor_similarity(sim)
         components: dict[str, np.ndarray] = {"similarity": sim}
         if raw_lex is not None:
             lex = np.where(mask, raw_lex, 0.0)
@@ -312,11 +313,11 @@ def _exact_head(scores: np.ndarray, sim: np.ndarray, cosine: _ExactCosine, w_sim
     done = np.zeros(len(scores), dtype=bool)
     while todo.size:
         if 4 * todo.size > n_live:
-            true = np.maximum(cosine.all(), np.float32(0.0))
+            true = floor_similarity(cosine.all())
             scores[finite] += w_sim * (true[finite].astype(np.float64) - sim[finite])
             sim[:] = true
             return
-        true = np.maximum(cosine(todo), np.float32(0.0))
+        true = floor_similarity(cosine(todo))
         scores[todo] += w_sim * (true.astype(np.float64) - sim[todo])
         sim[todo] = true
         done[todo] = True
@@ -327,6 +328,23 @@ def _exact_head(scores: np.ndarray, sim: np.ndarray, cosine: _ExactCosine, w_sim
         # a finite floor: rows scored -inf (masked) are never at or above it
         todo = np.flatnonzero(scores >= floor)
         todo = todo[~done[todo]]
+
+
+#: A cosine below this counts as none. A query and a row that share no feature (the
+#: hash embedder's sparse vectors, often) have cosine 0, but the float32 product
+#: leaves rounding noise of either sign there (1e-10 to 1e-7), and its sign follows
+#: the CPU's summation order: ranked as it came, the rows of no similarity ordered
+#: themselves by the machine, and a budget filled with them held other records on
+#: another CPU (11 of the 107 shipped probes of ``memory_similarity_only`` packed
+#: other records with float64 sums). Far below any similarity that means anything.
+SIM_FLOOR = np.float32(1e-6)
+
+
+def floor_similarity(sim: np.ndarray) -> np.ndarray:
+    """``sim`` (float32 cosines) with every value below ``SIM_FLOOR`` set to 0, in place
+    (negative cosines are no evidence either); returns ``sim``."""
+    np.copyto(sim, np.float32(0.0), where=sim < SIM_FLOOR)
+    return sim
 
 
 def _best_rows(scores: np.ndarray, finite: np.ndarray, n_live: int, k: int) -> np.ndarray:
