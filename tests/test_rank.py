@@ -136,3 +136,14 @@ def test_rounding_noise_around_zero_similarity_is_no_similarity() -> None:
     records = [make_record(content="a", embedding=row(1e-3), created_at=now)]
     out = ranker.score(Candidates.from_records(records, dims), q, now)
     assert out.components["similarity"][0] == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_floor_similarity_keeps_nan_and_clears_everything_below_the_floor() -> None:
+    from memlab.memory.rank import SIM_FLOOR, floor_similarity
+
+    sim = np.array([-0.5, -np.inf, 0.0, 1e-9, 9.9e-7, SIM_FLOOR, 0.3, np.inf, np.nan], np.float32)
+    out = floor_similarity(sim)
+    assert out is sim
+    assert out[:5].tolist() == [0.0] * 5 and not np.signbit(out[:5]).any()
+    assert out[5:8].tolist() == [SIM_FLOOR, np.float32(0.3), np.inf]
+    assert np.isnan(out[8])

@@ -159,6 +159,12 @@ def test_code_is_no_statement() -> None:
     assert len(parse("Our SLA (the contract one) is 4 hours.").clauses) == 1
 
 
+def test_every_value_pattern_has_its_needed_literals() -> None:
+    # _VALUE_TRIGGER is the union of the needs: a pattern without an entry would
+    # never run on a clause that holds none of the others' literals
+    assert set(_PATTERN_NEEDS) == {name for name, _ in OLD_VALUE_PATTERNS}
+
+
 @pytest.mark.parametrize("name", sorted(_PATTERN_NEEDS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
