@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.memory.budget import SAMPLED_HEAD_ROWS, pack
+from memlab.memory.budget import SAMPLED_HEAD_ROWS, Repack, pack
 
 
 def test_pack_skips_and_continues() -> None:
@@ -215,3 +215,76 @@ def test_a_huge_tie_at_a_heads_edge_is_cut_not_sorted_whole() -> None:
         chosen = pack(scores, tokens, 800, ids=ids, tiebreak=np.zeros(n), conflict=conflict)
         assert chosen[:10] == list(range(10)) and len(chosen) == 40
         assert len(set(chosen)) == 40 and (scores[chosen[10:]] == 0.5).all()
+
+
+def _repack_case(
+    scores: np.ndarray,
+    tokens: np.ndarray,
+    budget: int,
+    max_hits: int | None,
+    out: np.ndarray,
+    tiebreak: np.ndarray | None = None,
+    min_score: float = -np.inf,
+) -> None:
+    """Pack with a Repack, take ``out`` rows out (-inf) and pack twice more: each
+    repack must equal a fresh packing of the new scores."""
+    ids = [f"{i:06d}" for i in range(len(scores))]
+    args: dict[str, Any] = dict(ids=ids, tiebreak=tiebreak, max_hits=max_hits, min_score=min_score)
+    repack = Repack()
+    first = pack(scores, tokens, budget, repack=repack, **args)
+    assert first == pack(scores, tokens, budget, **args)
+    for part in np.array_split(out, 2):  # two guard passes, each leaving rows out
+        scores = scores.copy()
+        scores[part] = -np.inf
+        again = pack(scores, tokens, budget, repack=repack, **args)
+        assert again == pack(scores, tokens, budget, **args)
+        assert not set(again) & set(part.tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(1, 120), st.integers(0, 3)),
+        min_size=0,
+        max_size=600,
+    ),
+    st.integers(1, 2000),
+    st.one_of(st.none(), st.integers(1, 20)),
+    st.data(),
+)
+def test_a_repack_without_some_rows_equals_packing_afresh(
+    items: list[tuple[int, int, int]], budget: int, max_hits: int | None, data: st.DataObject
+) -> None:
+    # few score levels and tiebreaks: ties inside and across heads
+    scores = np.array([s / 6 for s, _, _ in items], dtype=np.float64)
+    tokens = np.array([t for _, t, _ in items], dtype=np.int64)
+    tiebreak = np.array([b for _, _, b in items], dtype=np.float64)
+    # rows taken out: often the ones the first packing chose (what the guard removes)
+    chosen = pack(scores, tokens, budget, ids=[f"{i:06d}" for i in range(len(items))],
+                  tiebreak=tiebreak, max_hits=max_hits)  # fmt: skip
+    pool = sorted(set(chosen) | set(range(min(len(items), 30))))
+    out = data.draw(st.lists(st.sampled_from(pool), unique=True, max_size=8)) if pool else []
+    _repack_case(scores, tokens, budget, max_hits, np.array(out, dtype=np.int64), tiebreak)
+
+
+def test_a_repack_of_a_large_ranking_reads_past_its_first_head() -> None:
+    # the sampled first head, a floor, and more taken out than the head held
+    rng = np.random.default_rng(7)
+    n = 2 * SAMPLED_HEAD_ROWS
+    scores = np.round(rng.random(n) * 40) / 40
+    tokens = rng.integers(1, 60, n)
+    top = np.argsort(-scores, kind="stable")[:1500]
+    _repack_case(scores, tokens, 3000, None, top, rng.integers(0, 9, n).astype(float), 0.1)
+
+
+def test_a_repack_with_another_budget_or_floor_ranks_afresh() -> None:
+    scores = np.array([0.9, 0.8, 0.7, 0.6])
+    tokens = np.array([10, 10, 10, 10])
+    repack = Repack()
+    assert pack(scores, tokens, 20, repack=repack) == [0, 1]
+    # the floor changed: the kept order (of rows >= -inf) must not be reused
+    assert pack(scores, tokens, 40, repack=repack, min_score=0.65) == [0, 1, 2]
+    lower = scores.copy()
+    lower[0] = -np.inf
+    assert pack(lower, tokens, 40, repack=repack, min_score=0.65) == [1, 2]
+    assert pack(lower, tokens, 40, repack=repack, min_score=0.0) == [1, 2, 3]

@@ -123,6 +123,45 @@ def _first_head(
     return np.flatnonzero(above), np.flatnonzero(rankable & ~above)
 
 
+class Repack:
+    """What a plain packing of one ranking keeps for packing it again with some
+    rows taken out (their scores set to -inf, every other score unchanged): the
+    recall guard's second pass. The rows left keep their order, so the batches
+    the first packing sorted are read again, filtered, instead of partitioning
+    every row anew. Used only when the budget, the score floor and the hit limit
+    are the ones the first packing had (otherwise it ranks afresh).
+    """
+
+    def __init__(self) -> None:
+        self.key: tuple[int, float, int] | None = None
+        self.rankable = np.zeros(0, dtype=bool)
+        self._batches: Iterator[np.ndarray] = iter(())
+        self._seen: list[np.ndarray] = []
+
+    def start(
+        self, key: tuple[int, float, int], rankable: np.ndarray, batches: Iterator[np.ndarray]
+    ) -> Iterator[np.ndarray]:
+        """Keep the batches of a first packing as they are produced (yields them)."""
+        self.key, self.rankable, self._batches, self._seen = key, rankable, batches, []
+        return self._replay()
+
+    def again(self, scores: np.ndarray) -> Iterator[np.ndarray]:
+        """The first packing's batches without the rows now scoring -inf."""
+        for batch in self._replay():
+            yield batch[np.isfinite(scores[batch])]
+
+    def _replay(self) -> Iterator[np.ndarray]:
+        i = 0
+        while True:
+            if i == len(self._seen):
+                batch = next(self._batches, None)
+                if batch is None:
+                    return
+                self._seen.append(batch)
+            yield self._seen[i]
+            i += 1
+
+
 def _pack_plain(
     scores: np.ndarray,
     tokens: np.ndarray,
@@ -131,6 +170,7 @@ def _pack_plain(
     limit: int,
     ids: Sequence[str] | None,
     tiebreak: np.ndarray | None,
+    repack: Repack | None = None,
 ) -> list[int]:
     """``pack`` without neighbours or superseders, a run of rows at a time.
 
@@ -141,19 +181,31 @@ def _pack_plain(
     chooses, with one numpy pass per run instead of a Python step per row. In a
     large ranking the first head is every row above a sampled threshold (no
     partition of all rows); the rest are ranked a head at a time as ``ranked``
-    does.
+    does. With ``repack`` (see ``Repack``), a first packing keeps its batches there
+    and a second one with the same budget, floor and limit reads them again.
     """
-    rankable = _rankable_mask(scores, tokens, budget, min_score)
-    n_rankable = int(np.count_nonzero(rankable))
-    if not n_rankable:
-        return []
-    # the smallest row that could still be taken: once less than it is left, stop
-    smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
-    if len(scores) >= SAMPLED_HEAD_ROWS:
-        head, rest = _first_head(scores, rankable, n_rankable, _HEAD)
-        batches = _chain(head, rest, scores, ids, tiebreak)
+    key = (budget, min_score, limit)
+    batches: Iterator[np.ndarray]
+    if repack is not None and repack.key == key:
+        rankable = repack.rankable & np.isfinite(scores)
+        if not rankable.any():
+            return []
+        smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
+        batches = repack.again(scores)
     else:
-        batches = _heads(np.flatnonzero(rankable), scores, ids, tiebreak)
+        rankable = _rankable_mask(scores, tokens, budget, min_score)
+        n_rankable = int(np.count_nonzero(rankable))
+        if not n_rankable:
+            return []
+        # the smallest row that could still be taken: once less than it is left, stop
+        smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
+        if len(scores) >= SAMPLED_HEAD_ROWS:
+            head, rest = _first_head(scores, rankable, n_rankable, _HEAD)
+            batches = _chain(head, rest, scores, ids, tiebreak)
+        else:
+            batches = _heads(np.flatnonzero(rankable), scores, ids, tiebreak)
+        if repack is not None:
+            batches = repack.start(key, rankable, batches)
     chosen: list[np.ndarray] = []
     count = 0
     remaining = budget
@@ -204,6 +256,7 @@ def pack(
     expand_top: int | None = None,
     neighbor_of: dict[int, int] | None = None,
     conflict: Callable[[int], int | None] | None = None,
+    repack: Repack | None = None,
 ) -> list[int]:
     """Choose rows by descending score until the token budget is full.
 
@@ -220,13 +273,17 @@ def pack(
     row is skipped once its superseder is chosen, and taken out again (its tokens
     given back) when its superseder is chosen after it.
 
+    With ``repack`` (only read without ``expand`` and ``conflict``), packing the
+    same ranking again with rows taken out reuses the first packing's order (see
+    ``Repack``): the caller must only have set scores to -inf in between.
+
     Returns:
         The chosen row indices in context order; their tokens sum to at most
         ``budget``, and no row appears twice.
     """
     limit = max_hits if max_hits is not None else len(scores)
     if expand is None and conflict is None:
-        return _pack_plain(scores, tokens, budget, min_score, limit, ids, tiebreak)
+        return _pack_plain(scores, tokens, budget, min_score, limit, ids, tiebreak, repack)
     rows = _rankable(scores, tokens, budget, min_score)
     if not rows.size:
         return []

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.memory.budget import adjacent_rows, pack
+from memlab.memory.budget import Repack, adjacent_rows, pack
 from memlab.memory.layer_types import NeighborPolicy
 from memlab.memory.query import Hit, RecallQuery
 from memlab.memory.rank import Scored
@@ -54,9 +54,11 @@ def pack_rows(
     expand: Callable[[int], list[int]] | None,
     neighbor_rows: dict[int, int],
     conflict: Callable[[int], int | None] | None,
+    repack: Repack | None = None,
 ) -> list[int]:
     """The rows packed into the budget: one shared ranking, or each layer its
-    share of the budget (``query.split``; what a layer leaves flows on)."""
+    share of the budget (``query.split``; what a layer leaves flows on).
+    ``repack`` is passed to ``pack`` for one shared ranking (see ``Repack``)."""
     policy = neighbors
     pack_args: dict[str, Any] = dict(
         ids=cands.ids,
@@ -68,7 +70,10 @@ def pack_rows(
         conflict=conflict,
     )
     if query.split is None or len(cands.parts) == 1:
-        return pack(scores, cands.tokens, query.token_budget, max_hits=query.max_hits, **pack_args)
+        return pack(
+            scores, cands.tokens, query.token_budget, max_hits=query.max_hits, repack=repack,
+            **pack_args,
+        )  # fmt: skip
     rows: list[int] = []
     carry = 0
     for i, share in enumerate(split_budgets(query.token_budget, query.split)):

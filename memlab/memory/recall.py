@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memlab.memory.budget import ranked
+from memlab.memory.budget import Repack, ranked
 from memlab.memory.layer_types import Ranking, RecallResult
 from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
 from memlab.memory.query import RecallQuery
@@ -46,9 +46,14 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
     guarded: list[tuple[str, str, str]] = []
     # keyed by row, so each packed row's id is looked up in the layered ids once
     records: dict[int, MemoryRecord] = {}
+    # excluding only sets the guarded rows to -inf, so a second pass re-reads the
+    # first one's order (a down-weighted row moves: rank afresh then)
+    repack = Repack() if mode == "exclude" and layer.guard is not None else None
     for _ in range(3):  # the guard may leave hits out: pack again without them
         neighbor_rows.clear()
-        rows = pack_rows(query, cands, scores, layer.neighbors, expand, neighbor_rows, conflict)
+        rows = pack_rows(
+            query, cands, scores, layer.neighbors, expand, neighbor_rows, conflict, repack
+        )
         by_scope: dict[str, dict[str, int]] = {}
         unread = [row for row in rows if row not in records]
         for row, (scope, rid) in zip(unread, cands.keys(unread), strict=True):
