@@ -11,6 +11,7 @@ layered scopes, is ``memlab.memory.packing``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -136,30 +137,21 @@ class Repack:
         self.key: tuple[int, float, int] | None = None
         self.rankable = np.zeros(0, dtype=bool)
         self._batches: Iterator[np.ndarray] = iter(())
-        self._seen: list[np.ndarray] = []
 
     def start(
         self, key: tuple[int, float, int], rankable: np.ndarray, batches: Iterator[np.ndarray]
     ) -> Iterator[np.ndarray]:
         """Keep the batches of a first packing as they are produced (yields them)."""
-        self.key, self.rankable, self._batches, self._seen = key, rankable, batches, []
-        return self._replay()
+        self.key, self.rankable = key, rankable
+        # tee keeps what the first packing read and still produces the rest lazily
+        first, self._batches = itertools.tee(batches)
+        return first
 
     def again(self, scores: np.ndarray) -> Iterator[np.ndarray]:
         """The first packing's batches without the rows now scoring -inf."""
-        for batch in self._replay():
+        replay, self._batches = itertools.tee(self._batches)
+        for batch in replay:
             yield batch[np.isfinite(scores[batch])]
-
-    def _replay(self) -> Iterator[np.ndarray]:
-        i = 0
-        while True:
-            if i == len(self._seen):
-                batch = next(self._batches, None)
-                if batch is None:
-                    return
-                self._seen.append(batch)
-            yield self._seen[i]
-            i += 1
 
 
 def _pack_plain(
