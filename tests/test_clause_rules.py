@@ -14,10 +14,12 @@ from memlab.memory.clause_rules import (
     explicit,
     keys_of,
     may_be_explicit,
+    may_differ,
     value_diff,
 )
 from memlab.memory.clause_slots import named_apart
 from memlab.memory.consolidate import CUE_DIFF, EXPLICIT, VALUE_DIFF
+from memlab.memory.update_cues import BROAD_KINDS as BROAD
 from memlab.memory.update_text import parse
 
 
@@ -142,3 +144,28 @@ def test_explicit_finds_nothing_for_a_clause_may_be_explicit_rules_out() -> None
                     skipped += 1
                     assert explicit(new, nc, old, oc, set()) is None
     assert skipped > 1000
+
+
+def test_value_diff_finds_nothing_for_a_pair_may_differ_rules_out() -> None:
+    # the consolidator skips value_diff() for such pairs: every pair of the
+    # hand-written cases and the bench lines where it is skipped must give None,
+    # with a candidate that the cue-and-nearest rule would take (rank 1, cosine 0.9)
+    from memlab.bench.workload import flat_lines
+    from tests.consolidate_cases import CASES
+
+    texts = [t for c in CASES for _, t in (*c.earlier, c.new)] + flat_lines(150, seed=5)
+    recs = [rec(f"r{i}", t, float(i)) for i, t in enumerate(texts)]
+    policy = RulePolicy()
+    skipped = cued = 0
+    for new in recs:
+        for nc in parse(new.content).clauses:
+            for old in recs:
+                p = parse(old.content)
+                cand = Candidate(old, p, 0.9, rank=1, kind_ranks=dict.fromkeys(BROAD, 1))
+                for oc in p.stating:
+                    if may_differ(nc, oc):
+                        cued += bool(nc.cues) and nc.word_keys.isdisjoint(oc.word_keys)
+                        continue
+                    skipped += 1
+                    assert value_diff(policy, new, nc, old, oc, cand) is None, (oc.text, nc.text)
+    assert skipped > 10_000 and cued > 1_000

@@ -174,6 +174,14 @@ def may_be_explicit(nc: Clause) -> bool:
     return bool(nc.olds or nc.cues)
 
 
+def may_differ(nc: Clause, oc: Clause) -> bool:
+    """Whether ``value_diff`` can find anything for the pair: without a change cue
+    each of its rules needs a word the two clauses share (a frame, a topic, a slot
+    or a slot's word), so an uncued pair with no word in common is decided without
+    the call (a quarter of the pairs a recall guard compares; keep the two in step)."""
+    return bool(nc.cues) or not nc.word_keys.isdisjoint(oc.word_keys)
+
+
 def explicit(
     new: MemoryRecord, nc: Clause, old: MemoryRecord, oc: Clause, common: set[str]
 ) -> tuple[Supersession, frozenset[str], frozenset[str]] | None:
@@ -528,6 +536,8 @@ __all__ = [
     "RulePolicy",
     "explicit",
     "keys_of",
+    "may_be_explicit",
+    "may_differ",
     "named",
     "value_diff",
 ]

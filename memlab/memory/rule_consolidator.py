@@ -22,6 +22,7 @@ from memlab.memory.clause_rules import (
     explicit,
     keys_of,
     may_be_explicit,
+    may_differ,
     value_diff,
 )
 from memlab.memory.consolidate import (
@@ -293,7 +294,7 @@ class RuleConsolidator:
                 if (marked or oc.markers) and nc.blocks(oc):
                     continue
                 hit = explicit(new, nc, old, oc, common) if named else None
-                if hit is None and statement and not nc.olds:
+                if hit is None and statement and not nc.olds and may_differ(nc, oc):
                     hit = value_diff(self.policy, new, nc, old, oc, cand)
                 if hit is not None and (best is None or _strength(hit[0], oc) > best_strength):
                     best = (*hit, frozenset(oc.keys))

@@ -114,6 +114,14 @@ class Clause:
         return frozenset(self.tokens)
 
     @cached_property
+    def word_keys(self) -> frozenset[str]:
+        """The keys of every token that is no function word: a superset of ``keys``,
+        of the words a frame, a slot or a topic can share with another clause."""
+        return frozenset(
+            k for t, k in zip(self.tokens, self.token_keys, strict=True) if t not in FUNCTION_WORDS
+        )
+
+    @cached_property
     def stated_keys(self) -> tuple[str, ...]:
         """The content keys the clause states: its keys without those of the values
         it names as old ("from AWS CodeCommit to Sourcehut": not "aws", "codec")."""
