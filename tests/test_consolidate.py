@@ -493,6 +493,73 @@ def test_one_speakers_statement_never_supersedes_anothers() -> None:
     assert rc.judge(other, [old]) == [] and [d.old_id for d in rc.judge(same, [old])] == [old.id]
 
 
+#: their verdicts accumulate over the examples; a low ``min_similar`` lets the
+#: cue-and-nearest rule, which reads the candidates' ranks, decide often
+_NEAR = RulePolicy(min_similar=0.0)
+_REMEMBERING = {p: RuleConsolidator(p) for p in (RulePolicy(), _NEAR)}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(CASES) - 1),
+            st.lists(st.booleans(), min_size=8, max_size=8),
+            st.integers(0, 2),
+        ),
+        min_size=1, max_size=8,
+    ),
+    st.sampled_from([RulePolicy(), _NEAR]),
+)  # fmt: skip
+def test_judge_remembers_verdicts_without_changing_any(
+    draws: list[tuple[int, list[bool], int]], policy: RulePolicy
+) -> None:
+    """``judge`` remembers value_diff's verdicts across calls (a recall's second pass
+    and later recalls compare mostly the same hits): with any earlier calls behind
+    it, it decides as a consolidator that remembers nothing. The draws judge a case's
+    new record against subsets of its earlier ones, so a cued record's nearest
+    statement changes between calls, and under shifted ids, so one text has other
+    ids and one id holds other texts."""
+    remembering = _REMEMBERING[policy]
+    for index, keep, shift in draws:
+        c = CASES[index]
+        recs = _records((*c.earlier, c.new), HASH, "alice")
+        for r in recs:
+            r.id = f"{r.id}+{shift}"
+        new, olds = recs[-1], [r for r, k in zip(recs[:-1], keep, strict=False) if k]
+        expected = RuleConsolidator(policy).judge(new, olds)
+        assert remembering.judge(new, olds) == expected
+        assert remembering.judge(new, olds[::-1]) == expected
+
+
+def test_a_remembered_verdict_of_the_nearest_statement_needs_the_same_ranks() -> None:
+    rc = RuleConsolidator(RulePolicy(min_similar=-1.0))
+    heroku, nearer, new = _records(
+        (("user", "We deploy with Heroku."), ("user", "It's now quiet on the deploy front."),
+         ("user", "Actually it's Fly.io now.")), HASH, "alice",
+    )  # fmt: skip
+    assert float(nearer.embedding @ new.embedding) > float(heroku.embedding @ new.embedding)
+    # alone, the Heroku statement is the nearest one, and the cue retires it ...
+    assert [d.reason for d in rc.judge(new, [heroku])] == ["cue+similar"]
+    # ... but not once a nearer statement is among the records judged
+    assert (
+        rc.judge(new, [heroku, nearer])
+        == []
+        == RuleConsolidator(rc.policy).judge(new, [heroku, nearer])
+    )
+
+
+def test_judge_forgets_its_verdicts_when_the_policy_changes() -> None:
+    rc = RuleConsolidator()
+    old, new = _records((("user", "We deploy with Heroku."), ("user", "Actually it's Fly.io now.")),
+                        HASH, "alice")  # fmt: skip
+    assert rc.judge(new, [old]) == []  # nothing shared, and not near enough for the cue rule
+    rc.policy = RulePolicy(min_similar=-1.0)  # now the nearest statement is near enough
+    decided = rc.judge(new, [old])
+    assert [d.old_id for d in decided] == [old.id] and decided[0].reason == "cue+similar"
+    assert decided == RuleConsolidator(rc.policy).judge(new, [old])
+
+
 def test_the_speaker_tag_does_not_make_two_lines_one_statement() -> None:
     rc = RuleConsolidator()
     a, b = _said([("Caroline", "Hey Mel! Good to see you!"),

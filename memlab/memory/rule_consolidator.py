@@ -98,6 +98,10 @@ class RuleConsolidator:
 
     def __init__(self, policy: RulePolicy | None = None) -> None:
         self.policy = policy or RulePolicy()
+        # value_diff's verdicts on the pairs judge() compared: a recall's second
+        # packing pass, and the recalls after it, compare mostly the same hits
+        self._verdicts: dict[tuple[object, ...], _Verdict] = {}
+        self._verdicts_policy = self.policy
 
     @property
     def name(self) -> str:
@@ -195,7 +199,10 @@ class RuleConsolidator:
             for o in olds
             if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
         ]
-        decided = self._judge_all(new, clauses, found, set())
+        if self._verdicts_policy is not self.policy:  # the knobs changed: decide afresh
+            self._verdicts.clear()
+            self._verdicts_policy = self.policy
+        decided = self._judge_all(new, clauses, found, set(), self._verdicts)
         out = [
             c.best
             for c in decided.values()
@@ -205,7 +212,12 @@ class RuleConsolidator:
         return out
 
     def _judge_all(
-        self, new: MemoryRecord, clauses: list[Clause], found: list[Candidate], common: set[str]
+        self,
+        new: MemoryRecord,
+        clauses: list[Clause],
+        found: list[Candidate],
+        common: set[str],
+        verdicts: dict[tuple[object, ...], _Verdict] | None = None,
     ) -> dict[str, Candidate]:
         statements = [
             c for c in found
@@ -218,7 +230,7 @@ class RuleConsolidator:
                 by_kind[k] = c.kind_ranks[k] = by_kind.get(k, 0) + 1
         decided: dict[str, Candidate] = {}
         for cand in found:
-            self._judge(new, clauses, cand, common)
+            self._judge(new, clauses, cand, common, verdicts)
             if cand.best is not None:
                 decided[cand.record.id] = cand
         return decided
@@ -278,7 +290,12 @@ class RuleConsolidator:
         return {int(r): float(cands.embeddings[r] @ new.embedding) for r in top}, n
 
     def _judge(
-        self, new: MemoryRecord, clauses: list[Clause], cand: Candidate, common: set[str]
+        self,
+        new: MemoryRecord,
+        clauses: list[Clause],
+        cand: Candidate,
+        common: set[str],
+        verdicts: dict[tuple[object, ...], _Verdict] | None = None,
     ) -> None:
         old = cand.record
         statement = old.source not in _ECHO_ONLY
@@ -295,7 +312,7 @@ class RuleConsolidator:
                     continue
                 hit = explicit(new, nc, old, oc, common) if named else None
                 if hit is None and statement and not nc.olds and may_differ(nc, oc):
-                    hit = value_diff(self.policy, new, nc, old, oc, cand)
+                    hit = self._value_diff(new, nc, old, oc, cand, verdicts)
                 if hit is not None and (best is None or _strength(hit[0], oc) > best_strength):
                     best = (*hit, frozenset(oc.keys))
                     best_strength = _strength(hit[0], oc)
@@ -335,6 +352,34 @@ class RuleConsolidator:
                 more_spans=(*cand.best.more_spans, *((c.start, c.end) for c in retired)),
             )
         cand.old_keys, cand.new_keys, cand.frame = old_keys, new_keys, frame
+
+    def _value_diff(
+        self,
+        new: MemoryRecord,
+        nc: Clause,
+        old: MemoryRecord,
+        oc: Clause,
+        cand: Candidate,
+        verdicts: dict[tuple[object, ...], _Verdict] | None,
+    ) -> _Hit | None:
+        """``value_diff``, remembered in ``verdicts`` (None: not remembered). Its
+        verdict depends on the two clauses, the records' ids (the decision names
+        them) and, for a cued clause only, the candidate's ranks and cosine: the
+        key holds those, and the clause objects themselves (parse caches them per
+        text) are kept and compared, so another text never reads this verdict."""
+        if verdicts is None:
+            return value_diff(self.policy, new, nc, old, oc, cand)
+        k: tuple[object, ...] = (old.id, new.id, id(oc), id(nc))
+        if nc.cues:
+            k += (cand.rank, cand.similarity, tuple(cand.kind_ranks.items()))
+        seen = verdicts.get(k)
+        if seen is not None and seen[0] is oc and seen[1] is nc:
+            return seen[2]
+        hit = value_diff(self.policy, new, nc, old, oc, cand)
+        if len(verdicts) >= _VERDICTS:
+            verdicts.clear()
+        verdicts[k] = (oc, nc, hit)
+        return hit
 
     def _echoes(
         self,
@@ -436,6 +481,12 @@ class RuleConsolidator:
         extra = keys - parent.old_keys - parent.frame - new_keys
         return len(extra) <= self.policy.echo_extra_words
 
+
+_Hit = tuple[Supersession, frozenset[str], frozenset[str]]
+#: a remembered value_diff verdict: the two clauses it was given, and its answer
+_Verdict = tuple[Clause, Clause, _Hit | None]
+#: at most this many verdicts are remembered (then they are forgotten at once)
+_VERDICTS = 8192
 
 #: Markers of a clause that does not state the speaker's value in force: such a
 #: clause keeps a superseded value without restating it ("we used to use X").
