@@ -313,9 +313,12 @@ class RuleConsolidator:
                 hit = explicit(new, nc, old, oc, common) if named else None
                 if hit is None and statement and not nc.olds and may_differ(nc, oc):
                     hit = self._value_diff(new, nc, old, oc, cand, verdicts)
-                if hit is not None and (best is None or _strength(hit[0], oc) > best_strength):
+                if hit is None:
+                    continue
+                strength = _strength(hit[0], oc)
+                if best is None or strength > best_strength:
                     best = (*hit, frozenset(oc.keys))
-                    best_strength = _strength(hit[0], oc)
+                    best_strength = strength
         if best is None:
             return
         decision, old_keys, new_keys, frame = best
