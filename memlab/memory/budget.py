@@ -177,27 +177,27 @@ def _pack_plain(
     and a second one with the same budget, floor and limit reads them again.
     """
     key = (budget, min_score, limit)
-    batches: Iterator[np.ndarray]
-    if repack is not None and repack.key == key:
-        rankable = repack.rankable & np.isfinite(scores)
-        if not rankable.any():
-            return []
-        smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
-        batches = repack.again(scores)
+    # a second packing of the same ranking with the same knobs re-reads the first's
+    prior = repack if repack is not None and repack.key == key else None
+    if prior is not None:
+        rankable = prior.rankable & np.isfinite(scores)
     else:
         rankable = _rankable_mask(scores, tokens, budget, min_score)
-        n_rankable = int(np.count_nonzero(rankable))
-        if not n_rankable:
-            return []
-        # the smallest row that could still be taken: once less than it is left, stop
-        smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
-        if len(scores) >= SAMPLED_HEAD_ROWS:
-            head, rest = _first_head(scores, rankable, n_rankable, _HEAD)
-            batches = _chain(head, rest, scores, ids, tiebreak)
-        else:
-            batches = _heads(np.flatnonzero(rankable), scores, ids, tiebreak)
-        if repack is not None:
-            batches = repack.start(key, rankable, batches)
+    n_rankable = int(np.count_nonzero(rankable))
+    if not n_rankable:
+        return []
+    # the smallest row that could still be taken: once less than it is left, stop
+    smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
+    batches: Iterator[np.ndarray]
+    if prior is not None:
+        batches = prior.again(scores)
+    elif len(scores) >= SAMPLED_HEAD_ROWS:
+        head, rest = _first_head(scores, rankable, n_rankable, _HEAD)
+        batches = _chain(head, rest, scores, ids, tiebreak)
+    else:
+        batches = _heads(np.flatnonzero(rankable), scores, ids, tiebreak)
+    if repack is not None and prior is None:
+        batches = repack.start(key, rankable, batches)
     chosen: list[np.ndarray] = []
     count = 0
     remaining = budget
