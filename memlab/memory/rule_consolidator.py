@@ -97,11 +97,20 @@ class RuleConsolidator:
     settings = RulePolicy
 
     def __init__(self, policy: RulePolicy | None = None) -> None:
-        self.policy = policy or RulePolicy()
         # value_diff's verdicts on the pairs judge() compared: a recall's second
         # packing pass, and the recalls after it, compare mostly the same hits
         self._verdicts: dict[tuple[object, ...], _Verdict] = {}
-        self._verdicts_policy = self.policy
+        self.policy = policy or RulePolicy()
+
+    @property
+    def policy(self) -> RulePolicy:
+        """The knobs; setting new ones forgets the verdicts decided under the old."""
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: RulePolicy) -> None:
+        self._policy = policy
+        self._verdicts.clear()
 
     @property
     def name(self) -> str:
@@ -199,9 +208,6 @@ class RuleConsolidator:
             for o in olds
             if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
         ]
-        if self._verdicts_policy is not self.policy:  # the knobs changed: decide afresh
-            self._verdicts.clear()
-            self._verdicts_policy = self.policy
         decided = self._judge_all(new, clauses, found, set(), self._verdicts)
         out = [
             c.best
