@@ -198,6 +198,26 @@ def test_untrusted_and_agent_records_supersede_nothing() -> None:
     assert superseded(agent_may.decide(recs[3], ScopeReader(store, "alice"))) == {0}
 
 
+
+def test_an_agents_record_is_read_only_for_a_value_named_as_old() -> None:
+    """Only a value named as old (or an echo of one just superseded) retires an agent's
+    record, so a statement that names none neither reads nor parses one."""
+    store = InMemoryStore()
+    recs = _records(
+        (("user", "Our standup is at 9:00 on weekdays."),
+         ("agent", "Got it, I will put the standup on weekdays in your calendar."),
+         ("user", "Please keep my standup notes short."),
+         ("user", "We moved standup from 9:00 to 9:30.")),
+        HASH, "alice",
+    )  # fmt: skip
+    store.put_many(recs[:2])
+    reader = ScopeReader(store, "alice")
+    assert RULES.decide(recs[2], reader) == []
+    assert reader.reads == 1  # the user's statement, not the agent's note
+    reader = ScopeReader(store, "alice")
+    assert superseded(RULES.decide(recs[3], reader)) == {0}
+    assert reader.reads >= 2  # a named old value: the agent's note is read too
+
 def test_untrusted_records_can_be_superseded_when_allowed() -> None:
     store = InMemoryStore()
     recs = _records(

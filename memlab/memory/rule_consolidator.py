@@ -34,7 +34,14 @@ from memlab.memory.consolidate import (
     eligible_rows,
     neighbour_rows,
 )
-from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source, same_speaker, speaker_of
+from memlab.memory.records import (
+    SOURCE_CODES,
+    UNTRUSTED_SOURCES,
+    MemoryRecord,
+    Source,
+    same_speaker,
+    speaker_of,
+)
 from memlab.memory.stores.base import Candidates
 from memlab.memory.update_cues import ACK_WORDS, RETIRING_WORDS
 from memlab.memory.update_text import Clause, Parsed, contains, parse_said
@@ -141,6 +148,7 @@ class RuleConsolidator:
         # record with a change cue pays for a similarity scan of the scope; the
         # others are compared with the records BM25 finds.
         cued = any(c.cues for c in clauses)
+        named = any(may_be_explicit(c) for c in clauses)
         rows = self._neighbours(cands, eligible, new, scan=cued)
         if policy.read_all:
             for row in np.flatnonzero(eligible):
@@ -156,6 +164,11 @@ class RuleConsolidator:
         for j, r in enumerate(reader.pending):  # a batch's earlier items: always compare
             if r.id != new.id and cands.mask[first_pending + j]:
                 rows.setdefault(first_pending + j, float(r.embedding @ new.embedding))
+        if not named:
+            # an agent's record is retired only by a value named as old (or as an
+            # echo, read below): without one it is neither read nor parsed (long
+            # assistant turns cost the most to parse)
+            rows = {r: s for r, s in rows.items() if cands.source[r] not in _ECHO_ONLY_CODES}
         sims = {cands.ids[row]: sim for row, sim in rows.items()}
         row_of = {cands.ids[row]: row for row in rows}
         found = [
@@ -163,7 +176,7 @@ class RuleConsolidator:
             for rec in reader.get_many(list(sims))
             if rec.id != new.id and self._may_supersede(new, rec)
         ]
-        folded = self._folded(new, reader, found)
+        folded = self._folded(new, reader, found, named)
         decided = self._judge_all(new, clauses, [*found, *folded], common)
         decided = _onto_notes(decided)
         decisions = [_with_restatements(c.best, c.parsed) for c in decided.values() if c.best]
@@ -173,7 +186,7 @@ class RuleConsolidator:
         return out
 
     def _folded(
-        self, new: MemoryRecord, reader: ScopeReader, found: list[Candidate]
+        self, new: MemoryRecord, reader: ScopeReader, found: list[Candidate], named: bool
     ) -> list[Candidate]:
         """The episodes that the summary notes among ``found`` folded, as candidates
         of their own (their words and embedding, not the note's): a statement folded
@@ -190,6 +203,8 @@ class RuleConsolidator:
         for ep in reader.get_many(list(wanted)):
             if ep.invalid_at is not None or not self._may_supersede(new, ep):
                 continue
+            if not named and ep.source in _ECHO_ONLY:
+                continue  # nothing but a named old value retires it (see decide)
             sim = float(ep.embedding @ new.embedding)
             out.append(Candidate(ep, _parsed(ep), sim, note=wanted[ep.id].record))
         return out
@@ -203,10 +218,14 @@ class RuleConsolidator:
         if claims is None:
             return []
         clauses = claims[1]
+        named = any(may_be_explicit(c) for c in clauses)
         found = [
             Candidate(o, _parsed(o), float(o.embedding @ new.embedding))
             for o in olds
-            if o.id != new.id and o.scope == new.scope and self._may_supersede(new, o)
+            if o.id != new.id
+            and o.scope == new.scope
+            and (named or o.source not in _ECHO_ONLY)  # see decide
+            and self._may_supersede(new, o)
         ]
         decided = self._judge_all(new, clauses, found, set(), self._verdicts)
         out = [
@@ -592,6 +611,7 @@ _RETIRING = frozenset(key(w) for w in RETIRING_WORDS)
 _BACK_REFERENCE = re.compile(r"\b(?:its?|instead)\b", re.I)
 #: Sources whose records are only retired as echoes or by a named old value.
 _ECHO_ONLY = frozenset({Source.AGENT})
+_ECHO_ONLY_CODES = frozenset(SOURCE_CODES[s] for s in _ECHO_ONLY)
 _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)
 
 
