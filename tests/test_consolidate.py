@@ -198,7 +198,6 @@ def test_untrusted_and_agent_records_supersede_nothing() -> None:
     assert superseded(agent_may.decide(recs[3], ScopeReader(store, "alice"))) == {0}
 
 
-
 def test_an_agents_record_is_read_only_for_a_value_named_as_old() -> None:
     """Only a value named as old (or an echo of one just superseded) retires an agent's
     record, so a statement that names none neither reads nor parses one."""
@@ -217,6 +216,7 @@ def test_an_agents_record_is_read_only_for_a_value_named_as_old() -> None:
     reader = ScopeReader(store, "alice")
     assert superseded(RULES.decide(recs[3], reader)) == {0}
     assert reader.reads >= 2  # a named old value: the agent's note is read too
+
 
 def test_untrusted_records_can_be_superseded_when_allowed() -> None:
     store = InMemoryStore()
