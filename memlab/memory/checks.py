@@ -44,6 +44,8 @@ def check_text(value: object, name: str, *, empty: bool = False) -> str:
 
 def check_unicode(value: str, name: str) -> str:
     """``value`` if it can be encoded as UTF-8, else an InputError naming ``name``."""
+    if value.isascii():  # a flag CPython keeps on the string: no encoding needed
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
