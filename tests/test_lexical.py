@@ -93,6 +93,10 @@ def test_incremental_index_equals_a_rebuild(
         ref = reference_bm25({r: t for r, t in text.items() if active[r]}, query)
         expected = [ref.get(r, 0.0) for r in range(rows)]
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)
+        # bit for bit what summing only the active rows' postings gives, also for a
+        # view that ends before the last rows
+        for n_rows in {rows, max(0, rows - 1), max(0, rows - 3)}:
+            np.testing.assert_array_equal(idx.scores(query, n_rows), _filtered(idx, query, n_rows))
 
     for op, key, words in ops:
         if op == "score":
@@ -121,6 +125,37 @@ def test_incremental_index_equals_a_rebuild(
             active = dict.fromkeys(text, True)
             rows = len(keep)
     check(" ".join(query_words))
+
+
+def _filtered(idx: LexicalIndex, query: str, n_rows: int) -> np.ndarray:
+    """BM25 summed over the postings of active rows below ``n_rows`` only, in the
+    index's order (what ``scores`` computed before inactive postings added 0.0)."""
+    out = np.zeros(n_rows, dtype=np.float64)
+    if idx.n_active == 0:
+        return out
+    avg = idx.total_length / idx.n_active if idx.total_length > 0 else 1.0
+    for term in dict.fromkeys(terms(query)):
+        p = idx.postings.get(term)
+        df = idx.df.get(term, 0)
+        if p is None or df <= 0:
+            continue
+        idf = math.log(1.0 + (idx.n_active - df + 0.5) / (df + 0.5))
+        rows, tfs = p.view()
+        keep = (rows < n_rows) & idx.active[rows]
+        rows, tf = rows[keep], tfs[keep].astype(np.float64)
+        norm = idx.k1 * (1.0 - idx.b + idx.b * idx.length[rows] / avg)
+        out[rows] += idf * tf * (idx.k1 + 1.0) / (tf + norm)  # a term's rows are distinct
+    return out
+
+
+def test_inactive_and_unseen_rows_add_nothing() -> None:
+    idx = LexicalIndex()
+    for row, text in enumerate(["deploy on gke", "deploy on eks", "billing deploy", "deploy"]):
+        idx.set_text(row, text, True)
+    idx.set_active(1, False)
+    got = idx.scores("deploy eks", 3)  # a view of the first three rows
+    assert len(got) == 3 and got[1] == 0.0 and got[0] > 0 and got[2] > 0
+    np.testing.assert_array_equal(got, _filtered(idx, "deploy eks", 3))
 
 
 def test_empty_index_and_query_without_terms() -> None:

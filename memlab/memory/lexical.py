@@ -233,8 +233,11 @@ class LexicalIndex:
         rows = np.concatenate(parts_rows)
         tf = np.concatenate(parts_tfs).astype(np.float64)
         idf = np.repeat(np.asarray(idfs, dtype=np.float64), counts)
-        active = self.active
-        ok = (rows < n_rows) & active[np.minimum(rows, len(active) - 1)]
-        rows, tf, idf = rows[ok], tf[ok], idf[ok]
         norm = self.k1 * (1.0 - self.b + self.b * self.length[rows] / avg)
-        return np.bincount(rows, idf * tf * (self.k1 + 1.0) / (tf + norm), minlength=n_rows)
+        weight = idf * tf * (self.k1 + 1.0) / (tf + norm)
+        # an inactive row's postings add 0.0 (a float sum plus 0.0 is the same sum,
+        # so every row's score is what filtering them out gave, for less work; every
+        # posting's row has a length and an active flag, see _ensure); rows past
+        # n_rows are cut off the end
+        weight[~self.active[rows]] = 0.0
+        return np.bincount(rows, weight, minlength=n_rows)[:n_rows]
