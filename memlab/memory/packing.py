@@ -141,8 +141,14 @@ def hits_of(
     # numpy scalar per hit and signal)
     at = np.asarray(rows, dtype=np.int64)
     names = list(scored.components)
-    factors = [weights.get(name, 0.0) for name in names]
-    values_of = list(zip(*(arr[at].tolist() for arr in scored.components.values()), strict=True))
+    factors = np.array([weights.get(name, 0.0) for name in names], dtype=np.float64)
+    # rows x signals, in float64 (float32 signals widen exactly), so each weighted
+    # contribution is the same product a Python float multiply gives
+    table = np.empty((len(rows), len(names)), dtype=np.float64)
+    for j, arr in enumerate(scored.components.values()):
+        table[:, j] = arr[at]
+    values_of = table.tolist()
+    weighted_of = (table * factors).tolist()
     totals = scores[at].tolist()
     hits: list[Hit] = []
     for i, row in enumerate(rows):
@@ -152,9 +158,8 @@ def hits_of(
         shown = record.content if mode == "include" else record.text_at(as_of)
         if not shown:
             continue  # every claim in it is superseded
-        values = values_of[i] if names else ()
-        components = dict(zip(names, values, strict=True))
-        contributions = {n: f * v for n, f, v in zip(names, factors, values, strict=True)}
+        components = dict(zip(names, values_of[i], strict=True))
+        contributions = dict(zip(names, weighted_of[i], strict=True))
         anchor = neighbor_rows.get(row)
         hits.append(
             Hit(
