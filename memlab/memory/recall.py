@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
 
 
+#: How many times the recall guard checks a recall's packed hits. Each check that
+#: finds a conflict is followed by a packing without (or with down-weighted) the
+#: older records, so the hits never hold a record the guard left out; the records
+#: that packing brings in after the last check are not compared.
+GUARD_PASSES = 3
+
+
 def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
     """``MemoryLayer.recall`` for a checked query (see there)."""
     mode = mode_of(layer.supersede, query.superseded)
@@ -44,12 +51,14 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
     neighbor_rows: dict[int, int] = {}
     expand = neighbor_expander(layer.neighbors, cands)
     guarded: list[tuple[str, str, str]] = []
+    left_out: set[str] = set()  # the old ids in guarded
     # keyed by row, so each packed row's id is looked up in the layered ids once
     records: dict[int, MemoryRecord] = {}
     # excluding only sets the guarded rows to -inf, so a second pass re-reads the
     # first one's order (a down-weighted row moves: rank afresh then)
     repack = Repack() if mode == "exclude" and layer.guard is not None else None
-    for _ in range(3):  # the guard may leave hits out: pack again without them
+    checks = 0
+    while True:  # the guard may leave hits out: pack again without them
         neighbor_rows.clear()
         rows = pack_rows(
             query, cands, scores, layer.neighbors, expand, neighbor_rows, conflict, repack
@@ -62,18 +71,22 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
             for rec in layer.store.get_many(scope, list(wanted)):
                 if rec.scope == scope and rec.id in wanted:
                     records[wanted[rec.id]] = rec
-        if layer.guard is None or mode == "include":
-            break
+        if layer.guard is None or mode == "include" or checks == GUARD_PASSES:
+            break  # after the last check the packing above applied what it found
         top = [records[r] for r in rows if r in records]
         found = layer.guard.conflicts(top[: layer.supersede.guard_top], as_of)
+        checks += 1
+        # a down-weighted record can be packed and found again: weigh it down once
+        found = [f for f in found if f[0] not in left_out]
         if not found:
             break
         scores = scores.copy()
-        row_of = {records[r].id: r for r in rows if r in records}
+        row_of = {records[r].id: r for r in rows if r in records}  # ids are store-unique
         for old_id, newer_id, why in found:
             r = row_of[old_id]
             scores[r] = -np.inf if mode == "exclude" else scores[r] * layer.supersede.factor
             guarded.append((old_id, newer_id, why))
+            left_out.add(old_id)
     hits = hits_of(rows, records, cands, scores, scored, neighbor_rows, mode, as_of)
     if touch and hits and as_of is None:
         touched: dict[str, list[str]] = {}
