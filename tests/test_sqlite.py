@@ -300,6 +300,30 @@ def test_processes_creating_one_store_at_once_share_it(tmp_path: Path) -> None:
     assert sorted(f.name for f in tmp_path.iterdir() if "create" in f.name) == []
 
 
+def test_a_first_record_committed_while_the_store_opens_is_no_corruption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process commits the first record (and with it the dims) between the
+    opening checks: the opener must not read that as a store whose records have no
+    dims. The commit is made to land right after the dims are read."""
+    p = tmp_path / "m.db"
+    SqliteStore(p).close()  # the file exists, with no records
+    read_dims = SqliteStore._read_dims
+    armed = [True]
+
+    def commit_in_between(self: SqliteStore) -> int | None:
+        dims = read_dims(self)
+        if armed[0]:
+            armed[0] = False
+            with SqliteStore(p) as other:
+                other.put(make_record(id="r0", content="first"))
+        return dims
+
+    monkeypatch.setattr(SqliteStore, "_read_dims", commit_in_between)
+    with SqliteStore(p) as s:  # raised StoreCorrupted when records were read last
+        assert s.count() == 1 and not armed[0]
+
+
 def test_a_file_from_before_supersession_opens_and_migrates(tmp_path: Path) -> None:
     """tests/fixtures/store-before-supersession.sqlite: schema 1, written by memlab
     before migration 2 (the superseded column)."""

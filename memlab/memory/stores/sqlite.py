@@ -177,8 +177,13 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
             self._check_columns()
+            # records first: the dims row is committed with (or before) the first
+            # record and never deleted, so once a record is seen its dims are there
+            # too; read the other way round, a record another process commits in
+            # between would read as a corrupt store
+            stored = self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is not None
             self._dims = self._read_dims()
-            if self._dims is None and self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+            if self._dims is None and stored:
                 raise StoreCorrupted(
                     self.path, None, "records are stored but their dimensions are not"
                 )
