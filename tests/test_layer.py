@@ -21,6 +21,8 @@ from memlab.memory import (
     MemoryLayer,
     RankWeights,
     RecallQuery,
+    ReflectPolicy,
+    RuleReflector,
     SummarizePolicy,
 )
 from memlab.memory.stores.base import MemoryStore
@@ -481,3 +483,51 @@ def test_rank_ignores_packing_limits_and_keeps_filters(store: MemoryStore, clock
     assert layer.rank(RecallQuery("nobody", "deploy")).ids == []
     with pytest.raises(InputError, match=r"rank\(\) takes a RecallQuery"):
         layer.rank("deploy")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("now", "force", "named"),
+    [("yesterday", True, "now"), (float("nan"), True, "now"), (1e13, True, "years 1..9999"),
+     (None, "yes", "force")],
+)  # fmt: skip
+def test_reflect_checks_now_and_force_before_it_writes(
+    now: object, force: object, named: str
+) -> None:
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(64), clock=lambda: 1.7e9, reflector=RuleReflector(),
+        reflect=ReflectPolicy(archive="all"),
+    )  # fmt: skip
+    for i, text in enumerate(["My name is Alice.", "I live in Paris.", "I work at Acme."]):
+        layer.remember("alice", text, created_at=1.6e9 + i)
+    before = [(r.id, r.archived_at) for r in layer.store.list("alice", include_archived=True)]
+    with pytest.raises(InputError, match=named):
+        layer.reflect("alice", now, force=force)  # type: ignore[arg-type]
+    after = [(r.id, r.archived_at) for r in layer.store.list("alice", include_archived=True)]
+    assert after == before  # no reflection written, no episode archived
+    assert layer.reflect("alice").written  # the same call with good arguments reflects
+
+
+@pytest.mark.parametrize("key", ["salience_written", "decayed_at", "reviewed_by"])
+def test_remember_refuses_the_layers_own_meta_keys(key: str) -> None:
+    # a web page claiming it was written at salience 1.0 (or reviewed) would be
+    # protected from eviction above the untrusted cap
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(64), clock=lambda: 1.7e9)
+    with pytest.raises(InputError, match=key):
+        layer.remember("alice", "a page", source="web", meta={key: 1.0, "url": "x"})
+    with pytest.raises(InputError, match=key):
+        layer.remember_many(
+            [MemoryInput("alice", "fine"), MemoryInput("alice", "a page", meta={key: 1.0})]
+        )
+    assert layer.store.count("alice") == 0
+    layer.remember("alice", "a page", source="web", meta={"url": "x"})  # other keys are fine
+
+
+def test_mark_reflected_checks_its_arguments() -> None:
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(64), clock=lambda: 1.7e9)
+    for bad in ["x", (1.0,), ("x", "r1"), (float("nan"), "r1"), (1.0, 2)]:
+        with pytest.raises(InputError, match="until"):
+            layer.mark_reflected("alice", "alice", bad)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="scope"):
+        layer.mark_reflected("", "alice", (1.0, "r1"))
+    layer.mark_reflected("alice", "alice", (5.0, "r1"))
+    assert layer.reflected_until("alice", "alice") == (5.0, "r1")

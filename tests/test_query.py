@@ -32,6 +32,8 @@ def test_recall_query_validation() -> None:
         ("include_untrusted", 1, "include_untrusted"),
         ("now", "soon", "now"),
         ("as_of", math.inf, "as_of"),
+        ("as_of", 1e12, "years 1..9999"),  # finite, but no datetime can show it
+        ("now", -1e12, "years 1..9999"),
         ("superseded", "hide", "superseded"),
         ("kinds", "episodic", "kinds"),
         ("kinds", ["episodic", "dream"], "dream"),

@@ -16,6 +16,7 @@ from memlab.memory import (
     MemoryInput,
     MemoryKind,
     MemoryLayer,
+    MemoryRecord,
     RecallQuery,
 )
 from memlab.memory.stores.base import Candidates, MemoryStore
@@ -260,6 +261,56 @@ def test_put_many_rejects_the_whole_batch(store: MemoryStore) -> None:
         store.put_many([good, bad])
     assert store.get("alice", good.id) is None
     assert store.count() == 1
+
+
+def _changed_after_construction(field: str) -> MemoryRecord:
+    """A record whose field was assigned after the constructor checked it (records
+    are mutable): only the store's own ``validate`` stands between it and the disk."""
+    r = make_record(content=f"bad {field}")
+    value = {
+        "tokens": 2**63,  # past SQLite's and numpy's int64
+        "access_count": 2**63,
+        "embedding_2d": np.ones((DIMS, 2), dtype=np.float32),
+        "embedding_f32_overflow": np.full(DIMS, 1e39),  # float64, inf as float32
+        "created_at": 1e13,  # year 318857: no datetime shows it
+        "archived_at": -1e12,
+    }[field]
+    setattr(r, field.split("_2d")[0].split("_f32")[0], value)
+    return r
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["tokens", "access_count", "embedding_2d", "embedding_f32_overflow", "created_at",
+     "archived_at"],
+)  # fmt: skip
+def test_a_field_changed_after_construction_is_refused_without_a_trace(
+    backend: StoreBackend, tmp_path: Path, field: str
+) -> None:
+    s = backend.open(tmp_path)
+    try:
+        s.put(make_record(content="first"))
+        good = make_record(content="good")
+        with pytest.raises(InputError, match=field.split("_2d")[0].split("_f32")[0]):
+            s.put_many([good, _changed_after_construction(field)])
+        assert s.get("alice", good.id) is None and s.count() == 1
+    finally:
+        s.close()
+    if backend.durable:  # the file opens, with the one record
+        s2 = backend.open(tmp_path)
+        try:
+            assert [r.content for r in s2.list("alice")] == ["first"]
+        finally:
+            s2.close()
+
+
+def test_a_float64_embedding_assigned_later_is_stored_as_float32(store: MemoryStore) -> None:
+    r = make_record(content="fine")
+    r.embedding = np.linspace(0.1, 1.0, DIMS)  # float64, within float32's range
+    store.put(r)
+    got = store.get("alice", r.id)
+    assert got is not None and got.embedding.dtype == np.float32
+    assert np.array_equal(got.embedding, r.embedding.astype(np.float32))
 
 
 def test_rejects_invalid_records(store: MemoryStore) -> None:

@@ -103,6 +103,35 @@ def check_number(
     return number
 
 
+#: The epoch seconds a timestamp may hold: 0001-01-01 to 9999-12-31T23:59:59 UTC,
+#: what ``datetime``, ISO-8601 and every store can represent (the prompt and
+#: ``explain()`` show each record's time).
+MIN_EPOCH = -62_135_596_800.0
+MAX_EPOCH = 253_402_300_799.0
+
+#: The largest count (tokens, access_count) a store keeps: SQLite's and numpy's int64.
+MAX_COUNT = 2**63 - 1
+
+
+def check_time(value: object, name: str, *, none: bool = False) -> Any:
+    """Epoch seconds: a finite number within years 1..9999 (``MIN_EPOCH`` ..
+    ``MAX_EPOCH``), or None when ``none`` allows it.
+
+    Returns:
+        The value as ``float``, or None.
+
+    Raises:
+        InputError: naming ``name`` and the allowed range.
+    """
+    t = check_number(value, name, none=none)
+    if t is not None and not MIN_EPOCH <= t <= MAX_EPOCH:
+        raise InputError(
+            f"{name} must be epoch seconds within the years 1..9999 "
+            f"({MIN_EPOCH:.0f}..{MAX_EPOCH:.0f}), got {_show(value)}"
+        )
+    return t
+
+
 def check_callable(value: object, name: str, what: str) -> Any:
     """``value`` if it can be called, else an InputError saying what it should be."""
     if not callable(value):

@@ -184,17 +184,19 @@ class EvictionPolicy:
         period = self.cold_after * HOUR
         changed = []
         for r in records:
-            since = max(r.last_accessed_at, float(r.meta.get("decayed_at", r.created_at)))
+            since = max(r.last_accessed_at, float(r.meta.get(DECAYED_KEY, r.created_at)))
             periods = math.floor((now - since) / period)
             if periods >= 1 and r.salience > 0:
                 new = r.copy(salience=float(r.salience * self.cold_decay**periods))
                 new.meta.setdefault(WRITTEN_KEY, float(r.salience))
-                new.meta["decayed_at"] = since + periods * period
+                new.meta[DECAYED_KEY] = since + periods * period
                 changed.append(new)
         return changed
 
 
 WRITTEN_KEY = "salience_written"
+DECAYED_KEY = "decayed_at"  # when cold decay last lowered the record's salience
+REVIEWED_KEY = "reviewed_by"  # who approved the record (MemoryLayer.approve)
 
 
 def written_salience(record: MemoryRecord) -> float:

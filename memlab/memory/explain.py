@@ -85,5 +85,12 @@ def explain(layer: MemoryLayer, result: RecallResult | RecallQuery, *, width: in
 
 
 def iso(ts: float) -> str:
-    """Epoch seconds as an ISO-8601 UTC string."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Epoch seconds as an ISO-8601 UTC string (records and queries hold times
+    within years 1..9999, ``checks.check_time``; anything else is shown as the
+    number, so a prompt or an explanation never fails on a time)."""
+    try:
+        d = datetime.fromtimestamp(ts, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"{ts!r} (epoch seconds)"
+    # the year by hand: strftime's %Y does not pad years before 1000 on every platform
+    return f"{d.year:04d}-" + d.strftime("%m-%dT%H:%M:%SZ")

@@ -17,9 +17,10 @@ from memlab.memory.checks import (
     check_instance,
     check_number,
     check_text,
+    check_time,
 )
 from memlab.memory.consolidate import Consolidator
-from memlab.memory.evict import WRITTEN_KEY, EvictionPolicy
+from memlab.memory.evict import REVIEWED_KEY, WRITTEN_KEY, EvictionPolicy
 from memlab.memory.explain import explain as explain_recall
 from memlab.memory.explain import iso
 from memlab.memory.layer_types import (
@@ -377,7 +378,7 @@ class MemoryLayer:
         if record is None:
             raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to approve")
         updated = record.copy(salience=float(salience))
-        updated.meta["reviewed_by"] = reviewer
+        updated.meta[REVIEWED_KEY] = reviewer
         # An approval is a new written salience: the salience floor protects (or
         # stops protecting) the record by this value from now on.
         updated.meta.pop(WRITTEN_KEY, None)
@@ -514,7 +515,7 @@ class MemoryLayer:
         """
         self._check_open()
         check_scope(scope)
-        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
+        now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         return summarize_scope(self, scope, now, into, force)
 
     def reflect(
@@ -529,7 +530,8 @@ class MemoryLayer:
         """
         self._check_open()
         scopes = check_scopes(scope)
-        now = self.clock() if now is None else now
+        now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
+        check_bool(force, "force")
         if self.reflector is None:
             return ReflectionReport()
         return reflect_scope(
@@ -557,8 +559,19 @@ class MemoryLayer:
         return self._reflected[key]
 
     def mark_reflected(self, source: str, target: str, until: tuple[float, str]) -> None:
-        """Record that ``source``'s episodes up to ``until`` were reflected into ``target``."""
-        self._reflected[(source, target)] = max(self.reflected_until(source, target), until)
+        """Record that ``source``'s episodes up to ``until`` were reflected into ``target``.
+
+        Raises:
+            InputError: a bad scope, or ``until`` not a (created_at, id) pair.
+        """
+        check_scope(source)
+        check_scope(target)
+        if not (isinstance(until, tuple) and len(until) == 2 and isinstance(until[1], str)):
+            raise InputError(
+                f"mark_reflected: until must be a (created_at, record id) pair, got {until!r}"
+            )
+        mark = (check_time(until[0], "mark_reflected: until's created_at"), until[1])
+        self._reflected[(source, target)] = max(self.reflected_until(source, target), mark)
 
     def maintain(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
         """Reflect (if a reflector is set and it is due), summarize, then evict.
@@ -568,7 +581,7 @@ class MemoryLayer:
         evicted.
         """
         self._check_open()
-        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
+        now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         return maintain_scopes(self, check_scopes(scope), now, force=False)
 
     def end_session(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
@@ -580,5 +593,5 @@ class MemoryLayer:
         they are).
         """
         self._check_open()
-        now = self.clock() if check_number(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
+        now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         return maintain_scopes(self, check_scopes(scope), now, force=True)

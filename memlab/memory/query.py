@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memlab.errors import InputError
-from memlab.memory.checks import check_number, check_unicode
+from memlab.memory.checks import check_number, check_time, check_unicode
 from memlab.memory.records import (
     SUPERSEDED_MODES,
     MemoryKind,
@@ -80,11 +80,11 @@ class RecallQuery:
             raise InputError(
                 f"include_untrusted must be True or False, got {self.include_untrusted!r}"
             )
-        check_number(self.now, "now", none=True)
+        check_time(self.now, "now", none=True)
         if self.kinds is not None:
             kinds = check_kinds(self.kinds, "kinds")
             object.__setattr__(self, "kinds", kinds)
-        check_number(self.as_of, "as_of", none=True)
+        check_time(self.as_of, "as_of", none=True)
         if self.superseded is not None and self.superseded not in SUPERSEDED_MODES:
             raise InputError(
                 f"superseded must be one of {list(SUPERSEDED_MODES)} or None, "

@@ -17,11 +17,13 @@ import numpy as np
 
 from memlab.errors import InputError
 from memlab.memory.checks import (
+    MAX_COUNT,
     check_id,
     check_meta,
     check_number,
     check_strings,
     check_text,
+    check_time,
     check_unicode,
 )
 
@@ -234,6 +236,7 @@ class Superseded:
                 f"{where}: 'at' {self.at!r} must be finite and not before the record's "
                 f"created_at {record.created_at!r}"
             )
+        check_time(self.at, f"{where}: 'at'")
         if self.span is not None:
             ok = (
                 isinstance(self.span, tuple)
@@ -251,6 +254,10 @@ class Superseded:
             raise InputError(f"{where}: confidence {c!r} is outside 0..1")
         if not isinstance(self.reason, str) or not isinstance(self.detail, str):
             raise InputError(f"{where}: reason and detail must be strings")
+        # a lone surrogate cannot be encoded as UTF-8 by the JSONL and SQLite stores
+        check_unicode(self.by, f"{where}: 'by'")
+        check_unicode(self.reason, f"{where}: reason")
+        check_unicode(self.detail, f"{where}: detail")
 
     def explain(self) -> str:
         """One line: ``superseded by r2 at 2026-...Z (explicit-old-value, 0.90): ...``."""
@@ -399,18 +406,35 @@ class MemoryRecord:
         check_text(self.content, f"{where}: content")
         check_scope(self.scope)
         check_number(self.salience, f"{where}: salience", lo=0.0, hi=1.0)
-        check_number(self.tokens, f"{where}: tokens", lo=0, integer=True)
-        check_number(self.access_count, f"{where}: access_count", lo=0, integer=True)
-        check_number(self.created_at, f"{where}: created_at")
-        check_number(self.last_accessed_at, f"{where}: last_accessed_at")
+        check_number(self.tokens, f"{where}: tokens", lo=0, hi=MAX_COUNT, integer=True)
+        check_number(self.access_count, f"{where}: access_count", lo=0, hi=MAX_COUNT, integer=True)
+        check_time(self.created_at, f"{where}: created_at")
+        check_time(self.last_accessed_at, f"{where}: last_accessed_at")
         # NaN would read back as NULL from SQLite: an archived record active again.
-        check_number(self.archived_at, f"{where}: archived_at", none=True)
+        check_time(self.archived_at, f"{where}: archived_at", none=True)
         check_strings(self.provenance, f"{where}: provenance")
         check_meta(self.meta, f"{where}: meta")
+        # the constructor makes the embedding a 1-D float32 array; one assigned
+        # later is checked here, before a store indexes or writes it (a store keeps
+        # a copy, which converts a float64 vector to float32)
+        emb = self.embedding
+        if not (
+            type(emb) is np.ndarray and emb.ndim == 1 and emb.size > 0 and emb.dtype.kind in "fiu"
+        ):
+            got = f"shape {emb.shape}, {emb.dtype}" if isinstance(emb, np.ndarray) else type(emb)
+            raise InputError(
+                f"record {self.id}: embedding must be a non-empty 1-D vector of numbers, got "
+                f"{got}; build the record anew or use record.copy(embedding=...)"
+            )
         # float32 values cannot overflow a float64 sum, and NaN or inf make it
-        # non-finite: one pass, exact.
-        if not math.isfinite(float(self.embedding.sum(dtype=np.float64))):
-            raise InputError(f"record {self.id}: embedding holds NaN or infinite values")
+        # non-finite: one pass, exact; another dtype is checked as float32 holds it
+        if emb.dtype != np.float32:
+            with np.errstate(over="ignore"):
+                emb = emb.astype(np.float32)
+        if not math.isfinite(float(emb.sum(dtype=np.float64))):
+            raise InputError(
+                f"record {self.id}: embedding holds NaN or infinite values (as float32)"
+            )
         for s in self.superseded:
             if not isinstance(s, Superseded):
                 raise InputError(

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from memlab.memory.checks import check_number, check_text
+from memlab.memory.checks import check_text, check_time
 
 DAY = 86400.0
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
@@ -80,7 +80,7 @@ def parse_time(text: str, now: float) -> TimeWindow | None:
         InputError: ``text`` is not a string or ``now`` is not finite epoch seconds.
     """
     check_text(text, "text", empty=True)
-    now = check_number(now, "now")
+    now = check_time(now, "now")
     s = text.lower()
     now_dt = datetime.fromtimestamp(now, tz=UTC)
     today = _day_start(now_dt)

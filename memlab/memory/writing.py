@@ -9,7 +9,15 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from memlab.errors import InputError
-from memlab.memory.checks import check_id, check_meta, check_number, check_strings, check_text
+from memlab.memory.checks import (
+    check_id,
+    check_meta,
+    check_number,
+    check_strings,
+    check_text,
+    check_time,
+)
+from memlab.memory.evict import DECAYED_KEY, REVIEWED_KEY, WRITTEN_KEY
 from memlab.memory.layer_types import MemoryInput
 from memlab.memory.models.embedder import check_embeddings
 from memlab.memory.records import (
@@ -25,6 +33,10 @@ from memlab.memory.records import (
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
 
+#: Meta keys only the layer writes: the salience a record was written with before
+#: decay, when decay last ran, and who approved it (``MemoryLayer.approve``).
+LAYER_META_KEYS = frozenset({WRITTEN_KEY, DECAYED_KEY, REVIEWED_KEY})
+
 
 def new_records(layer: MemoryLayer, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
     """The records ``items`` make, checked and embedded in one batched call, not
@@ -38,7 +50,7 @@ def new_records(layer: MemoryLayer, items: Sequence[MemoryInput]) -> list[Memory
     items = list(items)
     if not items:
         return []
-    now = check_number(layer.clock(), "the layer's clock()")
+    now = check_time(layer.clock(), "the layer's clock()")
     prepared = [_prepare(layer, item, now) for item in items]
     texts = [p[2] for p in prepared]
     vectors = check_embeddings(
@@ -83,9 +95,18 @@ def _prepare(
     check_strings(item.provenance, "provenance")
     if item.meta is not None:
         check_meta(item.meta)
+        owned = sorted(LAYER_META_KEYS.intersection(item.meta))
+        if owned:
+            # the layer writes these (decay, approval); a caller's value would buy
+            # eviction protection or a review the record never had
+            raise InputError(
+                f"meta keys {owned} are the layer's own bookkeeping (written salience, "
+                "decay, review) and cannot be given to remember(); drop them, and use "
+                "approve() to review a record"
+            )
     if item.id is not None:
         check_id(item.id, "id")
-    created = check_number(item.created_at, "created_at", none=True)
+    created = check_time(item.created_at, "created_at", none=True)
     return (
         item,
         scope,

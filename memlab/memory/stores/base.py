@@ -4,7 +4,6 @@ columns a ranker scores, the STORES registry and the argument checks stores shar
 from __future__ import annotations
 
 import builtins
-import math
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,6 +16,7 @@ import numpy as np
 
 from memlab.errors import DimensionMismatch, InputError, StoreError
 from memlab.memory.checks import check_bool, check_number, check_text, check_unicode
+from memlab.memory.checks import check_time as check_epoch
 from memlab.memory.records import (
     KIND_CODES,
     SOURCE_CODES,
@@ -400,14 +400,13 @@ def as_ids(ids: str | Iterable[str]) -> list[str]:
 
 
 def check_time(at: object, what: str) -> float:
-    """A finite epoch-seconds timestamp as float.
+    """A finite epoch-seconds timestamp within years 1..9999 as float
+    (``checks.check_time``).
 
     Raises:
-        InputError: naming ``what`` if ``at`` is not a finite number.
+        InputError: naming ``what`` if ``at`` is not such a number.
     """
-    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
-        raise InputError(f"{what}: the time must be finite epoch seconds, got {at!r}")
-    return float(at)
+    return float(check_epoch(at, f"{what}: the time"))
 
 
 def check_candidates_args(
@@ -450,7 +449,7 @@ def check_candidates_args(
             )
         for key, w in weights.items():
             check_number(w, f"weights[{key!r}]", lo=0.0)
-    check_number(now, "now (epoch seconds)", none=True)
+    check_epoch(now, "now (epoch seconds)", none=True)
     if half_life is not None:
         if not isinstance(half_life, Mapping):
             raise InputError(
