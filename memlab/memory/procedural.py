@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.errors import InputError
+from memlab.memory.checks import check_bool, check_strings, check_text, check_time
 from memlab.memory.models.embedder import check_embeddings
 from memlab.memory.records import (
     MemoryKind,
@@ -400,8 +401,17 @@ def remember_procedure(
     target = layer.write_scope(scope, MemoryKind.PROCEDURAL)
     if not isinstance(task, str) or not task.strip():
         raise InputError(f"remember_procedure needs the task it solved (scope {target!r})")
+    if isinstance(steps, str | bytes) or not isinstance(steps, Sequence):
+        raise InputError(
+            f"remember_procedure: steps must be a list of ToolCalls or Steps, got "
+            f"{type(steps).__name__}"
+        )
     if not steps:
         raise InputError(f"remember_procedure needs at least one step (scope {target!r})")
+    check_bool(success, "remember_procedure: success")
+    check_text(outcome, "remember_procedure: outcome", empty=True)
+    provenance = check_strings(provenance, "remember_procedure: provenance")
+    created_at = check_time(created_at, "remember_procedure: created_at", none=True)
     src = as_source(source)
     task = " ".join(task.split())
     calls = [s for s in steps if isinstance(s, ToolCall)]
@@ -427,7 +437,7 @@ def remember_procedure(
     )
     content = fresh.render()
     vector = _embed(layer, content)
-    old = _near_duplicate(layer, target, fresh, vector) if policy.merge else None
+    old = _near_duplicate(layer, target, fresh, vector, src.trusted) if policy.merge else None
     if old is None:
         record = MemoryRecord(
             id=new_id(),
@@ -524,9 +534,12 @@ def _salience(layer: MemoryLayer, source: Source, proc: Procedure) -> float:
 
 
 def _near_duplicate(
-    layer: MemoryLayer, scope: str, fresh: Procedure, vector: np.ndarray
+    layer: MemoryLayer, scope: str, fresh: Procedure, vector: np.ndarray, trusted: bool
 ) -> tuple[MemoryRecord, Procedure] | None:
-    """The scope's most similar active procedure with the same tool sequence."""
+    """The scope's most similar active procedure with the same tool sequence, of the
+    same trust: a tool's or the web's write never merges into a trusted procedure
+    (its text would take the trusted record's source and salience), and a trusted
+    write does not merge into an untrusted one."""
     cands = layer.store.candidates(scope, vector, kinds=[MemoryKind.PROCEDURAL])
     if len(cands) == 0 or not cands.mask.any():
         return None
@@ -537,7 +550,11 @@ def _near_duplicate(
     rows.sort(key=lambda r: -float(sims[r]))
     for record in layer.store.get_many(scope, [cands.ids[r] for r in rows]):
         proc = procedure_of(record)
-        if proc is not None and proc.signature == fresh.signature:
+        if (
+            proc is not None
+            and proc.signature == fresh.signature
+            and record.source.trusted == trusted
+        ):
             return record, proc
     return None
 

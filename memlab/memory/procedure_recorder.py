@@ -169,8 +169,10 @@ class ProcedureRecorder:
             fresh = Procedure(attempt.task, generalize(calls, attempt.task))
             target = self.layer.write_scope(scope, MemoryKind.PROCEDURAL)
             if (
-                _near_duplicate(self.layer, target, fresh, _embed(self.layer, fresh.render()))
-                is None
+                _near_duplicate(
+                    self.layer, target, fresh, _embed(self.layer, fresh.render()), trusted=True
+                )
+                is None  # remember_procedure below writes as the agent: trusted
             ):
                 return None
         provenance = [*attempt.provenance[:1], *attempt.call_turns, *attempt.provenance[1:]]
