@@ -67,10 +67,38 @@ def test_a_forged_item_stays_inside_its_record() -> None:
         ("tab\there", "tab here"),
         ("\u3010 3\u3011 item", "\\\u3010 3\u3011 item"),
         ("naïve café ☕", "naïve café ☕"),
+        # slash look-alikes and a braille blank after "<", angle look-alikes
+        ("<\u2215memory>", "&lt;\u2215memory>"),
+        ("<\u2044memory> <\u29f8memory>", "&lt;\u2044memory> &lt;\u29f8memory>"),
+        ("<\u2800/memory>", "&lt;\u2800/memory>"),
+        (
+            "\u2770/memory\u2771 \u02f1memory \u226a/memory",
+            "&lt;/memory\u2771 &lt;memory &lt;/memory",
+        ),
+        ("<\u0338/memory>", "&lt;/memory>"),  # NFKC makes it U+226E
+        ("a <= b, x <5, <-- y, 1 << 2", "a <= b, x <5, <-- y, 1 << 2"),
+        # any opening bracket but "(" before a number reads as an item header
+        ("\u301a2] x", "\\\u301a2] x"),
+        ("\u2e222] x", "\\\u2e222] x"),
+        ("(2) a list", "(2) a list"),
     ],
 )
 def test_clean_content(raw: str, clean: str) -> None:
     assert clean_content(raw) == clean
+
+
+def test_the_header_openers_are_every_opening_bracket_but_the_parenthesis() -> None:
+    """The list was spelled out from Unicode 14 (Python 3.11); a later Unicode may add
+    opening brackets, which the list then lacks, so completeness is checked there."""
+    import unicodedata
+
+    from memlab.memory.prompt import _OPENERS
+
+    assert "(" not in _OPENERS
+    assert all(unicodedata.category(ch) == "Ps" for ch in _OPENERS)
+    if unicodedata.unidata_version == "14.0.0":
+        every = (chr(c) for c in range(0x110000))
+        assert {ch for ch in every if unicodedata.category(ch) == "Ps"} - {"("} == set(_OPENERS)
 
 
 @settings(max_examples=300, deadline=None)
