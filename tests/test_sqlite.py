@@ -220,6 +220,19 @@ def test_an_empty_file_is_corruption_not_a_new_store(tmp_path: Path) -> None:
     assert p.read_bytes() == b""
 
 
+@pytest.mark.parametrize("blob", [b"x", b"\0", b"S", b"SQLite format 3\0", b"\0" * 511])
+def test_a_file_shorter_than_one_page_is_corruption_not_a_new_store(
+    tmp_path: Path, blob: bytes
+) -> None:
+    """A store file cut to 1 byte opened as an empty store and was rewritten whole."""
+    p = tmp_path / "m.db"
+    p.write_bytes(blob)
+    with pytest.raises(StoreCorrupted, match=rf"only {len(blob)} bytes"):
+        SqliteStore(p)
+    assert p.read_bytes() == blob
+    assert not (tmp_path / "m.db-wal").exists()
+
+
 def test_quick_check_on_open_finds_damaged_pages(tmp_path: Path) -> None:
     """Defect 6: damage inside the b-tree was not noticed on open."""
     p = tmp_path / "m.db"

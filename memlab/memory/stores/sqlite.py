@@ -6,8 +6,8 @@ Writes by other processes are noticed through ``PRAGMA data_version`` and drop
 the cache. One transaction per batch; numbered migrations in ``user_version``.
 
 Damage is reported, never repaired: opening runs ``PRAGMA quick_check`` (or
-``integrity_check``) before anything is written, a file that is empty or is
-another program's database is refused, and every row is checked as it is
+``integrity_check``) before anything is written, a file that is empty, shorter
+than one page or another program's database is refused, and every row is checked as it is
 loaded, so a damaged value raises StoreCorrupted naming the file and the record.
 A new file is built under a temporary name and linked into place, so a crash
 while creating a store never leaves an empty or half-initialized file.
@@ -67,6 +67,8 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
 
 
 INTEGRITY_CHECKS = ("quick", "full", "off")
+#: SQLite's smallest page size; a database file holds at least one page
+_MIN_DB_BYTES = 512
 
 
 def _sidecars(db_file: Path) -> list[Path]:
@@ -156,13 +158,7 @@ class SqliteStore:
             except OSError as exc:
                 raise StoreError(f"memory store {self.path}: {exc.strerror or exc}") from None
             else:
-                if size == 0:
-                    raise StoreCorrupted(
-                        self.path,
-                        None,
-                        "the file is empty (0 bytes), and memlab never leaves an empty store "
-                        "file (it creates the file whole)",
-                    )
+                self._check_size(size)
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -193,6 +189,29 @@ class SqliteStore:
             if isinstance(exc, sqlite3.Error):
                 raise self._db_error(exc) from None
             raise
+
+    def _check_size(self, size: int) -> None:
+        """Refuse a file too short to be a SQLite database, before SQLite sees it.
+
+        SQLite takes a 1-byte file for a new, empty database and writes a schema
+        into it, so a store file cut to 1 byte would be silently reset. memlab
+        creates its file whole, at least one page (512 bytes is SQLite's smallest
+        page), so any shorter file is damage.
+        """
+        if size == 0:
+            raise StoreCorrupted(
+                self.path,
+                None,
+                "the file is empty (0 bytes), and memlab never leaves an empty store "
+                "file (it creates the file whole)",
+            )
+        if size < _MIN_DB_BYTES:
+            raise StoreCorrupted(
+                self.path,
+                None,
+                f"the file is only {size} bytes, shorter than the smallest SQLite database "
+                f"({_MIN_DB_BYTES} bytes, one page), and memlab creates its file whole",
+            )
 
     def _create(self, file: Path, timeout: float) -> None:
         """Build a new store under a temporary name, then link it into place (a
