@@ -204,6 +204,48 @@ def test_a_damaged_row_is_store_corrupted_naming_the_record(tmp_path: Path, sql:
     assert p.read_bytes() == before
 
 
+@pytest.mark.parametrize("column", ["content", "meta", "scope", "kind", "provenance"])
+def test_text_that_is_not_utf8_is_store_corrupted_naming_the_record(
+    tmp_path: Path, column: str
+) -> None:
+    """A flipped byte in a TEXT value gave a plain StoreError quoting the stored text."""
+    p, before = _damaged(
+        tmp_path,
+        f"UPDATE records SET {column} = CAST(x'66ff6f' || CAST({column} AS BLOB) AS TEXT) "
+        "WHERE id = 'bad'",
+    )
+    s = SqliteStore(p)
+    reads = [
+        lambda: s.list("alice", include_archived=True),
+        lambda: s.get_many("alice", ["ok", "bad"]),
+        lambda: s.candidates("alice", vec(0)),
+    ]
+    if column == "scope":  # the record left scope alice
+        reads = [s.scopes]
+    for read in reads:
+        with pytest.raises(
+            StoreCorrupted,
+            match=rf"record 'bad' holds text that is not valid UTF-8 \(column {column}\)",
+        ) as err:
+            read()
+        assert str(p) in str(err.value)
+        assert "to be damaged" not in str(err.value)
+    s.close()
+    assert p.read_bytes() == before
+
+
+def test_an_id_that_is_not_utf8_is_store_corrupted_naming_the_row(tmp_path: Path) -> None:
+    p, before = _damaged(
+        tmp_path, "UPDATE records SET id = CAST(x'66ff6f' AS TEXT) WHERE id = 'bad'"
+    )
+    with (
+        SqliteStore(p) as s,
+        pytest.raises(StoreCorrupted, match=r"the record in row 2 .* \(column id\)"),
+    ):
+        s.list("alice")
+    assert p.read_bytes() == before
+
+
 def test_damaged_dimensions_are_store_corrupted(tmp_path: Path) -> None:
     p, before = _damaged(tmp_path, "UPDATE meta SET value = 'many' WHERE key = 'dims'")
     with pytest.raises(StoreCorrupted, match="dimensions"):

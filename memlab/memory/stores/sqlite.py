@@ -71,6 +71,19 @@ INTEGRITY_CHECKS = ("quick", "full", "off")
 _MIN_DB_BYTES = 512
 
 
+#: the records table's text columns, read as bytes to find one that is not UTF-8
+_TEXT_NAMES = ("id", "scope", "kind", "content", "source", "provenance", "meta", "superseded")
+_TEXT_COLUMNS = ", ".join(_TEXT_NAMES)
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _sidecars(db_file: Path) -> list[Path]:
     return [db_file.with_name(db_file.name + s) for s in ("", "-wal", "-shm", "-journal")]
 
@@ -185,9 +198,11 @@ class SqliteStore:
                 )
             self._data_version = self._read_data_version()
         except BaseException as exc:
+            # the error is described before closing: describing it may read the file
+            error = self._db_error(exc) if isinstance(exc, sqlite3.Error) else None
             self.close()
-            if isinstance(exc, sqlite3.Error):
-                raise self._db_error(exc) from None
+            if error is not None:
+                raise error from None
             raise
 
     def _check_size(self, size: int) -> None:
@@ -312,6 +327,10 @@ class SqliteStore:
             "not a database" in msg or "malformed" in msg or "corrupt" in msg
         ):
             return StoreCorrupted(self.path, None, msg)
+        if msg.startswith("Could not decode to UTF-8"):
+            # sqlite3's message quotes the whole stored text, which is the user's
+            # data (and may be long): name the record instead.
+            return StoreCorrupted(self.path, None, self._undecodable())
         if "disk" in msg or "full" in msg or "I/O" in msg:
             return StoreError(
                 f"cannot write memory store {self.path}: {msg}; nothing was changed. Is the "
@@ -323,6 +342,38 @@ class SqliteStore:
                 "its folder's permissions"
             )
         return StoreError(f"memory store {self.path}: {msg}")
+
+    def _undecodable(self) -> str:
+        """Say which record holds text that is not valid UTF-8, without quoting it.
+
+        sqlite3 raises while fetching, before a row reaches ``_decode``, so the
+        rows are read again with text as bytes. The caller holds ``_mutex``.
+        """
+        found = "a stored text value is not valid UTF-8"
+        if self._closed:
+            return found
+        saved = self._db.text_factory
+        self._db.text_factory = bytes
+        try:
+            for rowid, *values in self._db.execute(f"SELECT rowid, {_TEXT_COLUMNS} FROM records"):
+                bad = [
+                    name
+                    for name, value in zip(_TEXT_NAMES, values, strict=True)
+                    if isinstance(value, bytes) and not _is_utf8(value)
+                ]
+                if not bad:
+                    continue
+                rid = values[0]
+                if isinstance(rid, bytes) and _is_utf8(rid):
+                    what = f"record {rid.decode()[:80]!r}"
+                else:
+                    what = f"the record in row {rowid}"
+                return f"{what} holds text that is not valid UTF-8 (column {', '.join(bad)})"
+        except sqlite3.Error:
+            pass  # the original error is the one to report
+        finally:
+            self._db.text_factory = saved
+        return found
 
     def _decode(self, row: tuple[Any, ...]) -> MemoryRecord:
         try:
