@@ -484,3 +484,96 @@ def test_reopening_keeps_the_scan_policy(tmp_path: Path) -> None:
     assert (again.scan.codes, again.scan.rerank, again.scan.min_rows) == ("bits", 100, 0)
     assert again._index["alice"].words > 0  # the scope's index keeps sign bits
     again.close()
+
+
+# -- a folder or file this user cannot write ----------------------------------------
+class _UnwritableLock:
+    """A filelock.FileLock whose lock file cannot be created, as in a read-only folder."""
+
+    def __init__(self, lock_file: str, timeout: float = -1) -> None:
+        self.lock_file = lock_file
+
+    def acquire(self) -> None:
+        import errno
+
+        raise PermissionError(errno.EACCES, "Permission denied", self.lock_file)
+
+    def release(self) -> None:
+        raise AssertionError("never acquired")
+
+    def __enter__(self) -> _UnwritableLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_a_folder_without_write_permission_opens_to_read_and_refuses_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening raised filelock's raw PermissionError for the lock file, even to read."""
+    import filelock
+
+    p = tmp_path / "m.jsonl"
+    ids = _fill(p)
+    data = p.read_bytes()
+    (tmp_path / "m.jsonl.lock").unlink(missing_ok=True)
+    monkeypatch.setattr(filelock, "FileLock", _UnwritableLock)
+    s = JsonlStore(p)
+    assert [r.id for r in s.list("alice")] == ids
+    for write in (
+        lambda: s.put(make_record(content="new")),
+        lambda: s.touch("alice", ids[:1], at=50),
+        s.compact,
+    ):
+        with pytest.raises(StoreError, match=r"lock file .*m\.jsonl\.lock.* not writable") as err:
+            write()
+        assert "make the folder writable" in str(err.value)
+    assert [r.id for r in s.list("alice")] == ids  # the failed writes left no trace
+    s.close()
+    assert p.read_bytes() == data
+
+
+def _permissions_are_enforced(folder: Path) -> bool:
+    """False when this user bypasses file permissions (root with CAP_DAC_OVERRIDE)."""
+    probe = folder / "probe"
+    probe.mkdir()
+    probe.chmod(0o555)
+    try:
+        (probe / "x").touch()
+    except PermissionError:
+        return True
+    else:
+        (probe / "x").unlink()
+        return False
+    finally:
+        probe.chmod(0o755)
+        probe.rmdir()
+
+
+def test_a_read_only_folder_and_file_for_real(tmp_path: Path) -> None:
+    if not _permissions_are_enforced(tmp_path):
+        pytest.skip("this user bypasses file permissions")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    p = folder / "m.jsonl"
+    ids = _fill(p)
+    (folder / "m.jsonl.lock").unlink(missing_ok=True)
+    data = p.read_bytes()
+    p.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        with JsonlStore(p) as s:
+            assert [r.id for r in s.list("alice")] == ids
+            with pytest.raises(StoreError, match="not writable"):
+                s.put(make_record(content="new"))
+        folder.chmod(0o755)  # the lock file can be made, the log is still read-only
+        with JsonlStore(p) as s:
+            for write in (lambda: s.put(make_record(content="new")), s.compact):
+                with pytest.raises(StoreError, match="opened read-only"):
+                    write()
+            assert [r.id for r in s.list("alice")] == ids
+    finally:
+        folder.chmod(0o755)
+    assert p.read_bytes() == data

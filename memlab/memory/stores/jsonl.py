@@ -29,7 +29,7 @@ import errno
 import os
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import filelock
@@ -58,6 +58,10 @@ from memlab.memory.stores.indexed import IndexedStore, ScanPolicy
 from memlab.memory.stores.logchain import FORMAT, Chain, ChainBroken, crc_of, header, seal
 
 __all__ = ["FORMAT", "CompactionWarning", "JsonlStore", "TornWriteWarning", "encode_line"]
+
+
+#: errnos of a lock file that cannot be created or opened for want of permission
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def encode_line(op: dict[str, Any]) -> bytes:
@@ -96,10 +100,13 @@ class JsonlStore(IndexedStore):
         scan_rerank: rows the ``"bits"`` scan re-ranks with their float32 cosine.
         scan_min_rows: scopes with fewer rows are scanned in float32.
 
+    A store whose folder (or file) this user cannot write opens read-only: reads
+    work, since they never take the writer lock, and every write raises StoreError.
+
     Raises:
         InputError: a bad argument (``path`` not a path, a negative timeout, ...).
         StoreError: ``path`` is a folder, or its folder is missing and
-            ``create_dirs`` is false.
+            ``create_dirs`` is false, or the file cannot be read.
         StoreCorrupted: the file exists but is not an intact memlab log.
     """
 
@@ -132,6 +139,7 @@ class JsonlStore(IndexedStore):
         # cannot be reused, so "the path names another inode" reliably means
         # another process replaced (compacted) the file.
         self._fd: int | None = None
+        self._read_only = False  # _fd was opened read-only (the file is not writable)
         self._ident: tuple[int, int] | None = None
         self._offset = 0  # bytes of the file consumed (always at a line boundary)
         self._chain = Chain()
@@ -142,12 +150,10 @@ class JsonlStore(IndexedStore):
         self.temp_files_removed = 0
         try:
             if self.path.exists() or temp_files(self.path):
-                with self._locked():
-                    self.temp_files_removed += remove_dead_temp_files(self.path)
-                    self._sync_locked()
-        except filelock.Timeout:
-            self._close_fd()
-            raise self._locked_error() from None
+                with self._locked(reading=True) as locked:
+                    if locked:
+                        self.temp_files_removed += remove_dead_temp_files(self.path)
+                    self._read_new(locked=locked)
         except BaseException:
             self._close_fd()
             raise
@@ -185,12 +191,17 @@ class JsonlStore(IndexedStore):
     def _reload(self, locked: bool) -> None:
         """Read the file at ``path`` from its start: the first read, or after another
         process replaced it (a compaction)."""
+        read_only = False
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
-        except PermissionError:
-            fd = os.open(self.path, os.O_RDONLY)  # a read-only store; writes will fail
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            except PermissionError:
+                fd = os.open(self.path, os.O_RDONLY)  # a read-only store; writes will fail
+                read_only = True
         except FileNotFoundError:
             return self._read_new(locked=locked)  # replaced and gone again: start over
+        except OSError as exc:
+            raise io_error(self.path, "open", exc) from None
         try:
             st = os.fstat(fd)
             before = self._chain.generation if self._fd is not None else 0
@@ -198,6 +209,7 @@ class JsonlStore(IndexedStore):
             self._reset_state()
             self._fd, self._ident = fd, (st.st_dev, st.st_ino)
             self._offset, self._chain, self._torn_at = 0, Chain(), None
+            self._read_only = read_only
             if st.st_size == 0:
                 raise StoreCorrupted(
                     self.path,
@@ -299,15 +311,51 @@ class JsonlStore(IndexedStore):
         if self._closed:
             raise StoreError(f"memory store {self.path} is closed")
 
-    def _locked(self) -> filelock.BaseFileLock:
-        check_store_path(self.path, self.create_dirs, "JsonlStore")
-        return self._lock
+    @contextlib.contextmanager
+    def _locked(self, *, reading: bool = False) -> Iterator[bool]:
+        """Hold the writer lock; yields whether it is held.
 
-    def _locked_error(self) -> StoreLocked:
-        return StoreLocked(
-            f"memory store {self.path} is locked by another process "
-            f"(lock file {self._lock.lock_file}); retry, or stop the other writer"
-        )
+        Args:
+            reading: the caller only reads. Where the lock file cannot be created
+                (a folder this user cannot write, a read-only file system) it then
+                goes on without the lock, as every read after opening does, and
+                yields False; a write raises StoreError there.
+
+        Raises:
+            StoreLocked: another process holds the lock past ``lock_timeout``.
+            StoreError: the lock file cannot be opened (and ``reading`` is false,
+                or the failure is not a permission one).
+        """
+        check_store_path(self.path, self.create_dirs, "JsonlStore")
+        try:
+            self._lock.acquire()
+        except filelock.Timeout:
+            raise StoreLocked(
+                f"memory store {self.path} is locked by another process "
+                f"(lock file {self._lock.lock_file}); retry, or stop the other writer"
+            ) from None
+        except OSError as exc:
+            if not (reading and exc.errno in _NOT_WRITABLE):
+                raise self._lock_error(exc) from None
+        else:
+            try:
+                yield True
+            finally:
+                self._lock.release()
+            return
+        yield False
+
+    def _lock_error(self, exc: OSError) -> StoreError:
+        lock = self._lock.lock_file
+        if exc.errno in _NOT_WRITABLE:
+            return StoreError(
+                f"cannot write memory store {self.path}: its lock file {lock} cannot be "
+                f"created or opened ({exc.strerror or exc}), so the folder {self.path.parent} "
+                "(or the lock file) is not writable by this user; nothing was changed. Reading "
+                "works without it; to write, make the folder writable, or copy the store to a "
+                "writable folder"
+            )
+        return io_error(self.path, f"open the lock file {lock} of", exc)
 
     def _write(
         self, op: dict[str, Any], check: Callable[[], bool], apply: Callable[[], Any]
@@ -320,22 +368,20 @@ class JsonlStore(IndexedStore):
         """
         with self._mutex:
             self._check_open()
-            try:
-                with self._locked():
-                    self._sync_locked()
-                    if check():
-                        self._commit(op)
-                    result = apply()
-                    self._maybe_compact()
-                    return result
-            except filelock.Timeout:
-                raise self._locked_error() from None
+            with self._locked():
+                self._sync_locked()
+                if check():
+                    self._commit(op)
+                result = apply()
+                self._maybe_compact()
+                return result
 
     def _commit(self, op: dict[str, Any]) -> None:
         """Make ``op`` durable: create the file with it, or append it."""
         if self._fd is None:
             self._create(op)
             return
+        self._check_writable()
         if self._chain.version < 2:
             self._rewrite()  # upgrade a format-1 log before chaining lines to it
         line = self._chain.next_line(op)
@@ -358,6 +404,15 @@ class JsonlStore(IndexedStore):
         self._offset += len(line)
         self._chain.advance(line)
 
+    def _check_writable(self) -> None:
+        """Refuse to append to, or replace, a file this user may not write."""
+        if self._read_only:
+            raise StoreError(
+                f"cannot write memory store {self.path}: the file is not writable by this user "
+                "(it was opened read-only); nothing was changed. Fix the file's permissions, "
+                "or copy the store to a file you can write"
+            )
+
     def _create(self, op: dict[str, Any]) -> None:
         """Create the file holding its header and ``op``, whole or not at all."""
         chain = Chain(version=2, generation=1, lines=1)
@@ -370,6 +425,7 @@ class JsonlStore(IndexedStore):
 
     def _rewrite(self) -> None:
         """Write the live records as a new generation of the file (compaction)."""
+        self._check_writable()
         generation = self._chain.generation + 1
         chain = Chain(version=2, generation=generation, lines=1)
         head = header(generation)
@@ -388,6 +444,7 @@ class JsonlStore(IndexedStore):
         st = os.fstat(fd)
         self._close_fd()
         self._fd, self._ident = fd, (st.st_dev, st.st_ino)
+        self._read_only = False
         self._offset = st.st_size
         self._chain = chain
 
@@ -506,15 +563,12 @@ class JsonlStore(IndexedStore):
         """
         with self._mutex:
             self._check_open()
-            try:
-                with self._locked():
-                    self._sync_locked()
-                    if self._fd is None:
-                        return  # no file yet: nothing to compact
-                    self._rewrite()
-                    self.compactions += 1
-            except filelock.Timeout:
-                raise self._locked_error() from None
+            with self._locked():
+                self._sync_locked()
+                if self._fd is None:
+                    return  # no file yet: nothing to compact
+                self._rewrite()
+                self.compactions += 1
 
     # -- misc ---------------------------------------------------------------------
     @property
