@@ -577,3 +577,36 @@ def test_a_read_only_folder_and_file_for_real(tmp_path: Path) -> None:
     finally:
         folder.chmod(0o755)
     assert p.read_bytes() == data
+
+
+def test_a_compaction_moves_a_torn_last_line_aside(tmp_path: Path) -> None:
+    """compact() rewrote the log without the torn bytes and never wrote ``.torn``."""
+    p = tmp_path / "m.jsonl"
+    ids = _fill(p, 3)
+    torn = b'{"op":"put","records":[{"id":"r9","content":"half-written'
+    with open(p, "ab") as f:
+        f.write(torn)
+    with pytest.warns(TornWriteWarning, match=r"moved to .*m\.jsonl\.torn"):
+        s = JsonlStore(p)
+    s.compact()
+    s.close()
+    assert (tmp_path / "m.jsonl.torn").read_bytes() == torn
+    assert torn not in p.read_bytes()
+    with JsonlStore(p) as s:
+        assert [r.id for r in s.list("alice")] == ids
+
+
+def test_the_format_1_upgrade_moves_a_torn_last_line_aside(tmp_path: Path) -> None:
+    """The first write of a format-1 log rewrote it without the torn bytes, and no ``.torn``."""
+    from tests.conftest import FIXTURES
+
+    p = tmp_path / "m.jsonl"
+    torn = b'{"op":"put","records":[{"id":"r9"'
+    p.write_bytes((FIXTURES / "store-format1.jsonl").read_bytes() + torn)
+    with pytest.warns(TornWriteWarning):
+        s = JsonlStore(p)
+    s.put(make_record(content="new", id="n0"))
+    s.close()
+    assert (tmp_path / "m.jsonl.torn").read_bytes() == torn
+    with JsonlStore(p) as s:
+        assert [r.id for r in s.list("alice")] == ["r0", "r1", "n0"]

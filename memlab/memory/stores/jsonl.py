@@ -424,8 +424,14 @@ class JsonlStore(IndexedStore):
         self._adopt(fd, chain)
 
     def _rewrite(self) -> None:
-        """Write the live records as a new generation of the file (compaction)."""
+        """Write the live records as a new generation of the file (compaction).
+
+        A torn last line is moved to ``<path>.torn`` first, as before an append:
+        the new file leaves it out, and the warning promised to keep its bytes.
+        """
         self._check_writable()
+        if self._torn_at is not None:
+            self._salvage_torn()
         generation = self._chain.generation + 1
         chain = Chain(version=2, generation=generation, lines=1)
         head = header(generation)
@@ -438,7 +444,6 @@ class JsonlStore(IndexedStore):
         chain.advance(lines[-1])
         fd = write_whole(self.path, "compact", lines, link=False)
         self._adopt(fd, chain)
-        self._torn_at = None
 
     def _adopt(self, fd: int, chain: Chain) -> None:
         st = os.fstat(fd)
