@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import re
 from pathlib import Path
 
 import pytest
@@ -610,3 +611,89 @@ def test_the_format_1_upgrade_moves_a_torn_last_line_aside(tmp_path: Path) -> No
     assert (tmp_path / "m.jsonl.torn").read_bytes() == torn
     with JsonlStore(p) as s:
         assert [r.id for r in s.list("alice")] == ["r0", "r1", "n0"]
+
+
+def _put_line(path: Path, record: dict[str, object]) -> bytes:
+    """Append a put of ``record`` with a valid checksum and chain; the file's bytes."""
+    append_chained(path, {"op": "put", "records": [record]})
+    return path.read_bytes()
+
+
+def _good_record() -> dict[str, object]:
+    from memlab.memory.stores.codec import record_to_dict
+
+    return record_to_dict(make_record(content="a secret note", id="bad", provenance=("t1",)))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("id", 123, "the id is the number 123, not a string"),
+        ("tokens", 2.7, "tokens is the number 2.7, not an integer"),
+        ("tokens", True, "tokens is the boolean true, not an integer"),
+        ("tokens", "5", "tokens is a string, not an integer"),
+        ("access_count", 1.0, "access_count is the number 1.0, not an integer"),
+        ("salience", "0.5", "salience is a string, not a number"),
+        ("salience", False, "salience is the boolean false, not a number"),
+        ("created_at", "1780000000", "created_at is a string, not a number"),
+        ("last_accessed_at", None, "last_accessed_at is null, not a number"),
+        ("archived_at", "later", "archived_at is a string, not a number"),
+        ("provenance", "abc", "provenance is a string, not a list of strings"),
+        ("provenance", [1, 2], "provenance holds the number 1, not only strings"),
+        ("meta", [["a", 1]], "meta is a list, not an object"),
+        ("content", 5, "content is the number 5, not a string"),
+        ("kind", ["semantic"], "kind is a list, not a string"),
+        ("superseded", [{"by": 7, "at": 1.0}], "superseded entry's by is the number 7"),
+        ("superseded", [{"by": "x", "at": "1"}], "superseded entry's at is a string"),
+        ("superseded", [{"by": "x", "at": 1.0, "span": [0.5, 2]}], "span must be"),
+    ],
+)
+def test_a_record_field_of_the_wrong_json_type_is_corruption_not_converted(
+    tmp_path: Path, field: str, value: object, says: str
+) -> None:
+    """A checksum-valid line with tokens 2.7 loaded as 2, "5" as 5, provenance "abc" as
+    ('a', 'b', 'c'), meta [["a", 1]] as {'a': 1}, an id 123 as '123', ..."""
+    p = tmp_path / "m.jsonl"
+    _fill(p, 2)
+    record = _good_record()
+    record[field] = value
+    before = _put_line(p, record)
+    with pytest.raises(StoreCorrupted, match=f"line 4: .*{re.escape(says)}") as err:
+        JsonlStore(p)
+    assert "a secret note" not in str(err.value)
+    assert p.read_bytes() == before
+
+
+def test_a_missing_record_field_is_corruption_naming_it(tmp_path: Path) -> None:
+    p = tmp_path / "m.jsonl"
+    _fill(p, 2)
+    record = _good_record()
+    del record["tokens"]
+    before = _put_line(p, record)
+    with pytest.raises(
+        StoreCorrupted, match="line 4: .*record 'bad': the field 'tokens' is missing"
+    ):
+        JsonlStore(p)
+    assert p.read_bytes() == before
+
+
+def test_numbers_written_without_a_fraction_are_still_numbers(tmp_path: Path) -> None:
+    """JSON has one number type: a float field written as ``1000`` (not ``1000.0``), as
+    an earlier writer or another tool may, reads as 1000.0; integer fields stay ints."""
+    p = tmp_path / "m.jsonl"
+    _fill(p, 1)
+    record = _good_record()
+    record.update(salience=1, created_at=1000, last_accessed_at=1001, archived_at=1002)
+    record["superseded"] = [{"by": "x", "at": 1003, "span": [0, 2], "confidence": 1}]
+    _put_line(p, record)
+    with JsonlStore(p) as s:
+        got = s.get("alice", "bad")
+    assert got is not None
+    assert (got.salience, got.created_at, got.last_accessed_at, got.archived_at) == (
+        1.0,
+        1000.0,
+        1001.0,
+        1002.0,
+    )
+    assert type(got.created_at) is float and type(got.tokens) is int
+    assert got.superseded[0].at == 1003.0 and got.superseded[0].span == (0, 2)
