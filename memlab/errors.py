@@ -112,14 +112,28 @@ class CacheError(MemlabError):
 
 
 class CacheCorrupted(CacheError):
-    """The cache file is damaged or is not a memlab cache. The file is left untouched."""
+    """The cache file is damaged or is not a memlab cache. The file is left untouched.
 
-    def __init__(self, path: str | Path, detail: str) -> None:
+    Args:
+        path: the cache file.
+        detail: what is wrong with it.
+        elsewhere: how to use another cache instead, by the setting that chose
+            ``path`` (``MEMLAB_CACHE_DIR`` for the default file; the path given
+            explicitly otherwise).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        detail: str,
+        *,
+        elsewhere: str = "point MEMLAB_CACHE_DIR at another folder",
+    ) -> None:
         self.path = str(path)
         super().__init__(
             f"embedding cache {path} is unusable: {detail}. The file was not modified; "
-            "delete it or move it aside (memlab then starts an empty cache), or point "
-            "MEMLAB_CACHE_DIR at another folder"
+            f"delete {path} or move it aside (memlab then starts an empty cache), or "
+            f"{elsewhere}"
         )
 
 

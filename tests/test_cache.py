@@ -230,6 +230,89 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         ModelCache(path)
 
 
+@pytest.mark.parametrize("table", ["embeddings", "models", "completions"])
+def test_a_cache_missing_its_tables_is_corrupted_and_kept(tmp_path: Path, table: str) -> None:
+    """A cache without its embeddings table gave "CacheError: ... no such table:
+    embeddings" with no advice."""
+    path = tmp_path / "c.sqlite"
+    cache = ModelCache(path)
+    cache.put_embeddings("m", 4, [(text_key("a"), np.ones(4))])
+    cache.close()
+    db = sqlite3.connect(path)
+    db.execute(f"DROP TABLE {table}")
+    db.commit()
+    db.close()
+    before = digest(path)
+    with pytest.raises(CacheCorrupted, match=rf"tables \['{table}'\] are missing.*not modified"):
+        ModelCache(path).get_embeddings("m", 4, [text_key("a")])
+    assert digest(path) == before
+
+
+def test_a_table_dropped_while_the_cache_is_open_is_corrupted(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    cache = ModelCache(path)
+    cache.put_embeddings("m", 4, [(text_key("a"), np.ones(4))])
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE embeddings")
+    db.commit()
+    db.close()
+    with pytest.raises(CacheCorrupted, match="no such table: embeddings"):
+        cache.get_embeddings("m", 4, [text_key("a")])
+
+
+def _fill_until_full(path: Path, conn: object) -> None:
+    import resource
+    import signal
+
+    cache = ModelCache(path)
+    cache.put_embeddings("m", 64, [(text_key("seed"), np.ones(64))])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+    rng = np.random.default_rng(0)
+    try:
+        for attempt in range(4):
+            items = [(text_key(f"{attempt}-{i}"), rng.standard_normal(64)) for i in range(5000)]
+            cache.put_embeddings("m", 64, items)
+        conn.send("no error")  # type: ignore[attr-defined]
+    except MemlabError as exc:
+        conn.send(f"{type(exc).__name__}: {exc}")  # type: ignore[attr-defined]
+
+
+def test_a_full_disk_says_so(tmp_path: Path) -> None:
+    """A full disk (here the file size limit) gave just "disk I/O error"."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_fill_until_full, args=(tmp_path / "c.sqlite", child))
+    proc.start()
+    said = parent.recv()
+    proc.join(60)
+    assert said.startswith("CacheError: cannot write embedding cache")
+    assert "Is the disk (or the file size limit) full? Free some space" in said
+    assert "cache.path" in said  # the path was given: that is the setting to change
+
+
+def test_the_advice_names_the_setting_that_chose_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CacheCorrupted said to point MEMLAB_CACHE_DIR elsewhere even for a path given
+    explicitly, which that variable does not move."""
+    bad = b"this is not sqlite at all\n" * 300
+    given = tmp_path / "given.sqlite"
+    given.write_bytes(bad)
+    with pytest.raises(CacheCorrupted) as err:
+        ModelCache(given)
+    assert f"delete {given} or move it aside" in str(err.value)
+    assert "MEMLAB_CACHE_DIR" not in str(err.value)
+    assert "cache.path" in str(err.value) and "ModelCache" in str(err.value)
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "dir"))
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "embeddings.sqlite").write_bytes(bad)
+    with pytest.raises(CacheCorrupted, match="point MEMLAB_CACHE_DIR at another folder"):
+        ModelCache()
+    clone = pickle.loads(pickle.dumps(ModelCache(tmp_path / "ok.sqlite")))
+    assert clone.explicit
+
+
 def test_put_checks_shapes(tmp_path: Path) -> None:
     cache = ModelCache(tmp_path / "c.sqlite")
     with pytest.raises(InputError, match="shape"):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -120,6 +121,16 @@ def request_key(request: Any) -> bytes:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()
 
 
+def _tables_of(version: int) -> set[str]:
+    """The tables a cache of schema ``version`` has (those its migrations create)."""
+    return {
+        m.group(1)
+        for step in MIGRATIONS[:version]
+        for statement in step
+        if (m := re.match(r"\s*CREATE TABLE IF NOT EXISTS (\w+)", statement))
+    }
+
+
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i : i + _CHUNK]
@@ -155,6 +166,7 @@ class ModelCache:
 
     def __init__(self, path: str | Path | None = None, *, timeout: float = 30.0) -> None:
         self.path = Path(path).expanduser() if path else default_cache_path()
+        self.explicit = bool(path)  # the advice in errors names the setting that chose path
         self.timeout = float(timeout)
         self._lock = threading.RLock()
         self._models: dict[tuple[str, str, int], int] = {}
@@ -166,10 +178,11 @@ class ModelCache:
         return f"ModelCache({str(self.path)!r})"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "timeout": self.timeout}
+        return {"path": self.path, "explicit": self.explicit, "timeout": self.timeout}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
+        self.explicit = state.get("explicit", True)
         self.timeout = state["timeout"]
         self._lock = threading.RLock()
         self._models = {}
@@ -177,6 +190,18 @@ class ModelCache:
         self._pid = 0
 
     # -- connection ----------------------------------------------------------------
+    def _elsewhere(self) -> str:
+        """How to use another cache, by the setting that chose this one's path."""
+        if self.explicit:
+            return (
+                "give the cache another file (cache.path in the lab, the path passed to "
+                "ModelCache in code)"
+            )
+        return f"point {CACHE_DIR_ENV} at another folder"
+
+    def _corrupted(self, detail: str) -> CacheCorrupted:
+        return CacheCorrupted(self.path, detail, elsewhere=self._elsewhere())
+
     def _error(self, exc: sqlite3.Error) -> CacheError:
         msg = str(exc)
         if "locked" in msg or "busy" in msg:
@@ -187,7 +212,21 @@ class ModelCache:
         if isinstance(exc, sqlite3.DatabaseError) and (
             "not a database" in msg or "malformed" in msg or "corrupt" in msg
         ):
-            return CacheCorrupted(self.path, msg)
+            return self._corrupted(msg)
+        if "no such table" in msg or "no such column" in msg:
+            # the tables are checked on open: another program changed the file since
+            return self._corrupted(f"{msg} (memlab's tables were changed)")
+        if "disk" in msg or "full" in msg or "I/O" in msg:
+            return CacheError(
+                f"cannot write embedding cache {self.path}: {msg}; nothing was cached by "
+                "this write. Is the disk (or the file size limit) full? Free some space and "
+                f"retry, or {self._elsewhere()} on a disk with room"
+            )
+        if "readonly" in msg or "unable to open" in msg:
+            return CacheError(
+                f"cannot open or write embedding cache {self.path}: {msg}; check the "
+                f"file's and its folder's permissions, or {self._elsewhere()}"
+            )
         return CacheError(f"embedding cache {self.path}: {msg}")
 
     def _connect(self) -> sqlite3.Connection:
@@ -196,7 +235,7 @@ class ModelCache:
         except OSError as exc:
             raise CacheError(
                 f"cannot create the cache folder {self.path.parent}: {exc.strerror or exc}; "
-                f"set {CACHE_DIR_ENV} to a writable folder"
+                f"{self._elsewhere()} that is writable"
             ) from None
         if self.path.is_dir():
             raise CacheError(f"embedding cache path {self.path} is a folder, not a file")
@@ -248,25 +287,30 @@ class ModelCache:
             raise
 
     def _header(self, db: sqlite3.Connection) -> tuple[int, int]:
-        # The three reads must see one snapshot: between separate reads another
-        # process may create the cache (tables + application_id in one commit), and
-        # "no application_id but tables" would then look like a foreign database.
+        # The reads must see one snapshot: between separate reads another process
+        # may create the cache (tables + application_id in one commit), and "no
+        # application_id but tables" would then look like a foreign database.
         own = not db.in_transaction
         if own:
             db.execute("BEGIN")
         try:
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            objects = db.execute("SELECT type, name FROM sqlite_master").fetchall()
         finally:
             if own:
                 db.execute("COMMIT")
-        if app_id != APPLICATION_ID and (app_id != 0 or tables):
-            raise CacheCorrupted(
-                self.path,
+        if app_id != APPLICATION_ID and (app_id != 0 or objects):
+            raise self._corrupted(
                 "it is an SQLite database but not a memlab cache "
-                f"(application_id {app_id:#x}, {tables} schema objects)",
+                f"(application_id {app_id:#x}, {len(objects)} schema objects)"
             )
+        # A migration commits its tables with its version, so a version's tables
+        # are all there; CREATE TABLE IF NOT EXISTS must not quietly rebuild one.
+        tables = {name for kind, name in objects if kind == "table"}
+        missing = sorted(_tables_of(version) - tables)
+        if app_id == APPLICATION_ID and version <= SCHEMA_VERSION and missing:
+            raise self._corrupted(f"memlab's tables {missing} are missing")
         return app_id, version
 
     @contextmanager
@@ -334,9 +378,8 @@ class ModelCache:
                 return out
             for key, blob in _select_keys(db, "key, vector", model, keys):
                 if len(blob) != 4 * dims:
-                    raise CacheCorrupted(
-                        self.path,
-                        f"a cached vector of {name} has {len(blob)} bytes, expected {4 * dims}",
+                    raise self._corrupted(
+                        f"a cached vector of {name} has {len(blob)} bytes, expected {4 * dims}"
                     )
                 out[bytes(key)] = np.frombuffer(blob, dtype="<f4")
         return out
@@ -419,7 +462,7 @@ class ModelCache:
         except ValueError:
             value = None
         if not isinstance(value, dict):
-            raise CacheCorrupted(self.path, f"a cached completion of {name} is not a JSON object")
+            raise self._corrupted(f"a cached completion of {name} is not a JSON object")
         return value
 
     def put_completion(self, name: str, key: bytes, response: dict[str, Any]) -> None:
@@ -457,7 +500,7 @@ class ModelCache:
         with self._conn() as db:
             problems = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
         if problems != ["ok"]:
-            raise CacheCorrupted(self.path, "; ".join(problems[:5]))
+            raise self._corrupted("; ".join(problems[:5]))
 
     def close(self) -> None:
         """Close this process's connection (it reopens on next use)."""
