@@ -178,6 +178,19 @@ def test_every_yaml_option_of_a_plugin_group_is_registered() -> None:
         (["store=sqlite", "store.path=/tmp/x.db"], "config key 'store.path': '/tmp/x.db' lacks"),
         (["store.name=redis"], "config key 'store.name': unknown store 'redis'"),
         (["strategies=[]"], "config key 'strategies': select at least one strategy"),
+        *(
+            ([f"memory.{node}=null"], f"config key 'memory.{node}': must be a mapping")
+            for node in ("weights", "half_life", "summarize", "eviction", "neighbors", "supersede")
+        ),
+        (
+            ["strategies.memory.memory.weights=null"],
+            "config key 'strategies.memory.memory.weights': must be a mapping",
+        ),
+        (["strategies.memory.memory=null"], "config key 'strategies.memory.memory': must be a"),
+        (
+            ["strategies=[memory_layered]", "strategies.memory_layered.layers=null"],
+            "config key 'strategies.memory_layered.layers': must be a mapping",
+        ),
     ],
 )
 def test_bad_values_name_their_key(overrides: list[str], message: str | None) -> None:

@@ -98,3 +98,20 @@ def test_structured_checks_values_and_names_keys() -> None:
         structured(Settings, {"m": 0}, "s")
     with pytest.raises(ConfigError, match=r"config key 's.n': Value 'x'"):
         structured(Settings, {"n": "x"}, "s")
+
+
+def test_a_null_nested_node_names_its_key() -> None:
+    inner = fields_schema(RankWeights, name="Inner")
+
+    @dataclasses.dataclass
+    class Outer:
+        node: Any = dataclasses.field(default_factory=inner)
+
+    @dataclasses.dataclass
+    class Top:
+        outer: Any = dataclasses.field(default_factory=Outer)
+
+    assert structured(Top, {"outer": {"node": {"recency": 0.5}}}, "t").outer.node.recency == 0.5
+    for values, key in (({"outer": None}, "t.outer"), ({"outer": {"node": None}}, "t.outer.node")):
+        with pytest.raises(ConfigError, match=rf"config key '{key}': must be a mapping"):
+            structured(Top, values, "t")

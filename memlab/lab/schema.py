@@ -245,6 +245,7 @@ def structured(schema: type, values: Any, key: str = "") -> Any:
         ConfigError: naming the key under ``key``.
     """
     plain = OmegaConf.to_container(values, resolve=True) if OmegaConf.is_config(values) else values
+    check_nodes(schema, plain, key)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), plain or {})
         return OmegaConf.to_object(merged)
@@ -254,6 +255,41 @@ def structured(schema: type, values: Any, key: str = "") -> Any:
         if isinstance(exc.__cause__, MemlabError):
             raise config_error(exc.__cause__, key, schema) from None
         raise omegaconf_error(exc, key) from None
+
+
+def _node_schema(f: dataclasses.Field[Any]) -> type | None:
+    """The schema of a field whose default is a nested node (a schema instance)."""
+    if f.default_factory is dataclasses.MISSING:
+        return None
+    default = typing.cast(Callable[[], Any], f.default_factory)()
+    return type(default) if dataclasses.is_dataclass(default) else None
+
+
+def check_nodes(schema: type, values: Any, key: str = "") -> None:
+    """Refuse ``null`` for a nested node of ``schema`` (``memory.weights=null``).
+
+    Such nodes are typed ``Any`` (so that partial overrides of them merge), which
+    lets OmegaConf take ``null`` for them; the builders read their keys, so a
+    null node would fail later as a bug rather than as bad config.
+
+    Raises:
+        ConfigError: naming the key of the null node.
+    """
+    if not isinstance(values, Mapping):
+        return
+    for f in dataclasses.fields(schema):
+        sub = _node_schema(f)
+        if sub is None or f.name not in values:
+            continue
+        full = f"{key}.{f.name}" if key else f.name
+        value = values[f.name]
+        if value is None:
+            raise ConfigError(
+                f"config key '{full}': must be a mapping of its keys, not null; set the "
+                f"keys to change (e.g. {full}.KEY=VALUE) or drop the override to keep "
+                "the defaults (memlab run --cfg job prints them)"
+            )
+        check_nodes(sub, value, full)
 
 
 _HEAD = re.compile(r"^(\S+) (.*)$", re.S)

@@ -26,6 +26,7 @@ from memlab.errors import InputError
 from memlab.lab.schema import (
     as_dict,
     build,
+    check_nodes,
     default_of,
     fields_schema,
     omegaconf_error,
@@ -471,6 +472,7 @@ def merged_entry(schema: type, name: str, raw: Mapping[str, Any]) -> dict[str, A
     """
     key = f"strategies.{name}"
     plain = OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw
+    check_nodes(schema, plain, key)
     try:
         node = OmegaConf.merge(OmegaConf.structured(schema), plain or {})
     except Exception as exc:
