@@ -345,6 +345,25 @@ def test_cli_failures_have_distinct_exit_codes_and_one_line(
     assert ok.returncode == 0 and "PASS" in ok.stdout
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["report", "--seed", "-1"], "report: --seed must be an integer >= 0, got -1"),
+        (["compare", "--seed", "-1"], "compare: --seed must be an integer >= 0, got -1"),
+    ],
+)
+def test_report_and_compare_refuse_a_negative_seed_before_writing(
+    finished: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command, *flags = args
+    folders = [str(finished)] * (2 if command == "compare" else 1)
+    before = {p: p.stat().st_mtime_ns for p in finished.rglob("*")}
+    assert main([command, *folders, "--no-charts", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert {p: p.stat().st_mtime_ns for p in finished.rglob("*")} == before
+
+
 def test_an_internal_error_is_one_line_exit_3_unless_debugging(
     capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]

@@ -174,6 +174,7 @@ def test_every_yaml_option_of_a_plugin_group_is_registered() -> None:
         (["transcripts.name=nope"], "config key 'transcripts.name': unknown dataset 'nope'"),
         (["transcripts.limit=0"], "config key 'transcripts.limit': must be >= 1"),
         (["report.bootstrap=-1"], "config key 'report.bootstrap': must be >= 0"),
+        (["seed=-1"], "config key 'seed': must be an integer >= 0, got -1"),
         (["embedder.dims=4"], None),  # checked when the embedder is built (see test_experiment)
         (["store=sqlite", "store.path=/tmp/x.db"], "config key 'store.path': '/tmp/x.db' lacks"),
         (["store.name=redis"], "config key 'store.name': unknown store 'redis'"),
@@ -278,3 +279,10 @@ def test_reference_retrievers_keep_every_turn() -> None:
         parts = v.strategies[name][1]
         assert parts.supersede is None and parts.summarize is None and parts.eviction is None
     assert v.strategies["memory"][1].supersede is not None
+
+
+def test_a_negative_tune_seed_is_refused() -> None:
+    from memlab.lab.config import TuneConfig
+
+    with pytest.raises(ConfigError, match=r"config key 'tune.seed': must be an integer >= 0"):
+        TuneConfig(seed=-1)

@@ -15,6 +15,7 @@ from memlab.lab.metrics import (
     evidence_distance,
     ranked_items,
     score_probe,
+    seed_problem,
 )
 from memlab.lab.strategies import Context, ContextItem
 from memlab.lab.transcripts import Transcript, load
@@ -68,6 +69,14 @@ def test_bootstrap_ci() -> None:
     assert bootstrap_ci([], 100)[3] == 0 and math.isnan(bootstrap_ci([], 100)[0])
     assert bootstrap_ci([0.3], 100)[:3] == (0.3, 0.3, 0.3)
     assert bootstrap_ci([0.5, 0.5], 100)[:3] == (0.5, 0.5, 0.5)
+
+
+def test_seed_problem() -> None:
+    assert seed_problem(0) is None and seed_problem(2**70) is None
+    for bad in (-1, True, 1.5):
+        assert seed_problem(bad) == f"must be an integer >= 0, got {bad!r}"  # type: ignore[arg-type]
+    with pytest.raises(ValueError):  # what a seed_problem keeps from the bootstrap
+        bootstrap_ci([0.0, 1.0], 10, seed=-1)
 
 
 # -- ranked retrieval (memlab.lab.ranking; the measures are tested in test_ranking) -----

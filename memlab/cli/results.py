@@ -9,6 +9,19 @@ from memlab.cli.common import OK, REGRESSED, ArgumentParser, _no_progress, echo,
 from memlab.errors import InputError
 
 
+def _check_resampling(command: str, bootstrap: int, seed: int) -> None:
+    """The run config's check of ``seed``, for the flag.
+
+    Raises:
+        InputError: before anything is read or written.
+    """
+    from memlab.lab.metrics import seed_problem
+
+    problem = seed_problem(seed)
+    if problem is not None:
+        raise InputError(f"{command}: --seed {problem}")
+
+
 # -- report ---------------------------------------------------------------------------
 def report(args: list[str]) -> int:
     """``memlab report DIR``: rebuild tables and charts from a run or multirun folder."""
@@ -44,6 +57,7 @@ def report(args: list[str]) -> int:
         "abstention_proxy)",
     )
     ns = parser.parse_args(args)
+    _check_resampling("report", ns.bootstrap, ns.seed)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a folder; pass a run or multirun folder")
     heatmap = None
@@ -86,6 +100,7 @@ def compare(args: list[str]) -> int:
     parser.add_argument("--no-charts", action="store_true")
     parser.add_argument("--out", type=Path, help="where to write compare.md (default: RUN_B)")
     ns = parser.parse_args(args)
+    _check_resampling("compare", ns.bootstrap, ns.seed)
     pairs = None
     if ns.strategies:
         pairs = []

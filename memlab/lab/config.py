@@ -25,6 +25,7 @@ import memlab
 from memlab.errors import ConfigError
 from memlab.lab.answering import AnswerSettings
 from memlab.lab.judges import JUDGES
+from memlab.lab.metrics import seed_problem
 from memlab.lab.readers import NO_READER, READERS
 from memlab.lab.replay import ReplaySettings
 from memlab.lab.schema import (
@@ -55,6 +56,11 @@ def conf_dir() -> Path:
 
 def _check(ok: bool, key: str, problem: str) -> None:
     if not ok:
+        raise ConfigError(f"config key '{key}': {problem}")
+
+
+def _check_problem(problem: str | None, key: str) -> None:
+    if problem is not None:
         raise ConfigError(f"config key '{key}': {problem}")
 
 
@@ -154,6 +160,7 @@ class TuneConfig:
         )
         _check(self.penalty >= 0, "tune.penalty", f"must be >= 0, got {self.penalty}")
         _check(self.n_trials >= 1, "tune.n_trials", f"must be >= 1, got {self.n_trials}")
+        _check_problem(seed_problem(self.seed), "tune.seed")  # numpy-seeded TPE sampler
         _check(
             0 < self.holdout_fraction < 1,
             "tune.holdout_fraction",
@@ -201,6 +208,7 @@ class RunConfig:
     tune: TuneConfig | None = None
 
     def __post_init__(self) -> None:
+        _check_problem(seed_problem(self.seed), "seed")
         _check(
             self.prompt_overhead_tokens >= 0,
             "prompt_overhead_tokens",

@@ -557,6 +557,14 @@ def score_probe(
     return row
 
 
+def seed_problem(seed: int) -> str | None:
+    """What is wrong with a bootstrap seed, or None: numpy's generators take only
+    integers >= 0, and a bad seed would otherwise fail after the whole replay."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return f"must be an integer >= 0, got {seed!r}"
+    return None
+
+
 @lru_cache(maxsize=16)
 def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
     # The same (n, n_boot, seed) always draws the same indices: a summary draws them
