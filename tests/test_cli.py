@@ -349,10 +349,12 @@ def test_cli_failures_have_distinct_exit_codes_and_one_line(
     "args, message",
     [
         (["report", "--seed", "-1"], "report: --seed must be an integer >= 0, got -1"),
+        (["report", "--bootstrap", "-1"], "report: --bootstrap must be an integer >= 0"),
         (["compare", "--seed", "-1"], "compare: --seed must be an integer >= 0, got -1"),
+        (["compare", "--bootstrap", "-2"], "compare: --bootstrap must be an integer >= 0"),
     ],
 )
-def test_report_and_compare_refuse_a_negative_seed_before_writing(
+def test_report_and_compare_refuse_a_negative_seed_or_bootstrap_before_writing(
     finished: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     command, *flags = args

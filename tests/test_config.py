@@ -173,7 +173,7 @@ def test_every_yaml_option_of_a_plugin_group_is_registered() -> None:
         (["strategies.memory.kind=magic"], "config key 'strategies.memory.kind': must be one of"),
         (["transcripts.name=nope"], "config key 'transcripts.name': unknown dataset 'nope'"),
         (["transcripts.limit=0"], "config key 'transcripts.limit': must be >= 1"),
-        (["report.bootstrap=-1"], "config key 'report.bootstrap': must be >= 0"),
+        (["report.bootstrap=-1"], "config key 'report.bootstrap': must be an integer >= 0"),
         (["seed=-1"], "config key 'seed': must be an integer >= 0, got -1"),
         (["embedder.dims=4"], None),  # checked when the embedder is built (see test_experiment)
         (["store=sqlite", "store.path=/tmp/x.db"], "config key 'store.path': '/tmp/x.db' lacks"),

@@ -12,6 +12,7 @@ from memlab.lab.metrics import (
     HAYSTACK_METRICS,
     METRICS,
     bootstrap_ci,
+    bootstrap_problem,
     evidence_distance,
     ranked_items,
     score_probe,
@@ -71,10 +72,12 @@ def test_bootstrap_ci() -> None:
     assert bootstrap_ci([0.5, 0.5], 100)[:3] == (0.5, 0.5, 0.5)
 
 
-def test_seed_problem() -> None:
+def test_seed_and_resample_count_problems() -> None:
     assert seed_problem(0) is None and seed_problem(2**70) is None
+    assert bootstrap_problem(0) is None and bootstrap_problem(1000) is None
     for bad in (-1, True, 1.5):
         assert seed_problem(bad) == f"must be an integer >= 0, got {bad!r}"  # type: ignore[arg-type]
+        assert bootstrap_problem(bad) is not None  # type: ignore[arg-type]
     with pytest.raises(ValueError):  # what a seed_problem keeps from the bootstrap
         bootstrap_ci([0.0, 1.0], 10, seed=-1)
 

@@ -10,16 +10,19 @@ from memlab.errors import InputError
 
 
 def _check_resampling(command: str, bootstrap: int, seed: int) -> None:
-    """The run config's check of ``seed``, for the flag.
+    """The run config's checks of ``report.bootstrap`` and ``seed``, for the flags.
 
     Raises:
         InputError: before anything is read or written.
     """
-    from memlab.lab.metrics import seed_problem
+    from memlab.lab.metrics import bootstrap_problem, seed_problem
 
-    problem = seed_problem(seed)
-    if problem is not None:
-        raise InputError(f"{command}: --seed {problem}")
+    for flag, problem in (
+        ("--bootstrap", bootstrap_problem(bootstrap)),
+        ("--seed", seed_problem(seed)),
+    ):
+        if problem is not None:
+            raise InputError(f"{command}: {flag} {problem}")
 
 
 # -- report ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import memlab
 from memlab.errors import ConfigError
 from memlab.lab.answering import AnswerSettings
 from memlab.lab.judges import JUDGES
-from memlab.lab.metrics import seed_problem
+from memlab.lab.metrics import bootstrap_problem, seed_problem
 from memlab.lab.readers import NO_READER, READERS
 from memlab.lab.replay import ReplaySettings
 from memlab.lab.schema import (
@@ -114,7 +114,7 @@ class ReportConfig:
     abstain_below: float = default_of(ReplaySettings, "abstain_below")
 
     def __post_init__(self) -> None:
-        _check(self.bootstrap >= 0, "report.bootstrap", f"must be >= 0, got {self.bootstrap}")
+        _check_problem(bootstrap_problem(self.bootstrap), "report.bootstrap")
         _check(self.far_turns >= 1, "report.far_turns", f"must be >= 1, got {self.far_turns}")
         _check(
             0.0 <= self.abstain_below <= 1.0,

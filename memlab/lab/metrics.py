@@ -557,6 +557,13 @@ def score_probe(
     return row
 
 
+def bootstrap_problem(n_boot: int) -> str | None:
+    """What is wrong with a bootstrap resample count, or None (0: no interval)."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 0:
+        return f"must be an integer >= 0 (0: no interval), got {n_boot!r}"
+    return None
+
+
 def seed_problem(seed: int) -> str | None:
     """What is wrong with a bootstrap seed, or None: numpy's generators take only
     integers >= 0, and a bad seed would otherwise fail after the whole replay."""
