@@ -71,6 +71,15 @@ def test_fact_state_is_per_scope_and_tracks_corrections() -> None:
         (lambda d: d["turns"][9]["probe"].update(detached="yes"), "turn 't9'", "probe.detached"),
         (lambda d: d["turns"][9].update(probe={}), "turn 't9'", "probe"),
         (lambda d: d["turns"][3].update(probe={"evidence": ["t9"]}), "turn 't3'", "probe.evidence"),
+        # a lone surrogate (the JSON escape "\ud800") loads but cannot be written as UTF-8
+        (lambda d: d.update(id="x\ud800"), "top level", "id"),
+        (lambda d: d.update(meta={"note": ["ok", "\udc00"]}), "top level", "meta.note[1]"),
+        (lambda d: d["turns"][2].update(text="hi \ud800"), "turn 't2'", "text"),
+        (lambda d: d["turns"][2].update(id="t\ud800"), "turn 't\\ud800'", "id"),
+        (lambda d: d["turns"][2].update(scope="\ud800"), "turn 't2'", "scope"),
+        (lambda d: d["turns"][2].update(session="s\ud800"), "turn 't2'", "session"),
+        (lambda d: d["turns"][2].update(meta={"\ud800": 1}), "turn 't2'", "meta"),
+        (lambda d: d["turns"][9]["probe"].update(answer="\ud800"), "turn 't9'", "probe.answer"),
     ],
 )
 def test_validation_names_file_turn_and_field(
@@ -83,6 +92,7 @@ def test_validation_names_file_turn_and_field(
         load(p)
     msg = str(err.value)
     assert str(p) in msg and where in msg and f"field '{field}'" in msg
+    msg.encode("utf-8")  # the message itself can be printed
 
 
 def test_every_problem_is_reported(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import TranscriptError
+from memlab.errors import InputError, TranscriptError
+from memlab.memory.checks import check_unicode
 
 FORMAT = "memlab.transcript/1"
 ROLES = ("user", "agent", "tool")
@@ -234,6 +235,36 @@ class _Errors:
         )
 
 
+def _lone_surrogate(text: str) -> int | None:
+    """Where ``text`` holds a lone surrogate (not valid unicode), or None."""
+    try:
+        check_unicode(text, "text")
+    except InputError:
+        return next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+    return None
+
+
+def _bad_unicode(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``(field, problem)`` for every string (key or value) under ``value`` that is
+    not valid unicode: JSON can escape a lone surrogate (``"\\ud800"``), which loads
+    but cannot be written as UTF-8, so the run's fingerprint and tables would fail
+    after the replay."""
+    fix = "write the character itself or a valid surrogate pair"
+    if isinstance(value, str):
+        at = _lone_surrogate(value)
+        if at is not None:
+            yield path, f"not valid unicode (a lone surrogate escape at character {at}); {fix}"
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(k, str) and _lone_surrogate(k) is not None:
+                yield path or "(document)", f"the key {k!r} is not valid unicode; {fix}"
+                continue
+            yield from _bad_unicode(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _bad_unicode(v, f"{path}[{i}]")
+
+
 def _str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
@@ -257,6 +288,9 @@ def _build(data: Any, errors: _Errors) -> Transcript | None:
     if not isinstance(facts, dict) or not all(isinstance(v, dict) for v in facts.values()):
         errors.add("top level", "facts", "must map fact ids to objects")
         facts = {}
+    for key in sorted(set(data) & (TOP_KEYS - {"turns"})):
+        for name, problem in _bad_unicode(data[key], key):
+            errors.add("top level", name, problem)
     raw_turns = data.get("turns")
     if not isinstance(raw_turns, list) or not raw_turns:
         errors.add("top level", "turns", "must be a non-empty list")
@@ -289,6 +323,8 @@ def _build_turn(
     tid = raw.get("id")
     where = f"turn {tid!r}" if isinstance(tid, str) and tid else f"turn #{i}"
     n_before = len(errors.items)
+    for name, problem in _bad_unicode(raw, ""):
+        errors.add(where, name, problem)
     for key in sorted(set(raw) - TURN_KEYS):
         errors.add(where, key, f"unknown key; allowed: {sorted(TURN_KEYS)}")
     if not isinstance(tid, str) or not tid:
