@@ -12,7 +12,7 @@ import pytest
 
 from memlab.errors import ConfigError
 from memlab.lab.compose import compose
-from memlab.lab.experiment import run
+from memlab.lab.experiment import run, store_name
 from memlab.lab.sweep import plan_run
 from tests.conftest import memlab
 from tests.transcript_gen import write_transcripts
@@ -174,6 +174,27 @@ def test_run_writes_the_effective_config_and_a_sealed_fingerprint(
     fp = json.loads((tmp_path / "run" / "fingerprint.json").read_text())
     assert fp["format"] == "memlab.fingerprint/3"
     assert fp["summary_sha256"] == fingerprint.file_sha256(tmp_path / "run" / "summary.csv")
+
+
+def test_ids_that_differ_only_in_unsafe_characters_get_their_own_stores(
+    tmp_path: Path, gen: Path
+) -> None:
+    from memlab.lab.transcripts import load_dir, save
+
+    assert store_name("conv-26") == "conv-26" and store_name("a.b_c") == "a.b_c"  # unchanged
+    assert store_name("acme/x") != store_name("acme_x") == "acme_x"
+    assert store_name("acme/x").startswith("acme_x-") and store_name("acme/x") != store_name(
+        "acme:x"
+    )
+    folder = tmp_path / "t"
+    for i, (t, tid) in enumerate(zip(load_dir(gen), ["acme/x", "acme_x"], strict=False)):
+        t.id = tid
+        save(t, folder / f"{i}.json")
+    args = ["store=jsonl", "strategies=[memory]", "transcripts=dir", f"transcripts.path={folder}"]
+    result = run(plan_run([*args, "progress=false", "report.charts=false"]).cfg, tmp_path / "run")
+    stores = sorted(p.name for p in (tmp_path / "run" / "stores" / "memory").glob("*.jsonl"))
+    assert stores == sorted([f"{store_name('acme/x')}.jsonl", "acme_x.jsonl"])
+    assert set(result.probes["transcript"]) == {"acme/x", "acme_x"}
 
 
 def test_a_bad_plugin_value_fails_before_anything_is_written(tmp_path: Path, gen: Path) -> None:

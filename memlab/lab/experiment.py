@@ -172,24 +172,33 @@ def _short_hash(*parts: str) -> str:
     return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:10]
 
 
+def store_name(transcript: str) -> str:
+    """The ``{transcript}`` of a store template: the id with the characters unsafe in
+    a file name as ``_`` and, only when that changed it, a short hash of the id.
+    Ids that differ only in those characters (``acme/x``, ``acme_x``) would
+    otherwise share one store; a plain id keeps its file name (earlier runs' and
+    golden files' names do not move)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
+    return safe if safe == transcript else f"{safe}-{_short_hash(transcript)}"
+
+
 def make_store(
     store: Plugin, out: Path, strategy: str, transcript: str, dims: int | None = None
 ) -> MemoryStore:
     """A fresh store for one (strategy, transcript) replay.
 
     Placeholders in ``store.path`` (file stores) and ``store.table`` /
-    ``store.schema`` (pgvector): ``{run_dir}``, ``{strategy}``, ``{transcript}``,
-    ``{key}`` (a short hash of strategy and transcript) and ``{run_key}`` (a short
+    ``store.schema`` (pgvector): ``{run_dir}``, ``{strategy}``, ``{transcript}``
+    (``store_name``: the id, made safe for a file name), ``{key}`` (a short hash of strategy and transcript) and ``{run_key}`` (a short
     hash of the run folder). ``store.dims: null`` takes the embedder's dims.
 
     Raises:
         ConfigError: a bad placeholder, or a store file that already exists.
     """
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
     values = {
         "run_dir": out,
         "strategy": strategy,
-        "transcript": safe,
+        "transcript": store_name(transcript),
         "key": _short_hash(strategy, transcript),
         "run_key": _short_hash(str(out.resolve())),
     }
