@@ -84,6 +84,9 @@ def test_missing_or_bad_fingerprint_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "fingerprint.json").write_text("{not json")
     with pytest.raises(MemlabError, match="unreadable"):
         fpm.load(tmp_path)
+    (tmp_path / "fingerprint.json").write_bytes(b'{"format": "\xff\xfe"}')  # not UTF-8
+    with pytest.raises(MemlabError, match="unreadable"):
+        fpm.load(tmp_path)
     (tmp_path / "fingerprint.json").write_text('{"format": "other"}')
     with pytest.raises(MemlabError, match="not a memlab.fingerprint/3 file"):
         fpm.load(tmp_path)

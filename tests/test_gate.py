@@ -267,6 +267,20 @@ def test_gate_errors_without_fingerprint_or_summary(
     assert "not a run folder" in capsys.readouterr().err
 
 
+def test_gate_cannot_compare_a_summary_that_is_not_utf8(
+    tmp_path: Path, baseline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in baseline.glob("*.*"):
+        (copy / f.name).write_bytes(f.read_bytes())
+    (copy / "summary.csv").write_bytes(b"\xff\xfe\x00binary\n")
+    for args in ([str(copy), str(baseline)], [str(baseline), str(copy)]):
+        assert main(["gate", "--markdown", str(tmp_path / "g.md"), "--baseline", *args]) == 2
+        err = capsys.readouterr().err
+        assert "is not a summary table (not UTF-8 text" in err and err.count("\n") == 1, err
+
+
 def test_gate_refuses_a_run_that_did_not_finish(
     tmp_path: Path, tdir: Path, baseline: Path, capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]

@@ -229,7 +229,7 @@ def load(folder: Path, what: str = "run") -> dict[str, Any]:
             f"the {what} folder {folder} has no {FILENAME}, so it cannot be matched; "
             "re-run it with this memlab (`make baseline` regenerates the baseline)"
         ) from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MemlabError(f"{path} is unreadable ({exc}); re-run to regenerate it") from None
     if not isinstance(data, dict) or data.get("format") not in (FORMAT, FORMAT_2, FORMAT_1):
         raise MemlabError(f"{path} is not a {FORMAT} file; re-run to regenerate it")

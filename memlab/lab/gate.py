@@ -123,6 +123,11 @@ def read_summary(path: Path, what: str) -> pd.DataFrame:
         ) from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
         raise MemlabError(f"the {what} {f} is not a summary table ({exc})") from None
+    except UnicodeDecodeError as exc:  # a corrupt or binary file: not one memlab wrote
+        raise MemlabError(
+            f"the {what} {f} is not a summary table (not UTF-8 text: {exc.reason} at byte "
+            f"{exc.start}); re-run to regenerate it"
+        ) from None
     needed = {"strategy", "group", "metric", "mean", "ci_low", "ci_high"}
     if not needed <= set(df.columns):
         raise MemlabError(f"the {what} {f} lacks columns {sorted(needed - set(df.columns))}")
