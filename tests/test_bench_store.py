@@ -76,6 +76,14 @@ def test_bench_command_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown backend 'redis'" in capsys.readouterr().err
     assert cli(["bench", "store", "--queries", "0"]) == 2
     assert "--queries must be >= 1" in capsys.readouterr().err
+    for bad, message in (
+        (["--corpus", "nope"], "argument --corpus: invalid choice: 'nope'"),
+        (["--seed", "abc"], "argument --seed: invalid int value: 'abc'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ):  # argparse's errors: one line, as every command's, not the usage and a line
+        assert cli(["bench", "store", *bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"bench store: {message}" in err, err
 
 
 def test_bench_store_help_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,7 +27,6 @@ Timings depend on the machine and on what else runs on it.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import os
 import resource
@@ -51,6 +50,7 @@ from memlab.bench.workload import (
     Workload,
     make_workload,
 )
+from memlab.cli.common import OneLineErrors
 from memlab.errors import ConfigError, MemlabError
 from memlab.memory.stores.pg.sql import WINDOW, WINDOW_FROM_ROWS
 
@@ -393,7 +393,7 @@ def _ints(text: str, name: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``memlab bench store [options]``; returns the exit code."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineErrors(
         prog="memlab bench store",
         description=(
             "Compare the store backends (memory, jsonl, sqlite, pgvector; memory-bits and "

@@ -54,11 +54,16 @@ class _JobFailed(BaseException):
         self.error = error
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are one-line InputErrors and whose --help returns."""
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse whose errors are one-line InputErrors (not its usage and a line);
+    ``--help`` exits as argparse does (for a module also run on its own)."""
 
     def error(self, message: str) -> NoReturn:
         raise InputError(f"{self.prog.removeprefix('memlab ')}: {message} (see {self.prog} --help)")
+
+
+class ArgumentParser(OneLineErrors):
+    """argparse whose errors are one-line InputErrors and whose --help returns."""
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
