@@ -451,3 +451,44 @@ def test_output_files_respect_the_umask(tmp_path: Path, gen: Path) -> None:
     ]  # fmt: skip
     for f in files:
         assert stat.S_IMODE(f.stat().st_mode) == 0o640, f
+
+
+def test_a_failure_of_many_lines_is_printed_as_one() -> None:
+    from memlab.cli.common import one_line
+
+    message = "3 of 3 transcripts in d are invalid:\na.json: bad\nb.json: invalid (2 problems):\n"
+    message += "  - turn 't0', field 'text': empty\n  - turn 't1', field 'role': bot\nc.json: bad"
+    assert one_line(message) == (
+        "3 of 3 transcripts in d are invalid: a.json: bad; b.json: invalid (2 problems): "
+        "turn 't0', field 'text': empty; turn 't1', field 'role': bot; c.json: bad"
+    )
+    long = "\n".join(f"file{i}.json: not valid JSON at line 1" for i in range(100))
+    short = one_line(long, limit=200)
+    assert len(short) < 260 and short.endswith("; ... and 95 more lines of problems"), short
+    assert one_line("x" * 50, limit=10) == "x" * 10 + "..."
+
+
+def test_a_folder_of_bad_transcripts_fails_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    for i in range(8):
+        (folder / f"s{i}.json").write_text('{"format": "memlab.transcript/1", "id": "' + "x" * 80)
+    proc = memlab("run", "transcripts=dir", f"transcripts.path={folder}", "progress=false",
+                  f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2
+    assert "8 of 8 transcripts" in one_line(proc)
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_a_failed_multirun_job_is_one_line(tmp_path: Path, gen: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "a.json").write_text("{")
+    proc = memlab(
+        "run", "-m", "transcripts=dir", f"transcripts.path={gen},{bad}", "progress=false",
+        "report.charts=false", "strategies=[sliding_window]", "hydra/launcher=basic",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    line = one_line(proc)
+    assert "job 1 (" in line and "finished jobs are in" in line, line

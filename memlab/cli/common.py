@@ -33,10 +33,34 @@ def _silence_stdout() -> None:
         pass
 
 
+MAX_MESSAGE_CHARS = 1000
+"""How long the one line of a failure may grow before the rest is counted, not shown."""
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A message of several lines (a folder's bad transcripts, a file's problems) as
+    one line: its lines joined with "; ", and past ``limit`` characters the lines
+    left out counted instead of shown."""
+    parts = [ln.strip().removeprefix("- ") for ln in message.splitlines() if ln.strip()]
+    if not parts:
+        return message.strip()
+    text = parts[0] if len(parts[0]) <= limit else parts[0][:limit] + "..."
+    shown = 1
+    for part in parts[1:]:
+        sep = " " if text.endswith(":") else "; "
+        if len(text) + len(sep) + len(part) > limit:
+            break
+        text += sep + part
+        shown += 1
+    left = len(parts) - shown
+    if left:
+        text += f"; ... and {left} more line{'s' if left != 1 else ''} of problems"
+    return text
+
+
 def fail(message: str) -> None:
-    """One line on stderr."""
-    text = " ".join(message.split("\n")) if "\n" in message and len(message) < 400 else message
-    print(f"memlab: {text}", file=sys.stderr, flush=True)
+    """Exactly one line on stderr."""
+    print(f"memlab: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 class _Exit(Exception):

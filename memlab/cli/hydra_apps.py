@@ -3,11 +3,12 @@ listing the config groups and plug-ins, the reader's --dry-run and --max-cost)."
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +186,11 @@ def run(args: list[str]) -> int:
         if not plan.output_given:
             argv.append(f"hydra.sweep.dir={_override_value(plan.output)}")
     try:
-        _hydra_app("config", "memlab run", argv)
+        if plan.multirun:
+            with _without_hydras_job_error_line():
+                _hydra_app("config", "memlab run", argv)
+        else:
+            _hydra_app("config", "memlab run", argv)
     except MemlabError as exc:
         if plan.multirun:
             err = MemlabError(
@@ -202,6 +207,36 @@ def run(args: list[str]) -> int:
         for line in sweep_report(plan.output, draw=bool(plan.cfg.report.charts)):
             echo(line)
     return OK
+
+
+HYDRA_JOB_ERROR = "Error executing job with overrides:"
+
+
+class _DropHydraJobError:
+    """stderr without the line Hydra's sweeper writes for a failed job: memlab's own
+    error line names the job and its overrides, and a failure is one line."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if text.startswith(HYDRA_JOB_ERROR):
+            return len(text)
+        written: int = self._stream.write(text)
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _without_hydras_job_error_line() -> Iterator[None]:
+    stderr = sys.stderr
+    sys.stderr = _DropHydraJobError(stderr)
+    try:
+        yield
+    finally:
+        sys.stderr = stderr
 
 
 def _reader_get(cfg: Any, key: str) -> Any:
