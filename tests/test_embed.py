@@ -10,13 +10,14 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from conftest import default_sigint, memlab, on_a_terminal
 
 from memlab.errors import ConfigError
-from memlab.lab.embed import dataset_texts, plan_chunks, prewarm
+from memlab.lab.embed import MAX_WORKERS, dataset_texts, plan_chunks, prewarm
 from memlab.lab.transcripts import load_dir
 from memlab.memory import CachedEmbedder, HashEmbedder, ModelCache
 from memlab.memory.models.cache import text_key
@@ -90,6 +91,19 @@ def test_prewarm_embeds_only_what_is_missing(tmp_path: Path) -> None:
         prewarm(cached, texts, chunk=0)
     with pytest.raises(ConfigError, match="workers > 1 needs"):
         prewarm(cached, texts, workers=2)
+    with pytest.raises(ConfigError, match=f"workers must be in 1..{MAX_WORKERS}, got 100000"):
+        prewarm(cached, texts, workers=100_000)
+    # no process is started for nothing: here every text is cached, no chunk is left
+    idle: Any = object()  # a plugin no worker is built from
+    assert prewarm(cached, texts, workers=8, plugin=idle, progress=False).workers == 1
+
+
+def test_memlab_embed_refuses_too_many_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    from memlab.cli import main
+
+    assert main(["embed", "--workers", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert f"--workers must be at most {MAX_WORKERS}" in err and err.count("\n") == 1
 
 
 def test_an_interrupted_prewarm_keeps_whole_chunks_and_resumes(tmp_path: Path) -> None:

@@ -161,7 +161,8 @@ The keys are run's: transcripts=... (transcripts.path, .limit, .ids), embedder=.
 transaction per chunk: Ctrl-C (exit 130) keeps every finished chunk, and the next
 `memlab embed` resumes where it stopped.
 
-  --workers N   embedding processes, each with its own model and cores/N threads (default 1)
+  --workers N   embedding processes, each with its own model and cores/N threads (default 1,
+                at most 64; no more than there are chunks)
   --chunk N     texts per chunk and cache transaction (default 256)
   --no-progress no progress bar (it appears only on a terminal anyway)
 
@@ -175,7 +176,7 @@ def embed(args: list[str]) -> int:
         return OK
     from memlab.lab.compose import compose
     from memlab.lab.config import validate
-    from memlab.lab.embed import DEFAULT_CHUNK, dataset_texts, prewarm
+    from memlab.lab.embed import DEFAULT_CHUNK, MAX_WORKERS, dataset_texts, prewarm
     from memlab.lab.experiment import instantiate, load_transcripts
     from memlab.memory import CachedEmbedder, ModelCache
 
@@ -197,6 +198,11 @@ def embed(args: list[str]) -> int:
                 raise InputError(f"embed: {flag} takes an integer, got {value!r}") from None
             if numbers[flag] < 1:
                 raise InputError(f"embed: {flag} must be >= 1, got {numbers[flag]}")
+            if flag == "--workers" and numbers[flag] > MAX_WORKERS:
+                raise InputError(
+                    f"embed: --workers must be at most {MAX_WORKERS} (each loads its own "
+                    f"model), got {numbers[flag]}"
+                )
         elif a.startswith("-") and a != "--no-progress":
             raise InputError(f"embed: unknown option {a!r} (see memlab embed --help)")
         else:

@@ -68,6 +68,11 @@ def plan_chunks(texts: Sequence[str], chunk: int) -> list[list[str]]:
     return [ordered[i : i + chunk] for i in range(0, len(ordered), chunk)]
 
 
+MAX_WORKERS = 64
+"""The most embedding processes: each loads its own model, so far more than the cores
+only multiplies memory and start-up time."""
+
+
 def prewarm(
     embedder: CachedEmbedder,
     texts: Sequence[str],
@@ -84,25 +89,28 @@ def prewarm(
         embedder: the cached embedder (its cache is the one warmed).
         texts: the texts to have in the cache (duplicates are fine).
         chunk: texts per chunk (per transaction; what an interrupt can lose).
-        workers: processes to embed in (> 1 needs ``plugin``, to build the model
-            in each process).
+        workers: processes to embed in, at most ``MAX_WORKERS`` (> 1 needs
+            ``plugin``, to build the model in each process); no more are started
+            than there are chunks to embed.
         plugin: the embedder's config (class and arguments).
         progress: a bar with an ETA on a terminal (None: only on a terminal).
         on_chunk: called with the number of texts after each chunk is stored.
 
     Raises:
-        ConfigError: ``chunk`` or ``workers`` < 1, or workers without ``plugin``.
+        ConfigError: ``chunk`` < 1, ``workers`` outside 1..``MAX_WORKERS``, or
+            workers without ``plugin``.
     """
     if chunk < 1:
         raise ConfigError(f"chunk must be >= 1, got {chunk}")
-    if workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {workers}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"workers must be in 1..{MAX_WORKERS}, got {workers}")
     if workers > 1 and plugin is None:
         raise ConfigError("workers > 1 needs the embedder's config to build one per process")
     started = time.perf_counter()
     distinct = list(dict.fromkeys(texts))
     todo = missing_texts(embedder.cache, embedder.name, embedder.dims, distinct)
     chunks = plan_chunks(todo, chunk)
+    workers = max(1, min(workers, len(chunks)))  # an idle process would only load a model
     with bar(
         total=sum(len(t) for t in todo),
         progress=progress,
@@ -117,7 +125,7 @@ def prewarm(
             if on_chunk is not None:
                 on_chunk(len(part))
 
-        if workers == 1 or len(chunks) <= 1:
+        if workers == 1:
             for part in chunks:
                 embedder.embed(part)
                 done(part)
