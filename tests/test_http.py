@@ -290,6 +290,19 @@ def test_body_that_is_not_json() -> None:
         api.post("x", {})
 
 
+def test_body_nested_too_deep_for_json() -> None:
+    # json.loads raises RecursionError (not ValueError) past ~1,000 levels; a
+    # broken or hostile server's body must still be a clear EmbedderError, both
+    # on a 200 (the body) and on an error status (its message).
+    deep = "[" * 100_000
+    api, _ = make_api(Recorder(httpx.Response(200, text=deep)))
+    with pytest.raises(EmbedderError, match=r"answered HTTP 200 with a body that is not JSON"):
+        api.post("x", {})
+    api, _ = make_api(Recorder(httpx.Response(400, text=deep)))
+    with pytest.raises(EmbedderError, match=r"answered HTTP 400: \[\[\["):
+        api.post("x", {})
+
+
 def test_unretryable_transport_error() -> None:
     rec = Recorder(httpx.UnsupportedProtocol("bad scheme"))
     api, _ = make_api(rec)

@@ -178,6 +178,8 @@ def test_reading_replies() -> None:
     assert read_label('```json\n{"label": "WRONG"}\n```') == 0.0
     assert read_label("Reasoning... CORRECT") == 1.0
     assert math.isnan(read_label("I cannot decide"))
+    # a JSON object too deeply nested for json.loads (RecursionError): no label there
+    assert read_label('{"label": ' + "[" * 100_000 + "} CORRECT") == 1.0
     assert math.isnan(read_label("CORRECT or WRONG, hard to say"))
 
 

@@ -159,6 +159,10 @@ def test_failures_are_clear_errors(server: FakeOpenAI) -> None:
     server.on_chat("memory manager", "Sure! Heroku is out of date.", times=1)
     with pytest.raises(ConsolidatorError, match="not JSON"):
         make(server).decide(new, ScopeReader(store, "alice"))
+    # nested deeper than json's recursion limit: RecursionError escaped before
+    server.on_chat("memory manager", "[" * 100_000, times=1)
+    with pytest.raises(ConsolidatorError, match="not JSON"):
+        make(server).decide(new, ScopeReader(store, "alice"))
     server.on_chat("memory manager", {"events": []}, times=1)
     with pytest.raises(ConsolidatorError, match="no 'memory' list"):
         make(server).decide(new, ScopeReader(store, "alice"))

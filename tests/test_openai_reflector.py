@@ -180,6 +180,8 @@ def test_long_episode_lists_are_sent_in_chunks(server: FakeOpenAI) -> None:
     "answer, match",
     [
         ("not json at all", "not JSON"),
+        # nested deeper than json's recursion limit: RecursionError escaped before
+        ("[" * 100_000, "not JSON"),
         ({"reflections": "nope"}, "no 'reflections' list"),
     ],
 )

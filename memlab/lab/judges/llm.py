@@ -168,7 +168,7 @@ def read_label(text: str) -> float:
     if found is not None:
         try:
             label = json.loads(found.group(0)).get("label")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):  # too deep a nesting: no label
             label = None
         if isinstance(label, str) and label.strip().upper() in ("CORRECT", "WRONG"):
             return 1.0 if label.strip().upper() == "CORRECT" else 0.0

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 # (lock contention on their side), 429 rate limit, and every server error.
 RETRY_STATUSES = frozenset({408, 409, 429})
 _SNIPPET = 300
+# What ``json.loads`` raises on a body it cannot decode. RecursionError is among
+# them: a reply nested a few thousand levels deep ("[[[[...") exhausts the
+# decoder's recursion limit instead of raising a ValueError.
+JSON_FAILURES = (ValueError, UnicodeDecodeError, RecursionError)
 
 
 def is_retryable_status(status: int) -> bool:
@@ -335,7 +339,7 @@ class JsonApi:
     def _decode(self, resp: httpx.Response, where: str) -> Any:
         try:
             return json.loads(resp.content)
-        except (ValueError, UnicodeDecodeError):
+        except JSON_FAILURES:
             snippet = self.redact(resp.text[:_SNIPPET])
             raise self.error(
                 f"{self.who}: {where} answered HTTP {resp.status_code} with a body that is not "
@@ -349,7 +353,7 @@ class JsonApi:
         msg: Any = None
         try:
             body = json.loads(resp.content)
-        except (ValueError, UnicodeDecodeError):
+        except JSON_FAILURES:
             body = None
         if isinstance(body, dict):
             err = body.get("error")

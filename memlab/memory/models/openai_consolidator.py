@@ -40,6 +40,7 @@ from memlab.memory.consolidate import (
     neighbour_rows,
 )
 from memlab.memory.models.cache import ModelCache, texts_key
+from memlab.memory.models.http import JSON_FAILURES
 from memlab.memory.models.json_chat import JsonChatClient
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryRecord, Source
 
@@ -284,7 +285,7 @@ class OpenAIConsolidator(JsonChatClient):
         text = _FENCE.sub("", content.strip())
         try:
             data = json.loads(text)
-        except ValueError:
+        except JSON_FAILURES:
             raise ConsolidatorError(
                 f"{self._who}: the model's answer is not JSON ({self.api.redact(text[:200])!r}); "
                 "use a model that follows JSON instructions, or keep json_mode on"

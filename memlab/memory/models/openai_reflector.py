@@ -29,6 +29,7 @@ import httpx
 
 from memlab.errors import ConfigError
 from memlab.memory.models.cache import ModelCache, texts_key
+from memlab.memory.models.http import JSON_FAILURES
 from memlab.memory.models.json_chat import JsonChatClient
 from memlab.memory.records import MemoryRecord
 from memlab.memory.reflect import (
@@ -240,7 +241,7 @@ class OpenAIReflector(JsonChatClient):
     def _decode(self, text: str) -> dict[str, Any]:
         try:
             data = json.loads(text)
-        except ValueError:
+        except JSON_FAILURES:
             raise ReflectorError(
                 f"{self._who}: the model's answer is not JSON ({self.api.redact(text[:200])!r}); "
                 "use a model that follows JSON instructions, or keep json_mode on"
