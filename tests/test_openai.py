@@ -151,6 +151,12 @@ def _bad(mutate: Callable[[dict], object]) -> Callable[[int, dict], dict | httpx
         (lambda a: a["data"][0].update(embedding="AAAA"), "not a list of floats"),
         (lambda a: a["data"][0].update(embedding=["x"] * DIMS), "non-numeric"),
         (lambda a: a["data"][0].update(embedding=[1e39] * DIMS), "too large for float32"),
+        # numpy reads these as numbers; they were accepted as vectors
+        (lambda a: a["data"][0].update(embedding=["0.5"] * DIMS), "non-numeric.*'0.5'"),
+        (lambda a: a["data"][1].update(embedding=[True] * DIMS), "non-numeric.*True"),
+        (lambda a: a["data"][0].update(embedding=[None] * DIMS), "non-numeric.*None"),
+        # an integer beyond float64: OverflowError escaped
+        (lambda a: a["data"][0].update(embedding=[10**400] * DIMS), "too large for float32"),
         (lambda a: {"object": "list"}, "no 'data' list"),
         (lambda a: httpx.Response(200, json=[1, 2]), "no 'data' list.*a list of 2"),
         (lambda a: httpx.Response(200, text='{"data": [oops'), "not JSON"),
@@ -164,6 +170,10 @@ def _bad(mutate: Callable[[dict], object]) -> Callable[[int, dict], dict | httpx
         "base64",
         "non-numeric",
         "overflow",
+        "numeric-strings",
+        "bools",
+        "nulls",
+        "huge-int",
         "no-data",
         "not-object",
         "malformed-json",

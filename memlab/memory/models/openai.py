@@ -206,9 +206,19 @@ class OpenAIEmbedder:
                     f"{self._dims}; set dims to the model's size (or send_dims=true if the model "
                     "can shorten its vectors)"
                 )
+            # numpy would turn "0.5" and True into numbers: a reply of the wrong
+            # shape must fail here, not become a vector (and a cached one).
+            bad = [x for x in vector if type(x) is not float and type(x) is not int][:1]
+            if bad:
+                raise EmbedderError(
+                    f"{who}: response item {pos} holds a non-numeric value ({_describe(bad[0])}); "
+                    "is base_url an OpenAI-compatible embeddings API?"
+                )
             rows[index] = vector
         try:
             arr = np.asarray(rows, dtype=np.float64)
+        except OverflowError:  # an integer beyond float64
+            raise EmbedderError(f"{who}: the response holds values too large for float32") from None
         except (TypeError, ValueError):
             raise EmbedderError(f"{who}: the response holds non-numeric vector values") from None
         if not np.all(np.isfinite(arr)):
