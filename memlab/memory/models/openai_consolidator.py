@@ -304,7 +304,8 @@ class OpenAIConsolidator(JsonChatClient):
             if event not in EVENTS:
                 log.warning("%s: ignoring unknown event %r for memory %r", self._who, event, raw_id)
                 continue
-            if not raw_id.isdigit() or int(raw_id) >= n:
+            # isdigit() alone admits "²", which int() refuses with a ValueError
+            if not (raw_id.isascii() and raw_id.isdigit()) or int(raw_id) >= n:
                 if event in ("UPDATE", "DELETE"):
                     log.warning("%s: the model named memory %r, which it was not shown; ignored",
                                 self._who, raw_id)  # fmt: skip
