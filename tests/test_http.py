@@ -111,6 +111,9 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     assert parse_retry_after({}) is None
     assert parse_retry_after({"retry-after": "soon"}) is None
+    # "nan" is a float to Python; it meant a retry without any wait
+    assert parse_retry_after({"retry-after": "nan"}) is None
+    assert parse_retry_after({"retry-after-ms": "NaN", "retry-after": "2"}) == 2.0
     now = 1_800_000_000.0
     date = email.utils.formatdate(now + 7, usegmt=True)
     assert parse_retry_after({"retry-after": date}, now=now) == pytest.approx(7.0)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
 import os
 import random
 import threading
@@ -86,22 +87,29 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     """Seconds a server asks us to wait, from ``retry-after-ms`` or ``Retry-After``.
 
     ``Retry-After`` may be a number of seconds or an HTTP date. Returns None when
-    neither header is present or parseable; never a negative number.
+    neither header is present or parseable (``nan`` is not a wait), so the
+    computed backoff applies; never a negative number.
     """
     ms = headers.get("retry-after-ms")
     if ms is not None:
         try:
-            return max(0.0, float(ms) / 1000.0)
+            wait = float(ms) / 1000.0
         except ValueError:
             pass
+        else:
+            # "nan" parses as a float, and max(0.0, nan) is 0.0: an immediate retry
+            if not math.isnan(wait):
+                return max(0.0, wait)
     value = headers.get("retry-after")
     if value is None:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        wait = float(value)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(wait) else max(0.0, wait)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
