@@ -332,3 +332,36 @@ def test_key_never_in_logs_reprs_or_errors(caplog: pytest.LogCaptureFixture) -> 
     for text in [str(info.value), repr(info.value), caplog.text, repr(api), str(vars(api))]:
         assert KEY not in text
     assert api.redact(f"a {KEY} b") == "a [redacted] b"
+
+
+def test_a_reply_larger_than_max_response_bytes_is_an_error_not_a_retry() -> None:
+    big = b'{"data": "' + b"x" * 5000 + b'"}'
+    # declared by Content-Length, or only found while reading (no length given)
+    for answer in (
+        httpx.Response(200, content=big),
+        httpx.Response(200, content=iter([big[:3000], big[3000:]])),
+    ):
+        rec = Recorder(answer)
+        api, sleeps = make_api(rec, max_response_bytes=4096)
+        with pytest.raises(EmbedderError, match="larger than max_response_bytes=4,096"):
+            api.post("x", {})
+        assert len(rec.requests) == 1 and sleeps == []
+    api, _ = make_api(Recorder(httpx.Response(200, content=big)), max_response_bytes=len(big))
+    assert api.post("x", {}) == {"data": "x" * 5000}
+    with pytest.raises(ConfigError, match="max_response_bytes"):
+        make_api(Recorder(ok()), max_response_bytes=0)
+
+
+def test_a_compressed_reply_is_decoded_once_and_capped_as_decoded() -> None:
+    import gzip
+
+    body = json.dumps({"data": "y" * 10_000}).encode()
+    packed = gzip.compress(body)
+    reply = httpx.Response(200, content=packed, headers={"Content-Encoding": "gzip"})
+    api, _ = make_api(Recorder(reply))
+    assert api.post("x", {}) == {"data": "y" * 10_000}
+    # a small compressed body that unpacks past the cap (a zip bomb) is refused
+    reply = httpx.Response(200, content=packed, headers={"Content-Encoding": "gzip"})
+    api, _ = make_api(Recorder(reply), max_response_bytes=len(packed) * 2)
+    with pytest.raises(EmbedderError, match="more than"):
+        api.post("x", {})

@@ -157,6 +157,10 @@ def display_url(url: httpx.URL) -> str:
     return f"{url.host}{port}{url.path.rstrip('/')}"
 
 
+#: The largest reply body ``JsonApi`` reads by default (see its ``max_response_bytes``).
+MAX_RESPONSE_BYTES = 64 * 2**20
+
+
 class JsonApi:
     """POSTs JSON to an OpenAI-compatible API with the retry and error rules above.
 
@@ -174,6 +178,10 @@ class JsonApi:
         transport: an httpx transport for a client we create (e.g. MockTransport).
         sleep: replaces ``time.sleep`` (tests).
         seed: seeds the jitter (None: random).
+        max_response_bytes: the largest reply body read (after any content
+            encoding is undone); a larger one is an error, not a retry, and is never
+            held in memory whole. The default, 64 MiB, is eight times a full batch
+            of 128 embeddings of 3,072 dimensions as JSON.
     """
 
     def __init__(
@@ -190,8 +198,18 @@ class JsonApi:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
         seed: int | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.who = who
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise ConfigError(
+                f"{who}: max_response_bytes must be a positive integer, got {max_response_bytes!r}"
+            )
+        self.max_response_bytes = max_response_bytes
         self.error = error
         self.base_url = check_base_url(base_url, who)
         if not timeout or timeout <= 0:
@@ -294,10 +312,7 @@ class JsonApi:
             try:
                 with self._counting:
                     self.requests += 1
-                if payload is None:
-                    resp = self._client.request(method, url, headers=headers)
-                else:
-                    resp = self._client.request(method, url, json=payload, headers=headers)
+                resp = self._send(method, url, payload, headers, where)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 problem = self.redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
             except httpx.HTTPError as exc:
@@ -343,6 +358,53 @@ class JsonApi:
                 delay,
             )
             self._sleep(delay)
+
+    def _send(
+        self,
+        method: str,
+        url: httpx.URL,
+        payload: Mapping[str, Any] | None,
+        headers: dict[str, str],
+        where: str,
+    ) -> httpx.Response:
+        """One request, its body read up to ``max_response_bytes`` (a streamed read,
+        so a runaway or hostile endpoint cannot fill the memory); returns the
+        response with its body read."""
+        request = self._client.build_request(method, url, json=payload, headers=headers)
+        resp = self._client.send(request, stream=True)
+        try:
+            cap = self.max_response_bytes
+            declared = resp.headers.get("content-length", "")
+            if (
+                declared.isdigit()
+                and int(declared) > cap
+                and "content-encoding" not in resp.headers
+            ):
+                raise self._too_large(where, f"it declares {int(declared):,} bytes")
+            chunks, size = [], 0
+            for chunk in resp.iter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise self._too_large(where, f"more than {cap:,} bytes arrived")
+                chunks.append(chunk)
+        finally:
+            resp.close()
+        # the body is decoded already: without these headers httpx would decode it again
+        kept = [
+            (k, v)
+            for k, v in resp.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return httpx.Response(
+            resp.status_code, headers=kept, content=b"".join(chunks), request=request
+        )
+
+    def _too_large(self, where: str, what: str) -> MemlabError:
+        return self.error(
+            f"{self.who}: the reply from {where} is larger than max_response_bytes="
+            f"{self.max_response_bytes:,} ({what}); the endpoint is misbehaving, or raise "
+            "max_response_bytes for it"
+        )
 
     def _decode(self, resp: httpx.Response, where: str) -> Any:
         try:
