@@ -137,3 +137,21 @@ def test_answer_text() -> None:
     assert answer_text(3) == "3" and answer_text(" a ") == "a"
     assert answer_text(["x", 2]) == "x, 2"
     assert answer_text(None) is None and answer_text("  ") is None and answer_text([]) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1, " + "[" * 100_000 + "]" * 100_000 + "]", r"item #1 nests .* too deeply"),
+        ('[{"a": ' + "9" * 5000 + "}]", r"item #0 holds a value that cannot be read"),
+    ],
+)
+def test_items_python_cannot_hold_are_transcript_errors(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    # A RecursionError and the int-digits ValueError escaped as internal errors.
+    f = tmp_path / "hostile.json"
+    f.write_text(text)
+    for chunk in (4, 1 << 20):
+        with pytest.raises(TranscriptError, match=message):
+            list(iter_json_array(f, progress=False, chunk_chars=chunk))

@@ -92,7 +92,8 @@ def iter_json_array(
 
     Raises:
         TranscriptError: the file cannot be read, is not UTF-8, is not a JSON
-            array, or an item is not valid JSON (naming the item and character).
+            array, or an item is not valid JSON, nests too deeply or holds an
+            integer too long to read (naming the item and character).
     """
     p = Path(path)
     decoder = json.JSONDecoder()
@@ -174,6 +175,21 @@ def iter_json_array(
                     fill(want)
                     want *= 2
                     continue
+                except RecursionError:
+                    # The C decoder recurses per nesting level; no benchmark item
+                    # nests this deep, so this is a broken or hostile file.
+                    raise TranscriptError(
+                        f"{p}: item #{index} nests arrays or objects too deeply to read "
+                        f"(from character {base + pos}); is this a benchmark file?"
+                    ) from None
+                except ValueError as exc:
+                    # Not a syntax error (those are JSONDecodeError, above) but a
+                    # value Python refuses: an integer longer than 4300 digits.
+                    # More data cannot make it shorter, so it fails at once.
+                    raise TranscriptError(
+                        f"{p}: item #{index} holds a value that cannot be read (from "
+                        f"character {base + pos}): {exc}"
+                    ) from None
                 if (
                     not eof
                     and not isinstance(item, dict | list)
