@@ -297,3 +297,31 @@ def test_a_replay_gives_the_same_figures_every_time(tmp_path: Path) -> None:
     cols = ["transcript", "probe", "evidence_recall", "context_tokens", "context_ids"]
     a, b = (r[cols].sort_values(["transcript", "probe"]).reset_index(drop=True) for r in runs)
     pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"role": ["user"]}, r"haystack_sessions\[0\]\[0\].role': must be 'user' or 'assistant'"),
+        ({"role": {}}, r"haystack_sessions\[0\]\[0\].role': must be 'user' or 'assistant'"),
+        ({"answer_session_ids": 5}, "'answer_session_ids': must be a list .* got int"),
+        ({"answer_session_ids": "s1"}, "'answer_session_ids': must be a list .* got str"),
+    ],
+)
+def test_wrong_typed_fields_are_errors_naming_the_question(
+    tmp_path: Path, capsys, change: dict[str, object], message: str
+) -> None:  # type: ignore[no-untyped-def]
+    # An unhashable role and a number as answer_session_ids were internal
+    # TypeErrors; a string was read as a list of one-character session ids.
+    item = json.loads(QUIRKS.read_text())[0]
+    if "role" in change:
+        item["haystack_sessions"][0][0]["role"] = change["role"]
+    else:
+        item.update(change)
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([item]))
+    with pytest.raises(TranscriptError, match=message):
+        load_quiet(f)
+    assert main(["convert", "longmemeval", str(f), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert str(f) in err and item["question_id"] in err and "Traceback" not in err

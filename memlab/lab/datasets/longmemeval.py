@@ -188,7 +188,9 @@ def convert_question(
                 raise TranscriptError(
                     f"{where}, field 'haystack_sessions[{k}][{j}]': a turn must be an object"
                 )
-            role = ROLES.get(raw.get("role"))  # type: ignore[arg-type]
+            raw_role = raw.get("role")
+            # Only a string is looked up: a list or object is unhashable.
+            role = ROLES.get(raw_role) if isinstance(raw_role, str) else None
             if role is None:
                 raise TranscriptError(
                     f"{where}, field 'haystack_sessions[{k}][{j}].role': must be 'user' or "
@@ -218,7 +220,7 @@ def convert_question(
             last = time
     if not turns:
         raise TranscriptError(f"{where}: its haystack holds no turns")
-    probe = _probe(item, qid, evidence, taken_sessions, renamed, last, quirks)
+    probe = _probe(item, qid, evidence, taken_sessions, renamed, last, quirks, source)
     if probe is None:
         return None
     turns.append(probe)
@@ -239,6 +241,7 @@ def _probe(
     renamed: dict[str, str],
     last: float,
     quirks: Quirks,
+    source: str,
 ) -> dict[str, Any] | None:
     raw_date = item.get("question_date")
     when = parse_date(raw_date)
@@ -252,7 +255,14 @@ def _probe(
         )
         when = last + 1.0
     answer_sessions: list[str] = []
-    for raw_sid in item.get("answer_session_ids") or []:
+    raw_ids = item.get("answer_session_ids")
+    # A string would be read character by character, a number not at all.
+    if raw_ids is not None and not isinstance(raw_ids, list):
+        raise TranscriptError(
+            f"{source}: question {qid!r}, field 'answer_session_ids': must be a list of "
+            f"haystack session ids, got {type(raw_ids).__name__}"
+        )
+    for raw_sid in raw_ids or []:
         sid = str(raw_sid).strip()
         if sid in sessions:
             answer_sessions.append(sid)
