@@ -319,3 +319,16 @@ def test_memlab_run_on_locomo_end_to_end(tmp_path: Path) -> None:
     assert len(probes) == 3 * 8 and set(probes.transcript) == {"conv-a"}
     charts = {p.name for p in (out / "charts").glob("*.png")}
     assert {"evidence_recall_by_category.png", "answer_in_context_by_category.png"} <= charts
+
+
+@pytest.mark.parametrize("date", ["11:59 pm on 31 December, 9999", "12:00 am on 1 January, 0001"])
+def test_dates_out_of_range_count_as_unreadable(tmp_path: Path, date: str) -> None:
+    # Year 9999 was an internal ValueError (the turns ran past year 10000); year 1
+    # was a TranscriptError about timestamps the user never wrote.
+    sample = json.loads(QUIRKS.read_text())[0]
+    sample["conversation"]["session_1_date_time"] = date
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([sample]))
+    ts, msgs = load_quiet(f)
+    assert len(ts) == 1 and "sessions without a readable date" in msgs[0]
+    assert parse_date(date) is None

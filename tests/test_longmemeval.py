@@ -325,3 +325,19 @@ def test_wrong_typed_fields_are_errors_naming_the_question(
     assert main(["convert", "longmemeval", str(f), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert str(f) in err and item["question_id"] in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("date", ["9999/12/31 (Fri) 23:59", "0001/01/01 (Mon) 00:00"])
+def test_dates_out_of_range_count_as_unreadable(tmp_path: Path, date: str) -> None:
+    # Year 9999 with a long session was an internal ValueError (past year 10000);
+    # year 1 was a TranscriptError about timestamps the user never wrote.
+    item = json.loads(QUIRKS.read_text())[0]
+    item["haystack_dates"] = [date] * len(item["haystack_dates"])
+    item["haystack_sessions"][0] = [
+        {"role": "user", "content": f"turn {j}"} for j in range(90)
+    ] + item["haystack_sessions"][0]
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([item]))
+    ts, msgs = load_quiet(f)
+    assert len(ts) == 1 and "haystack dates that cannot be read" in msgs[0]
+    assert parse_date(date) is None

@@ -48,6 +48,7 @@ from memlab.lab.datasets import (
     iter_json_array,
     select,
 )
+from memlab.lab.datasets.stream import usable_year
 from memlab.lab.transcripts import Transcript, format_ts
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -67,15 +68,19 @@ def question_id(position: int, index: int) -> str:
 
 
 def parse_date(value: Any) -> float | None:
-    """``"1:56 pm on 8 May, 2023"`` -> epoch seconds (UTC), None if unreadable."""
+    """``"1:56 pm on 8 May, 2023"`` -> epoch seconds (UTC), None if unreadable or
+    outside the years 1000-9998 (``stream.usable_year``)."""
     if not isinstance(value, str):
         return None
     text = " ".join(value.replace(",", ", ").split()).replace(" ,", ",")
     for fmt in DATE_FORMATS:
         try:
-            return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+            when = datetime.strptime(text, fmt)
         except ValueError:
             continue
+        # Year 9999 ran past year 10000 (an internal ValueError); year 1 made
+        # timestamps the transcript format cannot read.
+        return when.replace(tzinfo=UTC).timestamp() if usable_year(when.year) else None
     return None
 
 

@@ -47,6 +47,7 @@ from memlab.lab.datasets import (
     iter_json_array,
     select,
 )
+from memlab.lab.datasets.stream import usable_year
 from memlab.lab.transcripts import Transcript, format_ts
 
 ROLES = {"user": "user", "assistant": "agent"}
@@ -63,7 +64,8 @@ REQUIRED = {
 
 
 def parse_date(value: Any) -> float | None:
-    """``"2023/05/28 (Sun) 19:47"`` -> epoch seconds (UTC), None if unreadable."""
+    """``"2023/05/28 (Sun) 19:47"`` -> epoch seconds (UTC), None if unreadable or
+    outside the years 1000-9998 (``stream.usable_year``)."""
     if not isinstance(value, str):
         return None
     m = DATE.fullmatch(value)
@@ -71,6 +73,8 @@ def parse_date(value: Any) -> float | None:
         return None
     try:
         y, mo, d, h, mi = (int(g) for g in m.groups())
+        if not usable_year(y):  # too close to year 10000 for the turns after it
+            return None
         return datetime(y, mo, d, h, mi, tzinfo=UTC).timestamp()
     except ValueError:
         return None

@@ -25,6 +25,15 @@ from memlab.progress import bar as progress_bar
 
 CHUNK_CHARS = 1 << 20
 MAX_EXAMPLES = 3
+# Dates the adapters accept. A transcript's timestamps are four-digit years, and
+# the turns and probes after a session's date need room before year 10000.
+MIN_YEAR, MAX_YEAR = 1000, 9998
+
+
+def usable_year(year: int) -> bool:
+    """Whether a benchmark date in ``year`` can be used (else it counts as
+    unreadable and the adapter's fallback places the session)."""
+    return MIN_YEAR <= year <= MAX_YEAR
 
 
 class DatasetWarning(UserWarning):
