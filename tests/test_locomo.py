@@ -332,3 +332,16 @@ def test_dates_out_of_range_count_as_unreadable(tmp_path: Path, date: str) -> No
     ts, msgs = load_quiet(f)
     assert len(ts) == 1 and "sessions without a readable date" in msgs[0]
     assert parse_date(date) is None
+
+
+def test_a_repeated_sample_id_is_an_error_naming_both_samples(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # Both were loaded as transcripts with one id (convert wrote one over the
+    # other); 1 and "1" are the same id once read.
+    sample = json.loads(QUIRKS.read_text())[0]
+    for ids in (["conv-a", "conv-a"], [1, "1"]):
+        f = tmp_path / "x.json"
+        f.write_text(json.dumps([dict(sample, sample_id=i) for i in ids]))
+        with pytest.raises(TranscriptError, match=r"sample #1 has the same sample_id .* #0"):
+            load_quiet(f)
+    assert main(["convert", "locomo", str(f), "--out", str(tmp_path / "out")]) == 2
+    assert "same sample_id" in capsys.readouterr().err

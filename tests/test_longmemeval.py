@@ -341,3 +341,14 @@ def test_dates_out_of_range_count_as_unreadable(tmp_path: Path, date: str) -> No
     ts, msgs = load_quiet(f)
     assert len(ts) == 1 and "haystack dates that cannot be read" in msgs[0]
     assert parse_date(date) is None
+
+
+def test_a_repeated_question_id_is_an_error_naming_both_items(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # Both were loaded as transcripts with one id (convert wrote one over the other).
+    item = json.loads(QUIRKS.read_text())[0]
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([item, item]))
+    with pytest.raises(TranscriptError, match=r"item #1 .* the same question_id as item #0"):
+        load_quiet(f)
+    assert main(["convert", "longmemeval", str(f), "--out", str(tmp_path / "out")]) == 2
+    assert "same question_id" in capsys.readouterr().err

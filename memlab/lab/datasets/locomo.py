@@ -116,6 +116,7 @@ def load(
 
 
 def _samples(p: Any, progress: bool | None) -> Iterator[tuple[str, Any]]:
+    seen: dict[str, int] = {}  # sample_id -> position, so a repeated id is refused
     for i, sample in enumerate(iter_json_array(p, progress=progress, desc="locomo")):
         if not isinstance(sample, dict):
             raise TranscriptError(f"{p}: sample #{i} is not an object; is this a LoCoMo file?")
@@ -124,6 +125,14 @@ def _samples(p: Any, progress: bool | None) -> Iterator[tuple[str, Any]]:
             raise TranscriptError(
                 f"{p}: sample #{i} has no 'sample_id'; is this a LoCoMo file (locomo10.json)?"
             )
+        # Two samples with one id would be one transcript id (and one converted
+        # file, the second overwriting the first): refused, as a folder's are.
+        if str(sid) in seen:
+            raise TranscriptError(
+                f"{p}: sample #{i} has the same sample_id {str(sid)!r} as sample "
+                f"#{seen[str(sid)]}; give each sample its own id"
+            )
+        seen[str(sid)] = i
         yield str(sid), (i, sample)
 
 

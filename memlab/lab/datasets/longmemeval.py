@@ -117,6 +117,7 @@ def load(
 
 
 def _items(p: Any, progress: bool | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    seen: dict[str, int] = {}  # question_id -> position, so a repeated id is refused
     for i, item in enumerate(iter_json_array(p, progress=progress, desc="longmemeval")):
         where = f"{p}: item #{i}"
         if not isinstance(item, dict):
@@ -136,6 +137,14 @@ def _items(p: Any, progress: bool | None) -> Iterator[tuple[str, dict[str, Any]]
                 raise TranscriptError(
                     f"{where}, field {key!r}: has {len(item[key])} entries for {n} haystack sessions"
                 )
+        # Two questions with one id would be one transcript id (and one errata
+        # key, one converted file): refused, as a folder's are.
+        if item["question_id"] in seen:
+            raise TranscriptError(
+                f"{where}: has the same question_id as item #{seen[item['question_id']]}; "
+                "give each question its own id"
+            )
+        seen[item["question_id"]] = i
         yield item["question_id"], item
 
 
