@@ -345,3 +345,15 @@ def test_a_repeated_sample_id_is_an_error_naming_both_samples(tmp_path: Path, ca
             load_quiet(f)
     assert main(["convert", "locomo", str(f), "--out", str(tmp_path / "out")]) == 2
     assert "same sample_id" in capsys.readouterr().err
+
+
+def test_a_session_number_too_long_to_read_is_an_error(tmp_path: Path) -> None:
+    # int() of the 5000 digits was an internal ValueError.
+    sample = json.loads(QUIRKS.read_text())[0]
+    sample["conversation"]["session_" + "9" * 5000] = [
+        {"speaker": "A", "dia_id": "D99:1", "text": "hi"}
+    ]
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([sample]))
+    with pytest.raises(TranscriptError, match=r"'conv-a', field 'conversation': session key"):
+        load_quiet(f)

@@ -58,6 +58,7 @@ DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y")
 QUESTION_DELAY = 3600.0  # probes come one hour after the last turn
 FALLBACK_GAP = 3600.0  # a session without a usable date starts an hour after the last
+MAX_SESSION_DIGITS = 18  # session_N numbers; far more than any conversation has
 
 
 def question_id(position: int, index: int) -> str:
@@ -146,11 +147,18 @@ def convert_sample(
     conv = sample.get("conversation")
     if not isinstance(conv, dict):
         raise TranscriptError(f"{where}, field 'conversation': missing or not an object")
-    sessions = sorted(
-        (int(m.group(1)), k)
-        for k in conv
-        if (m := SESSION_KEY.fullmatch(k)) and isinstance(conv[k], list)
-    )
+    sessions = []
+    for k in conv:
+        if (m := SESSION_KEY.fullmatch(k)) and isinstance(conv[k], list):
+            # int() refuses more than 4300 digits; no real file numbers sessions so.
+            if len(m.group(1).lstrip("0")) > MAX_SESSION_DIGITS:
+                raise TranscriptError(
+                    f"{where}, field 'conversation': session key {k[:40]!r}... has a number "
+                    f"of more than {MAX_SESSION_DIGITS} digits; number sessions session_1, "
+                    "session_2, ..."
+                )
+            sessions.append((int(m.group(1)), k))
+    sessions.sort()
     if not sessions:
         raise TranscriptError(f"{where}, field 'conversation': holds no session_N turn lists")
     known_dates = [t for n, _ in sessions if (t := parse_date(conv.get(f"session_{n}_date_time")))]
