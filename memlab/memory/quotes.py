@@ -4,11 +4,12 @@ An agent's reply is trusted memory, but a model that repeats a tool result or a
 web page would launder it: the quoted text would be stored as the agent's own,
 uncapped, and folded into durable summaries. ``find_quotes`` finds the runs of
 at least ``min_words`` consecutive words that a reply shares with the untrusted
-texts the model was shown (words compared after NFKC normalization and case
+texts the model was shown (words compared after NFKD normalization and case
 folding, so case, punctuation, spacing and full-width look-alikes do not hide a
-quote). ``run_turn`` stores a reply that quotes untrusted context with the
-untrusted source (and so the salience cap, and no summarization) and records
-the quoted spans in its ``meta["quotes"]``.
+quote, nor do invisible characters (zero-width, soft hyphens) or underscores
+inside the copied words). ``run_turn`` stores a reply that quotes untrusted
+context with the untrusted source (and so the salience cap, and no
+summarization) and records the quoted spans in its ``meta["quotes"]``.
 
 It catches copying, not paraphrase: a model that rewords an injected instruction
 in its own words is not detected (measured by ``make reliability``).
@@ -25,7 +26,14 @@ from memlab.errors import InputError
 from memlab.memory.checks import check_number, check_text
 from memlab.memory.records import UNTRUSTED_SOURCES, Source
 
-_WORD = re.compile(r"\w+")
+# Letters and digits; an underscore separates words, so ``the_user_has`` cannot
+# hide the run ``the user has``.
+_WORD = re.compile(r"[^\W_]+")
+# Invisible format characters (zero-width space and joiners, soft hyphen, bidi
+# controls) and combining marks (accents): a copy that inserts them
+# inside words reads the same to a person and to a model, so they are dropped
+# from both texts before the words are compared.
+_HIDDEN = frozenset({"Cf", "Mn", "Me"})
 
 
 @dataclass(frozen=True)
@@ -63,14 +71,25 @@ class Quote:
         return {"from": self.origin, "source": self.source.value, "words": self.words}
 
 
+def _normalize(text: str) -> str:
+    if text.isascii():
+        return text
+    # Decomposed, so a mark added to a letter ("a" + U+0301) is dropped rather
+    # than composed into another letter; accents are dropped alike on both sides.
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) not in _HIDDEN)
+
+
 def _words(text: str) -> list[str]:
-    return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", text))]
+    return [w.casefold() for w in _WORD.findall(_normalize(text))]
 
 
 def find_quotes(text: str, untrusted: Sequence[Untrusted], *, min_words: int = 6) -> list[Quote]:
     """The maximal runs of at least ``min_words`` words that ``text`` shares with
     one of the ``untrusted`` texts (an untrusted text shorter than that counts
-    when it appears whole and has at least 3 words).
+    when it appears whole and has at least 3 words). Words are runs of letters
+    and digits after NFKD normalization, with invisible format characters and
+    combining marks (accents) removed, compared case-folded.
 
     Args:
         text: the text that may quote (a model's reply).
@@ -87,7 +106,7 @@ def find_quotes(text: str, untrusted: Sequence[Untrusted], *, min_words: int = 6
     for i, item in enumerate(untrusted):
         if not isinstance(item, Untrusted):
             raise InputError(f"untrusted[{i}] is a {type(item).__name__}, not an Untrusted")
-    norm = unicodedata.normalize("NFKC", text)
+    norm = _normalize(text)
     found = list(_WORD.finditer(norm))  # positions in norm, for the quoted span
     tokens = [m.group().casefold() for m in found]
     quotes: list[Quote] = []
