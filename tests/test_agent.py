@@ -215,3 +215,13 @@ def test_a_reply_copying_a_tool_result_with_invisible_characters_is_untrusted() 
     stored = [r for r in layer.store.list("alice") if r.content == reply]
     assert len(stored) == 1 and stored[0].source.value == "tool"
     assert stored[0].meta["quotes"][0]["from"] == "tool_results[0]"
+
+
+def test_a_reply_with_a_lone_surrogate_is_a_chat_model_error() -> None:
+    # It was an InputError blaming "text" and telling the caller to decode what
+    # they passed; the caller passed valid text, the model client did not.
+    layer = make_layer()
+    deps = AgentDeps(layer, lambda m: "ok \udc80", maintain=False)
+    with pytest.raises(ChatModelError, match=r"lone surrogate at character 3\); nothing"):
+        run_turn("alice", "hello", deps)
+    assert layer.store.count(include_archived=True) == 0

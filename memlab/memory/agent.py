@@ -178,8 +178,8 @@ def run_turn(
     Raises:
         InputError: a bad scope, an empty ``user_input``, ``tool_results`` that is
             not a list of strings (a bare string is refused), a bad ``turn_id``.
-        ChatModelError: the model returned something other than a string; nothing
-            of the turn is stored.
+        ChatModelError: the model returned something other than a string, or a
+            string with a lone surrogate; nothing of the turn is stored.
     """
     if not isinstance(deps, AgentDeps):
         raise InputError(f"run_turn needs AgentDeps, got {type(deps).__name__}")
@@ -200,6 +200,17 @@ def run_turn(
             f"the chat model returned {type(reply).__name__} {reply!r:.60}, not a string; "
             "nothing of this turn was stored. Make the model return the reply text"
         )
+    if not reply.isascii():
+        try:
+            reply.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            # Checked here, not by remember_many: that InputError would blame the
+            # caller's "text" for what the model returned.
+            raise ChatModelError(
+                f"the chat model returned a reply that is not valid unicode (a lone "
+                f"surrogate at character {exc.start}); nothing of this turn was stored. "
+                "Make the model client decode the response properly"
+            ) from None
     # Decided before anything is stored: a gate that fails leaves no trace.
     context = turn_context(user_input, result.hits, tools)
     decisions = gate_calls(reply, context, deps)
