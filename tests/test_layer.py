@@ -531,3 +531,32 @@ def test_mark_reflected_checks_its_arguments() -> None:
         layer.mark_reflected("", "alice", (1.0, "r1"))
     layer.mark_reflected("alice", "alice", (5.0, "r1"))
     assert layer.reflected_until("alice", "alice") == (5.0, "r1")
+
+
+@pytest.mark.parametrize(
+    ("into", "message"),
+    [
+        ("", "into must be a non-empty scope"),
+        (5, "into must be a non-empty scope"),
+        ("\ud800", "into is not valid unicode"),
+    ],
+)
+def test_maybe_summarize_refuses_a_bad_into_before_folding(into: object, message: str) -> None:
+    # into="" quietly wrote the notes to the source scope; 5 was refused only
+    # as "scope must be a string", naming no argument.
+    clock = Clock()
+    layer = MemoryLayer(
+        InMemoryStore(),
+        HashEmbedder(32),
+        clock=clock,
+        summarizer=ExtractiveSummarizer(),
+        summarize=SummarizePolicy(trigger_tokens=20, chunk_tokens=30, keep_recent=1),
+    )
+    for i in range(8):
+        layer.remember("s", f"fact number {i} about the deployment on cluster {i}")
+    before = [(r.id, r.archived_at) for r in layer.store.list("s", include_archived=True)]
+    with pytest.raises(InputError, match=message):
+        layer.maybe_summarize("s", into=into)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="force"):
+        layer.maybe_summarize("s", force="yes")  # type: ignore[arg-type]
+    assert [(r.id, r.archived_at) for r in layer.store.list("s", include_archived=True)] == before

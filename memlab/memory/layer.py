@@ -18,6 +18,7 @@ from memlab.memory.checks import (
     check_number,
     check_text,
     check_time,
+    check_unicode,
 )
 from memlab.memory.consolidate import Consolidator
 from memlab.memory.evict import REVIEWED_KEY, WRITTEN_KEY, EvictionPolicy
@@ -512,11 +513,25 @@ class MemoryLayer:
                 scope's semantic layer).
             force: fold every cluster, ignoring the trigger and ``keep_recent``
                 (a session that ended).
+
+        Raises:
+            InputError: a bad ``scope``, ``into`` (an empty string included: only
+                None means "the scope itself") or ``force``; nothing is folded.
         """
         self._check_open()
         check_scope(scope)
+        if into is not None:
+            # Checked before anything is folded; "" used to fall back to ``scope``
+            # quietly, writing the notes somewhere the caller did not name.
+            if not isinstance(into, str) or not into:
+                raise InputError(
+                    f"maybe_summarize: into must be a non-empty scope, or None to write the "
+                    f"notes to {scope!r} itself; got {into!r:.60}"
+                )
+            check_unicode(into, "maybe_summarize: into")
+        check_bool(force, "force")
         now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
-        return summarize_scope(self, scope, now, into, force)
+        return summarize_scope(self, scope, now, scope if into is None else into, force)
 
     def reflect(
         self, scope: ScopeArg, now: float | None = None, *, force: bool = True

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def summarize_scope(
-    layer: MemoryLayer, scope: str, now: float, into: str | None, force: bool
+    layer: MemoryLayer, scope: str, now: float, into: str, force: bool
 ) -> list[MemoryRecord]:
     """``MemoryLayer.maybe_summarize`` after its checks.
 
@@ -70,7 +70,7 @@ def summarize_scope(
         )
         if not cluster:
             continue  # deleted meanwhile (another writer)
-        note = fold(layer, scope, cluster, now, into or scope)
+        note = fold(layer, scope, cluster, now, into)
         if note is not None:
             made.append(note)
     return made
