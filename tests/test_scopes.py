@@ -96,3 +96,10 @@ def test_layered_keys_name_each_rows_scope_and_id() -> None:
     one = Layered.of(("b",), [store.candidates("b", include_archived=False)])
     assert one.keys([3, 0]) == [("b", one.ids[3]), ("b", one.ids[0])]
     assert cands.keys([]) == []
+
+
+def test_huge_split_shares_keep_their_proportions() -> None:
+    # Their sum overflowed to inf, so every share was 0 and a layered recall
+    # returned nothing.
+    assert check_split([1e308, 1e308], 2) == (0.5, 0.5)
+    assert check_split([1.5e308, 5e307, 0], 3) == pytest.approx((0.75, 0.25, 0.0))

@@ -167,9 +167,13 @@ def check_split(split: object, n_layers: int) -> tuple[float, ...] | None:
         raise InputError(
             f"split has {len(values)} shares for {n_layers} scope(s); give one share per scope"
         )
-    total = sum(values)
-    if total <= 0:
+    top = max(values, default=0.0)
+    if top <= 0:
         raise InputError("split shares are all 0; give at least one layer a share of the budget")
+    # Scaled by the largest share first: the sum of two shares near 1e308 is
+    # inf, which made every share 0 and the recall empty.
+    values = [v / top for v in values]
+    total = sum(values)
     return tuple(v / total for v in values)
 
 
