@@ -225,3 +225,13 @@ def test_a_reply_with_a_lone_surrogate_is_a_chat_model_error() -> None:
     with pytest.raises(ChatModelError, match=r"lone surrogate at character 3\); nothing"):
         run_turn("alice", "hello", deps)
     assert layer.store.count(include_archived=True) == 0
+
+
+@pytest.mark.parametrize("parsed", [None, "f(x=1)", ["f(x=1)"]])
+def test_a_tool_call_parser_returning_no_list_of_calls_is_an_input_error(parsed: object) -> None:
+    # None was a bare TypeError; strings were passed on as if they were calls.
+    layer = make_layer()
+    deps = AgentDeps(layer, lambda m: "ok", maintain=False, tool_calls=lambda r: parsed)  # type: ignore[arg-type,return-value]
+    with pytest.raises(InputError, match="AgentDeps.tool_calls"):
+        run_turn("alice", "hello", deps)
+    assert layer.store.count(include_archived=True) == 0

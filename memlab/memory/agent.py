@@ -146,8 +146,26 @@ def turn_context(user_input: str, hits: Sequence[Hit], tools: Sequence[str]) -> 
 
 def gate_calls(reply: str, context: Sequence[ContextOrigin], deps: AgentDeps) -> list[GateDecision]:
     """The decision on every tool call in ``reply`` (``deps.tool_gate``; all allowed
-    without one)."""
+    without one).
+
+    Raises:
+        InputError: ``deps.tool_calls`` returned something other than a list of
+            ToolCall.
+    """
     calls = deps.tool_calls(reply)
+    # Checked here, before anything of the turn is stored: a parser returning None
+    # was a TypeError, and non-ToolCall items reached the gate.
+    if isinstance(calls, str | bytes) or not isinstance(calls, Sequence):
+        raise InputError(
+            "AgentDeps.tool_calls must return a list of ToolCall, got "
+            f"{type(calls).__name__}; nothing of this turn was stored"
+        )
+    for i, c in enumerate(calls):
+        if not isinstance(c, ToolCall):
+            raise InputError(
+                f"AgentDeps.tool_calls returned {type(c).__name__} at [{i}], not a ToolCall; "
+                "nothing of this turn was stored"
+            )
     if deps.tool_gate is None:
         return [GateDecision(c, "allow", "no tool gate") for c in calls]
     return [deps.tool_gate.decide(c, context) for c in calls]
