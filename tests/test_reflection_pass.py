@@ -10,16 +10,22 @@ import pytest
 
 from memlab.errors import InputError
 from memlab.memory import (
+    HashEmbedder,
+    InMemoryStore,
     MemoryInput,
     MemoryKind,
+    MemoryLayer,
     MemoryRecord,
     RecallQuery,
     Reflection,
     Reflections,
+    ReflectPolicy,
     RuleReflector,
     Source,
 )
 from memlab.memory.reflect import META_KEY
+from memlab.memory.reflect_sentences import sentences
+from memlab.memory.rule_consolidator import RuleConsolidator
 from tests.conftest import Clock
 from tests.reflection_helpers import labels, make_layer, reflections, say, statements
 
@@ -242,6 +248,36 @@ def test_a_later_pass_tops_up_the_newest_bundle() -> None:
     say(small, clock, "alice", [("user", "Our pager is Opsgenie.")])
     small.end_session("alice")
     assert len(reflections(small, "alice")) == 2
+
+
+def in_force(layer: MemoryLayer, scope: str) -> list[str]:
+    """The statements of the scope's reflections that are in force (a reflection
+    a correction superseded whole states nothing)."""
+    return [
+        s for r in reflections(layer, scope) if r.invalid_at is None for s in sentences(r.text_at())
+    ]
+
+
+def test_a_bundle_a_correction_superseded_whole_is_not_topped_up() -> None:
+    # the layer's consolidator supersedes the reflection "We deploy on GKE." when the
+    # correction is written; the next pass topped up that bundle all the same
+    # (text_at() cuts only stale spans), so the stale value was in force again
+    clock = Clock()
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(256), clock=clock, reflector=RuleReflector(),
+        reflect=ReflectPolicy(every=None, trigger_tokens=None), consolidator=RuleConsolidator(),
+    )  # fmt: skip
+    say(layer, clock, "alice", [("user", "We deploy on GKE.")])
+    (first,) = layer.reflect("alice").written
+    say(layer, clock, "alice", [("user", "We no longer deploy on GKE, we deploy on EKS now.")])
+    assert layer.store.get("alice", first.id).invalid_at is not None  # type: ignore[union-attr]
+    report = layer.reflect("alice")
+    assert [r.content for r in report.written] == [
+        "We no longer deploy on GKE, we deploy on EKS now."
+    ]
+    assert "We deploy on GKE." not in in_force(layer, "alice")
+    hits = layer.recall(RecallQuery("alice", "where do we deploy", kinds=[MemoryKind.SEMANTIC]))
+    assert all("We deploy on GKE." not in sentences(h.record.text_at()) for h in hits.hits)
 
 
 def test_a_correction_marks_one_statement_of_a_bundle_stale() -> None:

@@ -288,9 +288,12 @@ def _top_up(
     force was kept, so a carried statement a new fact supersedes is already cut.
     """
     now = {r.id: r for r in marked}
+    # a bundle a correction superseded whole states nothing in force: topping it up
+    # would copy its stale text into the new record (text_at() cuts only spans)
     facts = [
         now.get(k.id, k) for k in known.values()
         if k.id not in retired and k.source.trusted and _label(k) == "fact"
+        and k.invalid_at is None
     ]  # fmt: skip
     if not facts:
         return records, marked
