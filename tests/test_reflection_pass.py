@@ -263,10 +263,7 @@ def test_a_bundle_a_correction_superseded_whole_is_not_topped_up() -> None:
     # correction is written; the next pass topped up that bundle all the same
     # (text_at() cuts only stale spans), so the stale value was in force again
     clock = Clock()
-    layer = MemoryLayer(
-        InMemoryStore(), HashEmbedder(256), clock=clock, reflector=RuleReflector(),
-        reflect=ReflectPolicy(every=None, trigger_tokens=None), consolidator=RuleConsolidator(),
-    )  # fmt: skip
+    layer = superseding_layer(clock)
     say(layer, clock, "alice", [("user", "We deploy on GKE.")])
     (first,) = layer.reflect("alice").written
     say(layer, clock, "alice", [("user", "We no longer deploy on GKE, we deploy on EKS now.")])
@@ -278,6 +275,43 @@ def test_a_bundle_a_correction_superseded_whole_is_not_topped_up() -> None:
     assert "We deploy on GKE." not in in_force(layer, "alice")
     hits = layer.recall(RecallQuery("alice", "where do we deploy", kinds=[MemoryKind.SEMANTIC]))
     assert all("We deploy on GKE." not in sentences(h.record.text_at()) for h in hits.hits)
+
+
+def superseding_layer(clock: Clock, **reflector: int) -> MemoryLayer:
+    """A layer whose consolidator supersedes what a correction names as old."""
+    return MemoryLayer(
+        InMemoryStore(), HashEmbedder(256), clock=clock, reflector=RuleReflector(**reflector),
+        reflect=ReflectPolicy(every=None, trigger_tokens=None), consolidator=RuleConsolidator(),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("bundle_words", [64, 0])
+def test_an_episode_superseded_before_its_pass_is_not_reflected(bundle_words: int) -> None:
+    # the correction supersedes the episode before any pass read it; the reflector was
+    # shown the episode all the same and lifted "We deploy on GKE." as a trusted fact
+    clock = Clock()
+    layer = superseding_layer(clock, bundle_words=bundle_words)
+    old, _ = say(layer, clock, "alice", [
+        ("user", "We deploy on GKE."),
+        ("user", "We no longer deploy on GKE, we deploy on EKS now."),
+    ])  # fmt: skip
+    assert layer.store.get("alice", old.id).invalid_at is not None  # type: ignore[union-attr]
+    report = layer.reflect("alice")
+    assert old.id not in report.read
+    assert in_force(layer, "alice") == ["We no longer deploy on GKE, we deploy on EKS now."]
+    # a stale claim inside an episode is cut from what the reflector reads
+    clock = Clock()
+    layer = superseding_layer(clock, bundle_words=bundle_words)
+    mixed, _ = say(layer, clock, "alice", [
+        ("user", "We deploy on GKE. Our CI is Buildkite."),
+        ("user", "We no longer deploy on GKE, we deploy on EKS now."),
+    ])  # fmt: skip
+    stored = layer.store.get("alice", mixed.id)
+    assert stored is not None and stored.text_at() == "Our CI is Buildkite."
+    layer.reflect("alice")
+    said = in_force(layer, "alice")
+    assert "We deploy on GKE." not in said
+    assert said == ["Our CI is Buildkite.", "We no longer deploy on GKE, we deploy on EKS now."]
 
 
 def test_a_correction_marks_one_statement_of_a_bundle_stale() -> None:

@@ -78,7 +78,16 @@ def reflect_scope(
         return report
     if not episodes:
         return report
-    shown = [r for r in episodes if policy.read_untrusted or r.source not in UNTRUSTED_SOURCES]
+    # only what is in force is shown, as a fold folds only that: an episode a
+    # correction superseded whole states nothing any more (reflecting it made the old
+    # value a trusted fact again), and a superseded claim is cut from its episode
+    shown = [
+        _in_force(r)
+        for r in episodes
+        if (policy.read_untrusted or r.source not in UNTRUSTED_SOURCES)
+        and r.invalid_at is None
+        and r.text_at()
+    ]
     known = [
         r for r in layer.store.list(target_scope, kinds=[MemoryKind.SEMANTIC]) if is_reflection(r)
     ]
@@ -130,6 +139,13 @@ def reflect_scope(
             report.archived = archive
     layer.mark_reflected(source_scope, target_scope, until)
     return report
+
+
+def _in_force(episode: MemoryRecord) -> MemoryRecord:
+    """``episode`` as a reflector may read it: without its stale claims."""
+    if not episode.stale_spans:
+        return episode
+    return episode.copy(content=episode.text_at(), superseded=())
 
 
 def _records(
