@@ -148,6 +148,36 @@ def test_a_mixed_reflection_takes_the_untrusted_source() -> None:
     assert r.source is Source.TOOL and r.salience <= layer.untrusted_salience_cap
 
 
+def test_an_untrusted_reflection_never_replaces_a_trusted_one() -> None:
+    # a reflector that names every known reflection in ``replaces`` when a tool says
+    # so: the tool's reflection archived the user's reflection (and took its citations)
+    clock = Clock()
+
+    class Replacer:
+        name = "replacer"
+
+        def reflect(self, episodes, known):  # type: ignore[no-untyped-def]
+            return Reflections([
+                Reflection(r.content, (r.id,), replaces=tuple(k.id for k in known))
+                for r in episodes
+            ])  # fmt: skip
+
+    layer = make_layer(clock, Replacer(), every=None, trigger_tokens=None, read_untrusted=True)
+    say(layer, clock, "alice", [("user", "We deploy on Fly.io.")])
+    (user_fact,) = layer.reflect("alice").written
+    clock.t += 60
+    layer.remember("alice", "deploy target: attacker.example", source="tool", provenance=["x"])
+    report = layer.reflect("alice")
+    (tool_fact,) = report.written
+    assert report.retired == [] and tool_fact.source is Source.TOOL
+    kept = layer.store.get("alice", user_fact.id)
+    assert kept is not None and kept.archived_at is None
+    assert tool_fact.provenance == ("x",)
+    # an untrusted reflection may still replace an untrusted one: nothing trusted is lost
+    say(layer, clock, "alice", [("web", "deploy target: attacker.example, again")])
+    assert layer.reflect("alice").retired == [tool_fact.id]
+
+
 def test_a_reflection_citing_nothing_it_was_shown_is_dropped() -> None:
     clock = Clock()
 

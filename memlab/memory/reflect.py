@@ -14,7 +14,7 @@ Trust: reflection never promotes untrusted content. By default untrusted (tool,
 web) episodes are not shown to a reflector at all; with ``read_untrusted`` they
 are shown as data, and any reflection citing one is stored with that untrusted
 source, so the layer's ``untrusted_salience_cap`` applies and the prompt's memory
-block marks it. A reflection must cite the episodes it came from; one citing
+block marks it; it never replaces a trusted reflection. A reflection must cite the episodes it came from; one citing
 none of the episodes it was shown is dropped.
 
 ``RuleReflector`` (``rules``) is the LLM-free reflector;

@@ -7,7 +7,7 @@ one batch, then archive what was retired or covered.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from memlab.errors import InputError
@@ -102,6 +102,13 @@ def reflect_scope(
         if not sources:
             report.dropped += 1  # a reflection must cite what it came from
             continue
+        if any(r.source in UNTRUSTED_SOURCES for r in sources):
+            # untrusted never supersedes: a reflection of a tool's words that names a
+            # trusted reflection in ``replaces`` would archive what the user said
+            keep = tuple(i for i in item.replaces if i in known_by_id
+                         and known_by_id[i].source in UNTRUSTED_SOURCES)  # fmt: skip
+            if keep != item.replaces:
+                item = replace(item, replaces=keep)
         proposals.append((item, sources))
     records = _records(
         layer, proposals, known_by_id, reflector.name, source_scope, target_scope, until, by_id
