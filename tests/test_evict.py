@@ -23,6 +23,32 @@ def test_validation() -> None:
         EvictionPolicy(cold_decay=0)
 
 
+def test_decay_unprotects_must_be_a_bool() -> None:
+    # any truthy value ("no", 1) turned protection-follows-decay on
+    for bad in ("no", 1, None):
+        with pytest.raises(InputError, match="decay_unprotects must be True or False"):
+            EvictionPolicy(decay_unprotects=bad)  # type: ignore[arg-type]
+
+
+def test_apply_checks_its_arguments_before_changing_anything(store: MemoryStore) -> None:
+    old = make_record(created_at=0.0, salience=0.1)
+    store.put(old)
+    policy = EvictionPolicy(episodic_ttl=1, cold_decay=0.5, cold_after=1)
+    # a NaN now evicted nothing without a word; a string or None was a bare TypeError
+    for bad in (float("nan"), float("inf"), "soon", None, True):
+        with pytest.raises(InputError, match="eviction: now"):
+            policy.apply(store, "alice", bad)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="scope"):
+        policy.apply(store, "", 100 * H)
+    with pytest.raises(InputError, match="eviction: store"):
+        policy.apply(None, "alice", 100 * H)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="eviction: ranker"):
+        policy.apply(store, "alice", 100 * H, ranker="hybrid")  # type: ignore[arg-type]
+    kept = store.get("alice", old.id)  # nothing decayed or deleted
+    assert kept is not None and kept.salience == pytest.approx(0.1) and not kept.meta
+    assert policy.apply(store, "alice", 100 * H).expired == [old.id]
+
+
 def test_ttl_deletes_old_episodes_only_and_respects_the_floor(store: MemoryStore) -> None:
     now = 100 * H
     old_ep = make_record(content="old episode", created_at=now - 50 * H, salience=0.5)

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memlab.memory.checks import check_number
+from memlab.memory.checks import check_bool, check_instance, check_number, check_time
 from memlab.memory.rank import HOUR, HybridRanker, usage_signal
 from memlab.memory.records import (
     KIND_CODES,
     UNTRUSTED_SOURCES,
     MemoryKind,
     MemoryRecord,
+    check_scope,
     untrusted_mask,
 )
 from memlab.memory.stores.base import MemoryStore, scope_columns
@@ -88,6 +89,8 @@ class EvictionPolicy:
         check_number(self.cold_decay, "eviction.cold_decay", above=0.0, hi=1.0, none=True)
         check_number(self.untrusted_ttl, "eviction.untrusted_ttl", above=0.0, none=True)
         check_number(self.cold_after, "eviction.cold_after", above=0.0)
+        # any truthy value ("no", 1) used to turn protection-follows-decay on
+        check_bool(self.decay_unprotects, "eviction.decay_unprotects")
 
     def protected(self, salience: float) -> bool:
         """Whether a record with this salience is at or above the floor."""
@@ -110,7 +113,17 @@ class EvictionPolicy:
 
         Capacity ranks by the query-independent part of the hybrid score
         (recency, salience, usage) with the ranker's weights.
+
+        Raises:
+            InputError: a bad ``store``, ``scope``, ``now`` (epoch seconds) or
+                ``ranker``; nothing is changed.
         """
+        # checked first: a NaN ``now`` made every rule false (nothing evicted, no
+        # word said), a string one a bare TypeError
+        check_instance(store, MemoryStore, "eviction: store", none=False)
+        check_scope(scope)
+        now = check_time(now, "eviction: now")
+        check_instance(ranker, HybridRanker, "eviction: ranker")
         report = EvictionReport()
         records = self._affected(store, scope, now)
         if records and self.cold_decay is not None and self.cold_decay < 1.0:
