@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memlab.errors import InputError
-from memlab.memory import EvictionPolicy
+from memlab.memory import EvictionPolicy, Superseded
 from memlab.memory.stores.base import MemoryStore
 from tests.conftest import make_record
 
@@ -191,3 +191,22 @@ def test_approval_sets_the_protection_anew(store: MemoryStore) -> None:
     layer.approve("alice", tool.id, salience=0.2, reviewer="ops")
     assert "salience_written" not in store.get("alice", tool.id).meta  # type: ignore[union-attr]
     assert policy.apply(store, "alice", 200 * H).expired == [tool.id]
+
+
+def test_capacity_drops_a_superseded_record_before_the_one_in_force(store: MemoryStore) -> None:
+    # the stale fact outscored (salience) the correction that superseded it, so
+    # capacity dropped the correction and the scope held only the hidden stale value
+    now = 100 * H
+    fix = make_record(content="we no longer deploy on GKE, we deploy on EKS", created_at=now - H,
+                      salience=0.2)  # fmt: skip
+    stale = make_record(content="we deploy on GKE", kind="semantic", created_at=now - 2 * H,
+                        salience=0.7, superseded=(Superseded(by=fix.id, at=now - H),))  # fmt: skip
+    other = make_record(content="our CI is Buildkite", created_at=now - H, salience=0.2)
+    store.put_many([stale, fix, other])
+    report = EvictionPolicy(max_records=2, salience_floor=0.8).apply(store, "alice", now)
+    assert report.dropped == [stale.id]
+    assert {r.id for r in store.list("alice")} == {fix.id, other.id}
+    # the floor still protects a superseded record: capacity then drops the lowest in force
+    store.put(stale.copy(salience=0.9))
+    report = EvictionPolicy(max_records=2, salience_floor=0.8).apply(store, "alice", now)
+    assert stale.id not in report.dropped and len(report.dropped) == 1

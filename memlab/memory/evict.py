@@ -219,7 +219,10 @@ def written_salience(record: MemoryRecord) -> float:
 
 
 def _keep_order(records: list[MemoryRecord], now: float, ranker: HybridRanker) -> np.ndarray:
-    """Indices of records from least to most worth keeping (query-independent score)."""
+    """Indices of records from least to most worth keeping: records a newer one
+    superseded whole first (history recall leaves out; keeping one over the record
+    in force that superseded it left the scope holding only the stale value), then
+    by the query-independent score."""
     if not records:
         return np.zeros(0, dtype=np.int64)
     w = ranker.weights
@@ -230,4 +233,5 @@ def _keep_order(records: list[MemoryRecord], now: float, ranker: HybridRanker) -
     usage = usage_signal(np.array([r.access_count for r in records], dtype=np.int64))
     score = w.recency * recency + w.salience * salience + w.usage * usage
     created = np.array([r.created_at for r in records])
-    return np.lexsort((created, score))
+    in_force = np.array([r.invalid_at is None for r in records])
+    return np.lexsort((created, score, in_force))
