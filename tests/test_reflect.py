@@ -40,6 +40,17 @@ def test_policy_checks_its_fields() -> None:
         ReflectPolicy(trigger_tokens=0)
     with pytest.raises(InputError, match="archive"):
         ReflectPolicy(archive="some")
+    # a bool is an int: every=True reflected after every episode; any truthy value
+    # ("no") turned read_untrusted on
+    for bad, match in [
+        ({"every": True}, "every must be an integer"),
+        ({"trigger_tokens": False}, "trigger_tokens must be an integer"),
+        ({"archive": ["all"]}, "archive must be"),
+        ({"read_untrusted": "no"}, "read_untrusted must be True or False"),
+        ({"supersede": 1}, "supersede must be True or False"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            ReflectPolicy(**bad)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="trusted sources"):
         RuleReflector(sources=["user", "tool"])
     assert REFLECTORS.get("rules") is RuleReflector
@@ -56,6 +67,21 @@ def test_a_reflection_checks_its_fields() -> None:
     with pytest.raises(InputError, match="one-statement"):
         Reflection("a. b. c.", ("a",), parts=(bundle,))
     assert Reflection("x", ["a"]).sources == ("a",)  # type: ignore[arg-type]
+    # a string salience or sources=None was a bare TypeError; sources="ab" cited "a"
+    # and "b"; a bool salience or count passed as a number
+    for bad, match in [
+        ({"salience": "high"}, "salience must be a number"),
+        ({"salience": True}, "salience must be a number"),
+        ({"sources": None}, "sources must be a list of strings"),
+        ({"sources": "ab"}, "wrap it in a list"),
+        ({"replaces": 5}, "replaces must be a list of strings"),
+        ({"covers": [1]}, r"covers\[0\] must be a string"),
+        ({"count": 0}, "count must be an integer >= 1"),
+        ({"count": True}, "count must be an integer"),
+        ({"parts": 5}, "parts must be a list of Reflections"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            Reflection("x", **({"sources": ("a",)} | bad))  # type: ignore[arg-type]
 
 
 def test_the_policy_is_due_by_count_or_by_tokens() -> None:

@@ -23,11 +23,12 @@ none of the episodes it was shown is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from memlab.errors import InputError, MemlabError
+from memlab.memory.checks import check_bool, check_number, check_strings
 from memlab.memory.records import MemoryKind, MemoryRecord
 from memlab.registry import Registry
 
@@ -83,11 +84,15 @@ class Reflection:
             raise InputError("a reflection needs content")
         if self.label not in LABELS:
             raise InputError(f"reflection label must be one of {LABELS}, got {self.label!r}")
-        if not 0.0 <= self.salience <= 1.0:
-            raise InputError(f"reflection salience {self.salience!r} is outside 0..1")
-        object.__setattr__(self, "sources", tuple(self.sources))
-        object.__setattr__(self, "replaces", tuple(self.replaces))
-        object.__setattr__(self, "covers", tuple(self.covers))
+        # a reflector is user code: a string salience or sources=None was a bare
+        # TypeError, and sources="ab" cited the episodes "a" and "b"
+        check_number(self.salience, "reflection salience", lo=0.0, hi=1.0)
+        check_number(self.count, "reflection count", lo=1, integer=True)
+        for name in ("sources", "replaces", "covers"):
+            ids = check_strings(getattr(self, name), f"reflection {name}")
+            object.__setattr__(self, name, tuple(ids))
+        if isinstance(self.parts, str) or not isinstance(self.parts, Iterable):
+            raise InputError(f"reflection parts must be a list of Reflections, got {self.parts!r}")
         object.__setattr__(self, "parts", tuple(self.parts))
         if any(not isinstance(p, Reflection) or p.parts for p in self.parts):
             raise InputError("a reflection's parts must be one-statement Reflections")
@@ -145,16 +150,24 @@ class ReflectPolicy:
     supersede: bool = True
 
     def __post_init__(self) -> None:
-        if self.every is not None and (not isinstance(self.every, int) or self.every < 1):
+        # bool is an int: every=True reflected after each episode
+        if self.every is not None and (
+            isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
+        ):
             raise InputError(f"reflect.every must be an integer >= 1 or null, got {self.every!r}")
         if self.trigger_tokens is not None and (
-            not isinstance(self.trigger_tokens, int) or self.trigger_tokens < 1
+            isinstance(self.trigger_tokens, bool)
+            or not isinstance(self.trigger_tokens, int)
+            or self.trigger_tokens < 1
         ):
             raise InputError(
                 f"reflect.trigger_tokens must be an integer >= 1 or null, got {self.trigger_tokens!r}"
             )
-        if self.archive not in ("covered", "all", "none"):
+        if not isinstance(self.archive, str) or self.archive not in ("covered", "all", "none"):
             raise InputError(f"reflect.archive must be covered, all or none, got {self.archive!r}")
+        # any truthy value ("no") used to turn these on
+        check_bool(self.read_untrusted, "reflect.read_untrusted")
+        check_bool(self.supersede, "reflect.supersede")
 
     def due(self, episodes: Sequence[MemoryRecord]) -> bool:
         """Whether unreflected ``episodes`` trigger a reflection."""
