@@ -23,7 +23,7 @@ from memlab.memory import (
     RuleReflector,
     Source,
 )
-from memlab.memory.reflect import META_KEY
+from memlab.memory.reflect import META_KEY, ReflectorError
 from memlab.memory.reflect_sentences import sentences
 from memlab.memory.rule_consolidator import RuleConsolidator
 from tests.conftest import Clock
@@ -210,6 +210,30 @@ def test_a_failing_reflector_writes_nothing() -> None:
     after = {r.id: r for r in layer.store.list("alice", include_archived=True)}
     assert before.keys() == after.keys()
     assert all(not after[i].archived for i in after)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [None, [], Reflections(items=["x"]), Reflections(items=None), Reflections(covered=None)],  # type: ignore[arg-type]
+)
+def test_a_reflector_answer_that_is_not_reflections_is_a_reflector_error(answer: object) -> None:
+    # a None, a list or items that are not Reflections were a bare AttributeError
+    # or TypeError from the pass
+    clock = Clock()
+
+    class Sloppy:
+        name = "sloppy"
+
+        def reflect(self, episodes, known):  # type: ignore[no-untyped-def]
+            return answer
+
+    layer = make_layer(clock, Sloppy(), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "We deploy on Fly.io.")])
+    with pytest.raises(ReflectorError, match="reflector sloppy returned"):
+        layer.reflect("alice")
+    assert reflections(layer, "alice") == []
+    assert all(not r.archived for r in layer.store.list("alice", include_archived=True))
+    assert layer.reflected_until("alice", "alice")[1] == ""  # the episode is still unreflected
 
 
 # -- layered sessions ----------------------------------------------------------------

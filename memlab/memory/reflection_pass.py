@@ -6,7 +6,7 @@ one batch, then archive what was retired or covered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,13 @@ from memlab.memory.records import (
     Superseded,
     new_id,
 )
-from memlab.memory.reflect import META_KEY, Reflection, Reflections, is_reflection
+from memlab.memory.reflect import (
+    META_KEY,
+    Reflection,
+    Reflections,
+    ReflectorError,
+    is_reflection,
+)
 from memlab.memory.reflect_sentences import ended
 
 if TYPE_CHECKING:
@@ -91,7 +97,7 @@ def reflect_scope(
     known = [
         r for r in layer.store.list(target_scope, kinds=[MemoryKind.SEMANTIC]) if is_reflection(r)
     ]
-    answer = reflector.reflect(shown, known) if shown else Reflections()
+    answer = _checked(reflector.reflect(shown, known), reflector) if shown else Reflections()
     report.read = [r.id for r in shown]
     by_id = {r.id: r for r in shown}
     known_by_id = {r.id: r for r in known}
@@ -146,6 +152,43 @@ def reflect_scope(
             report.archived = archive
     layer.mark_reflected(source_scope, target_scope, until)
     return report
+
+
+def _checked(answer: object, reflector: object) -> Reflections:
+    """``answer`` if it is a ``Reflections`` of ``Reflection`` items and id strings.
+
+    Raises:
+        ReflectorError: naming the reflector and what it returned; nothing of the
+            pass is written (a None or a list was a bare AttributeError).
+    """
+    who = getattr(reflector, "name", type(reflector).__name__)
+    if not isinstance(answer, Reflections):
+        raise ReflectorError(
+            f"reflector {who} returned {type(answer).__name__}, not Reflections; its "
+            "reflect() must return Reflections(items=[Reflection(...)], covered=(...))"
+        )
+    items = _listed(answer.items)  # listed once: a generator is read only once
+    covered = _listed(answer.covered)
+    if items is None or not all(isinstance(i, Reflection) for i in items):
+        raise ReflectorError(
+            f"reflector {who} returned items that are not a list of Reflection: "
+            f"{answer.items!r:.80}"
+        )
+    if covered is None or not all(isinstance(i, str) for i in covered):
+        raise ReflectorError(
+            f"reflector {who} returned covered that is not a list of episode ids: "
+            f"{answer.covered!r:.80}"
+        )
+    return Reflections(
+        [i for i in items if isinstance(i, Reflection)],
+        tuple(i for i in covered if isinstance(i, str)),
+    )  # the same lists, narrowed for the type checker
+
+
+def _listed(value: object) -> list[object] | None:
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        return None
+    return list(value)
 
 
 def _in_force(episode: MemoryRecord) -> MemoryRecord:
