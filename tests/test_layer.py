@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from memlab.errors import DimensionMismatch, EmbedderError, InputError, StoreError
 from memlab.memory import (
+    EvictionPolicy,
     ExtractiveSummarizer,
     HalfLives,
     HashEmbedder,
@@ -157,6 +158,28 @@ def test_untrusted_salience_is_capped_until_approved(layer: MemoryLayer) -> None
     assert res.hits == []
     approved = layer.approve("alice", r.id, salience=0.9, reviewer="ops@example.com")
     assert approved.salience == 0.9 and approved.meta["reviewed_by"] == "ops@example.com"
+
+
+def test_an_approval_restarts_the_cold_decay_clock(store: MemoryStore) -> None:
+    # cold decay counted the idle time from the record's creation (or last decay):
+    # an hour after a reviewer approved a 100-day-old tool record at 0.9, maintain
+    # cut it to 0.1125 (three 30-day periods)
+    day = 24 * HOUR
+    clock = Clock(0.0)
+    layer = MemoryLayer(store, HashEmbedder(64), clock=clock,
+                        eviction=EvictionPolicy(cold_decay=0.5, cold_after=30 * 24))  # fmt: skip
+    r = layer.remember("alice", "deploy target: prod-7", source="tool")
+    clock.t = 100 * day
+    layer.approve("alice", r.id, salience=0.9, reviewer="ops")
+    clock.t += HOUR
+    assert layer.maintain("alice").eviction.decayed == []
+    kept = layer.store.get("alice", r.id)
+    assert kept is not None and kept.salience == pytest.approx(0.9)
+    # idle for a full period after the approval, it decays as any record does
+    clock.t = 130 * day + HOUR
+    assert layer.maintain("alice").eviction.decayed == [r.id]
+    kept = layer.store.get("alice", r.id)
+    assert kept is not None and kept.salience == pytest.approx(0.45)
 
 
 def test_explain_names_every_signal(layer: MemoryLayer) -> None:

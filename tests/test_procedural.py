@@ -159,6 +159,23 @@ def test_a_procedure_that_later_fails_loses_salience(layer: MemoryLayer) -> None
         record_outcome(layer, "bob", r.id, success=True)  # another scope's id
 
 
+def test_an_outcome_restarts_the_cold_decay_clock(clock: Clock) -> None:
+    # cold decay counted idle time from the procedure's creation: an hour after a
+    # success recorded on a 100-day-old procedure, maintain cut the new salience
+    # by three 30-day periods
+    clock.t = 0.0
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock,
+                        eviction=EvictionPolicy(cold_decay=0.5, cold_after=30 * 24,
+                                                salience_floor=None))  # fmt: skip
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    clock.t = 100 * 24 * HOUR
+    done = record_outcome(layer, "alice", r.id, success=True)
+    clock.t += HOUR
+    assert layer.maintain("alice").eviction.decayed == []
+    kept = layer.store.get("alice", r.id)
+    assert kept is not None and kept.salience == pytest.approx(done.salience)
+
+
 def test_salience_follows_the_laplace_success_rate() -> None:
     policy = ProcedurePolicy(min_salience=0.2, max_salience=1.0)
     assert policy.salience(0, 0) == pytest.approx(0.6)

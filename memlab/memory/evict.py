@@ -7,7 +7,8 @@ never its protection. The salience a record was written with is kept in
 ``meta["salience_written"]`` by the first decay that changes it (records that never
 decayed carry no such key: their salience is the written one). Any explicit write of
 a new salience (``MemoryLayer.approve``, a procedure's success or failure) drops the
-key, so protection follows what the caller said last.
+key, so protection follows what the caller said last, and restarts the decay clock
+(``meta["decayed_at"]``: its time), so idle time before it is not decayed again.
 
 ``EvictionPolicy(decay_unprotects=True)`` is the deliberate alternative: protection
 follows the current, decayed salience, so a once-important record that nobody recalls
@@ -208,7 +209,7 @@ class EvictionPolicy:
 
 
 WRITTEN_KEY = "salience_written"
-DECAYED_KEY = "decayed_at"  # when cold decay last lowered the record's salience
+DECAYED_KEY = "decayed_at"  # when cold decay last lowered, or a write set, the salience
 REVIEWED_KEY = "reviewed_by"  # who approved the record (MemoryLayer.approve)
 
 

@@ -21,7 +21,7 @@ from memlab.memory.checks import (
     check_unicode,
 )
 from memlab.memory.consolidate import Consolidator
-from memlab.memory.evict import REVIEWED_KEY, WRITTEN_KEY, EvictionPolicy
+from memlab.memory.evict import DECAYED_KEY, REVIEWED_KEY, WRITTEN_KEY, EvictionPolicy
 from memlab.memory.explain import explain as explain_recall
 from memlab.memory.explain import iso
 from memlab.memory.layer_types import (
@@ -383,6 +383,10 @@ class MemoryLayer:
         # An approval is a new written salience: the salience floor protects (or
         # stops protecting) the record by this value from now on.
         updated.meta.pop(WRITTEN_KEY, None)
+        # ...and cold decay counts idle time from the approval: counted from the
+        # record's last recall (or last decay), the next maintain cut an approval of
+        # a record idle for months to a fraction of what the reviewer gave it.
+        updated.meta[DECAYED_KEY] = float(self.clock())
         self.store.put(updated)
         return updated
 

@@ -505,8 +505,11 @@ def _rewritten(
     meta = dict(record.meta)
     meta[META_KEY] = proc.to_meta()
     # A success or failure is an explicit write of a new salience: the floor
-    # follows it (see memlab.memory.evict).
+    # follows it (see memlab.memory.evict), and cold decay counts idle time from
+    # now (from the last recall or decay, the next maintain cut the new salience
+    # for the months the procedure sat unused before this outcome).
     meta.pop("salience_written", None)
+    meta["decayed_at"] = float(layer.clock())
     return record.copy(
         content=content,
         embedding=_embed(layer, content),
