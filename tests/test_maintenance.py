@@ -348,3 +348,59 @@ def test_an_abstractive_note_keeps_the_clusters_source() -> None:
                         summarize=policy)  # fmt: skip
     (note,) = fold_all(layer, clock, [("user", "webhooks fail"), ("agent", "Agent retries")])
     assert note.source.value == "user"
+
+
+def decayed_then_folded(
+    clock: Clock, first: list[tuple[str, float]], then: list[tuple[str, float]]
+) -> tuple[MemoryLayer, list[MemoryRecord]]:
+    """A layer that folds ``first`` (text, salience) at once, then lets ``then``
+    decay for ten idle days (one maintain, nothing due to fold), then folds it."""
+    day = 24 * HOUR
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock, summarizer=Joiner(),
+                        summarize=SummarizePolicy(trigger_tokens=1, keep_recent=0, min_records=1),
+                        eviction=EvictionPolicy(cold_decay=0.5, cold_after=24,
+                                                salience_floor=0.8))  # fmt: skip
+    for text, salience in first:
+        clock.t += 60
+        layer.remember("alice", text, salience=salience)
+    layer.maintain("alice")
+    layer.summarize_policy = SummarizePolicy(trigger_tokens=10_000)
+    for text, salience in then:
+        clock.t += 60
+        layer.remember("alice", text, salience=salience)
+    clock.t += 10 * day
+    layer.maintain("alice")  # decay only
+    layer.summarize_policy = SummarizePolicy(trigger_tokens=1, keep_recent=0, min_records=1)
+    layer.eviction = EvictionPolicy(cold_decay=0.5, cold_after=24, salience_floor=0.8,
+                                    max_records=1)  # fmt: skip
+    layer.remember("alice", "filler about lunch", kind="semantic", salience=0.5)
+    made = layer.maintain("alice").summaries
+    return layer, made
+
+
+def test_a_note_of_protected_decayed_episodes_stays_protected() -> None:
+    # the note took its sources' decayed salience (0.0018) and no written salience,
+    # so capacity dropped it in the same maintain: the vital rules left recall
+    clock = Clock(0.0)
+    layer, made = decayed_then_folded(clock, [], [
+        ("The database password rotates every Monday.", 0.9),
+        ("Never deploy on Fridays.", 0.9),
+    ])  # fmt: skip
+    (note,) = made
+    kept = layer.store.get("alice", note.id)
+    assert kept is not None and kept.archived_at is None
+    assert kept.salience < 0.01 and kept.meta["salience_written"] == 0.9
+    # the decay already in its salience is not applied again from its old created_at
+    layer.maintain("alice")
+    again = layer.store.get("alice", note.id)
+    assert again is not None and again.salience == kept.salience
+    # a note absorbed by an older one hands that one its protection
+    clock = Clock(0.0)
+    layer, made = decayed_then_folded(
+        clock,
+        [("We deploy on Fly.io. Builds run on Tekton.", 0.3)],
+        [("We deploy on Fly.io.", 0.9)],
+    )
+    assert made == []
+    (holder,) = [r for r in notes(layer) if "absorbs" in r.meta]
+    assert holder.meta["salience_written"] == 0.9

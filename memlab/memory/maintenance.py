@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlab.memory.evict import DECAYED_KEY, WRITTEN_KEY, written_salience
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
 from memlab.memory.records import MemoryKind, MemoryRecord, Source, untrusted_mask
@@ -121,9 +122,10 @@ def fold(
                 )
             ],
         )[0]
+        note = _keeps_protection(note, cluster)
         found = restated(layer, note, into)
         if found.absorbed_by:  # every sentence of it is in notes kept: they cite its sources
-            layer.store.put_many(found.absorbed_by)
+            layer.store.put_many([_absorbs_protection(r, note) for r in found.absorbed_by])
             note = None
         else:
             note = found.note
@@ -133,6 +135,38 @@ def fold(
     # Archive even when nothing was worth keeping: the episodes stay on disk.
     layer.store.mark_archived(scope, ids, now)
     return note
+
+
+def _keeps_protection(note: MemoryRecord, cluster: list[MemoryRecord]) -> MemoryRecord:
+    """``note`` with the written salience and decay clock of what it folds.
+
+    A note has the max *current* salience of its sources; an episode written at or
+    above the salience floor and decayed since gave a note below the floor, which
+    capacity then dropped in the same maintain (the episodes archived, what they
+    said gone from recall). The note keeps the sources' max written salience, as
+    decay keeps it (``meta["salience_written"]``), and their latest decay time, so
+    the decay already in its salience is not applied a second time from the note's
+    (old) created_at.
+    """
+    if not any(DECAYED_KEY in r.meta or WRITTEN_KEY in r.meta for r in cluster):
+        return note
+    meta = dict(note.meta)
+    written = max(written_salience(r) for r in cluster)
+    if written > note.salience:
+        meta[WRITTEN_KEY] = written
+    clocks = [float(r.meta[DECAYED_KEY]) for r in cluster if DECAYED_KEY in r.meta]
+    if clocks:
+        meta[DECAYED_KEY] = max(clocks)
+    return note.copy(meta=meta)
+
+
+def _absorbs_protection(holder: MemoryRecord, note: MemoryRecord) -> MemoryRecord:
+    """``holder`` (an older note absorbing ``note``) protected as ``note`` was: it
+    takes the higher written salience of the two when that is above its salience."""
+    written = max(written_salience(holder), written_salience(note))
+    if written <= holder.salience:
+        return holder
+    return holder.copy(meta={**holder.meta, WRITTEN_KEY: written})
 
 
 def _only_agent_words(text: str, in_force: list[tuple[MemoryRecord, str]]) -> bool:
