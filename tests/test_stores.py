@@ -646,7 +646,7 @@ def test_a_record_with_a_bad_superseded_entry_is_refused(store: MemoryStore) -> 
     r = make_record(content="short", created_at=5.0)
     for bad, match in [
         (Superseded(by=r.id, at=6.0), "supersede itself"),
-        (Superseded(by="x", at=4.0), "not before"),
+        (Superseded(by="x", at=4.0), "before the record.s created_at"),
         (Superseded(by="x", at=6.0, span=(0, 99)), "span"),
     ]:
         with pytest.raises(InputError, match=match):

@@ -233,14 +233,11 @@ class Superseded:
             raise InputError(f"{where}: 'by' must be the id of the newer record, got {self.by!r}")
         if self.by == record.id:
             raise InputError(f"{where}: a record cannot supersede itself")
-        if isinstance(self.at, bool) or not isinstance(self.at, int | float):
-            raise InputError(f"{where}: 'at' must be epoch seconds, got {self.at!r}")
-        if not math.isfinite(self.at) or self.at < record.created_at:
+        if check_time(self.at, f"{where}: 'at'") < record.created_at:
             raise InputError(
-                f"{where}: 'at' {self.at!r} must be finite and not before the record's "
+                f"{where}: 'at' {self.at!r} must not be before the record's "
                 f"created_at {record.created_at!r}"
             )
-        check_time(self.at, f"{where}: 'at'")
         if self.span is not None:
             ok = (
                 isinstance(self.span, tuple)
