@@ -187,6 +187,20 @@ def test_malformed_responses_raise_embedder_error(
         emb.embed(TEXTS[:2])
 
 
+def test_a_wrongly_shaped_reply_names_the_endpoint_that_sent_it() -> None:
+    # with several endpoints configured, the model name alone does not say which
+    # one is broken; the key never appears
+    def short(i: int, answer: dict) -> dict:
+        answer["data"] = [{"index": 0, "embedding": [0.5] * (DIMS - 1)}]
+        return answer
+
+    for mutate, message in ((short, "dimensions"), (lambda i, a: {"x": 1}, "no 'data'")):
+        with pytest.raises(EmbedderError, match=message) as caught:
+            make(FakeEndpoint(mutate)).embed(TEXTS[:1])
+        assert "at emb.example.test/v1:" in str(caught.value)
+        assert KEY not in str(caught.value)
+
+
 def test_retries_through_the_embedder() -> None:
     def flaky(i: int, answer: dict) -> httpx.Response | None:
         if i == 0:
@@ -387,6 +401,13 @@ def test_build_messages_skips_blank_texts() -> None:
 def test_malformed_answers(answer: httpx.Response, message: str) -> None:
     with pytest.raises(SummarizerError, match=message):
         make_summarizer(Endpoint(answer)).summarize(NOTES)
+
+
+def test_a_malformed_answer_names_the_endpoint() -> None:
+    with pytest.raises(SummarizerError, match="no 'choices'") as caught:
+        make_summarizer(Endpoint(httpx.Response(200, json={"choices": []}))).summarize(NOTES)
+    assert "OpenAISummarizer(gpt-test) at llm.example.test/v1:" in str(caught.value)
+    assert SUM_KEY not in str(caught.value)
 
 
 def test_retries_then_succeeds_and_other_4xx_fail() -> None:

@@ -173,6 +173,17 @@ def test_failures_are_clear_errors(server: FakeOpenAI) -> None:
         make(server, max_retries=2).decide(new, ScopeReader(store, "alice"))
 
 
+def test_a_malformed_answer_names_the_endpoint(server: FakeOpenAI) -> None:
+    # several consolidators may be configured: the model name alone is not enough
+    store, new = setup()
+    server.on_chat("memory manager", {"events": []}, times=1)
+    with pytest.raises(ConsolidatorError, match="no 'memory' list") as caught:
+        make(server).decide(new, ScopeReader(store, "alice"))
+    where = server.base_url.removeprefix("http://")
+    assert f"OpenAIConsolidator(fake-llm) at {where}:" in str(caught.value)
+    assert KEY not in str(caught.value)
+
+
 def test_answers_in_code_fences_and_refusals() -> None:
     def answer(content: object, refusal: str | None = None) -> httpx.MockTransport:
         message = {"role": "assistant", "content": content}

@@ -200,6 +200,17 @@ def test_a_bad_answer_is_a_clear_error_and_nothing_is_written(
     cache.close()
 
 
+def test_a_malformed_answer_names_the_endpoint(server: FakeOpenAI) -> None:
+    server.on_chat("long-term memory of one user", {"reflections": "nope"})
+    layer = layer_with(make(server), [1000.0])
+    layer.remember("alice", "We deploy on Fly.io.")
+    with pytest.raises(ReflectorError, match="no 'reflections' list") as caught:
+        layer.end_session("alice")
+    where = server.base_url.removeprefix("http://")
+    assert f"OpenAIReflector(fake-llm) at {where}:" in str(caught.value)
+    assert KEY not in str(caught.value)
+
+
 def test_retries_then_succeeds_and_a_dead_endpoint_is_a_reflector_error(
     server: FakeOpenAI,
 ) -> None:

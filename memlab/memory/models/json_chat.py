@@ -76,6 +76,10 @@ class JsonChatClient:
             sleep=sleep,
             seed=seed,
         )
+        # Messages about a reply name the endpoint too (JsonApi's name its URL):
+        # with several endpoints configured, the model name alone does not say
+        # which one answered wrongly.
+        self._who = f"{self._who} at {display_url(self.api.base_url)}"
         self._name = (
             f"openai-{kind}-{model}-prompt-v{prompt_version}@{display_url(self.api.base_url)}"
         )

@@ -121,7 +121,9 @@ class OpenAIEmbedder:
             sleep=sleep,
             seed=seed,
         )
-        self._who = who
+        # A reply of the wrong shape names the endpoint: with several endpoints
+        # configured, the model name alone does not say which one is broken.
+        self._who = f"{who} at {display_url(self.api.base_url)}"
         self._name = f"openai-v{self.VERSION}-{model}-{dims}@{display_url(self.api.base_url)}"
 
     @property
@@ -341,7 +343,7 @@ class OpenAISummarizer:
             sleep=sleep,
             seed=seed,
         )
-        self._who = who
+        self._who = f"{who} at {display_url(self.api.base_url)}"  # as the embedder's
         self._name = (
             f"openai-chat-{model}-prompt-v{PROMPT_VERSION}-{max_words}w"
             f"@{display_url(self.api.base_url)}"
