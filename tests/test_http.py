@@ -334,6 +334,17 @@ def test_key_never_in_logs_reprs_or_errors(caplog: pytest.LogCaptureFixture) -> 
     assert api.redact(f"a {KEY} b") == "a [redacted] b"
 
 
+def test_a_key_cut_at_the_edge_of_a_clipped_snippet_is_still_scrubbed() -> None:
+    # the message is clipped to 300 characters: clipping first left the start of
+    # a key that straddles the edge ("sk-test-5f") unscrubbed
+    pad = "x" * 290 + " " + KEY
+    for answer in (httpx.Response(200, text=pad), error(400, pad)):
+        api, _ = make_api(Recorder(answer))
+        with pytest.raises(EmbedderError) as info:
+            api.post("embeddings", {"input": ["x"]})
+        assert KEY[:10] not in str(info.value) and "[redacted" in str(info.value)
+
+
 def test_a_reply_larger_than_max_response_bytes_is_an_error_not_a_retry() -> None:
     big = b'{"data": "' + b"x" * 5000 + b'"}'
     # declared by Content-Length, or only found while reading (no length given)

@@ -182,6 +182,11 @@ def test_a_malformed_answer_names_the_endpoint(server: FakeOpenAI) -> None:
     where = server.base_url.removeprefix("http://")
     assert f"OpenAIConsolidator(fake-llm) at {where}:" in str(caught.value)
     assert KEY not in str(caught.value)
+    # an answer that echoes the key is scrubbed in the message (it was quoted as is)
+    server.on_chat("memory manager", {"echo": f"Bearer {KEY}"}, times=1)
+    with pytest.raises(ConsolidatorError, match="no 'memory' list") as caught:
+        make(server).decide(new, ScopeReader(store, "alice"))
+    assert KEY not in str(caught.value) and "Bearer [redacted]" in str(caught.value)
 
 
 def test_answers_in_code_fences_and_refusals() -> None:

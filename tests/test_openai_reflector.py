@@ -209,6 +209,11 @@ def test_a_malformed_answer_names_the_endpoint(server: FakeOpenAI) -> None:
     where = server.base_url.removeprefix("http://")
     assert f"OpenAIReflector(fake-llm) at {where}:" in str(caught.value)
     assert KEY not in str(caught.value)
+    # an answer that echoes the key is scrubbed in the message (it was quoted as is)
+    server.on_chat("long-term memory of one user", {"reflections": 1, "echo": f"Bearer {KEY}"})
+    with pytest.raises(ReflectorError, match="no 'reflections' list") as caught:
+        layer.end_session("alice")
+    assert KEY not in str(caught.value) and "Bearer [redacted]" in str(caught.value)
 
 
 def test_retries_then_succeeds_and_a_dead_endpoint_is_a_reflector_error(

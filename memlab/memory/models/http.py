@@ -410,7 +410,8 @@ class JsonApi:
         try:
             return json.loads(resp.content)
         except JSON_FAILURES:
-            snippet = self.redact(resp.text[:_SNIPPET])
+            # scrubbed before it is clipped: a key cut at the edge would escape redact()
+            snippet = self.redact(resp.text)[:_SNIPPET]
             raise self.error(
                 f"{self.who}: {where} answered HTTP {resp.status_code} with a body that is not "
                 f"JSON ({snippet!r}); check that base_url points at an OpenAI-compatible API "
@@ -434,10 +435,11 @@ class JsonApi:
             msg = msg or body.get("message") or body.get("detail")
         if not msg:
             msg = resp.text.strip() or resp.reason_phrase or "no message"
-        text = str(msg) if not isinstance(msg, str) else msg
+        # scrubbed before it is clipped: a key cut at the edge would escape redact()
+        text = self.redact(str(msg) if not isinstance(msg, str) else msg)
         if len(text) > _SNIPPET:
             text = text[:_SNIPPET] + "…"
-        return self.redact(text)
+        return text
 
     def _status_message(self, resp: httpx.Response, where: str) -> str:
         status = resp.status_code

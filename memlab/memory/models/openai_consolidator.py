@@ -287,13 +287,13 @@ class OpenAIConsolidator(JsonChatClient):
             data = json.loads(text)
         except JSON_FAILURES:
             raise ConsolidatorError(
-                f"{self._who}: the model's answer is not JSON ({self.api.redact(text[:200])!r}); "
+                f"{self._who}: the model's answer is not JSON ({self.api.redact(text)[:200]!r}); "
                 "use a model that follows JSON instructions, or keep json_mode on"
             ) from None
         entries = data.get("memory") if isinstance(data, dict) else None
         if not isinstance(entries, list):
             raise ConsolidatorError(
-                f"{self._who}: the model's answer has no 'memory' list ({text[:200]!r})"
+                f"{self._who}: the model's answer has no 'memory' list ({self.api.redact(text)[:200]!r})"
             )
         out: dict[int, str] = {}
         for entry in entries:

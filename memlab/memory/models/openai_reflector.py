@@ -243,12 +243,12 @@ class OpenAIReflector(JsonChatClient):
             data = json.loads(text)
         except JSON_FAILURES:
             raise ReflectorError(
-                f"{self._who}: the model's answer is not JSON ({self.api.redact(text[:200])!r}); "
+                f"{self._who}: the model's answer is not JSON ({self.api.redact(text)[:200]!r}); "
                 "use a model that follows JSON instructions, or keep json_mode on"
             ) from None
         if not isinstance(data, dict) or not isinstance(data.get("reflections", []), list):
             raise ReflectorError(
-                f"{self._who}: the model's answer has no 'reflections' list ({text[:200]!r})"
+                f"{self._who}: the model's answer has no 'reflections' list ({self.api.redact(text)[:200]!r})"
             )
         return data
 
