@@ -12,7 +12,11 @@ context with the untrusted source (and so the salience cap, and no
 summarization) and records the quoted spans in its ``meta["quotes"]``.
 
 It catches copying, not paraphrase: a model that rewords an injected instruction
-in its own words is not detected (measured by ``make reliability``).
+in its own words is not detected (measured by ``make reliability``). A quote is an
+unbroken run, so a copy with one word changed in every ``min_words`` (one word in a
+short text) is not found either; joining runs across single-word edits was measured
+and rejected (docs/library.md: it still misses copies with a few more edits, and
+flags more replies that restate a tool's values).
 """
 
 from __future__ import annotations
