@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memlab.errors import InputError
@@ -9,10 +11,12 @@ from memlab.memory import (
     EvictionPolicy,
     HashEmbedder,
     InMemoryStore,
+    JsonlStore,
     MemoryKind,
     MemoryLayer,
     ProcedurePolicy,
     RecallQuery,
+    SqliteStore,
     ToolCall,
     record_outcome,
 )
@@ -249,3 +253,40 @@ def test_procedures_never_expire_on_a_clock(clock: Clock) -> None:
     assert layer.store.get("alice", proc.id) is not None
     assert layer.store.get("alice", from_tool.id) is not None
     assert layer.store.get("alice", ep.id) is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "jsonl"])
+def test_a_procedure_merges_and_counts_across_a_restart(
+    backend: str, tmp_path: Path, clock: Clock
+) -> None:
+    def session() -> MemoryLayer:
+        path = tmp_path / ("m.db" if backend == "sqlite" else "m.jsonl")
+        store = SqliteStore(path) if backend == "sqlite" else JsonlStore(path)
+        return MemoryLayer(store, HashEmbedder(256), clock=clock)
+
+    def calls(endpoint: str) -> list[ToolCall]:
+        return [
+            ToolCall("webhooks.list_failed", {"endpoint": endpoint}),
+            ToolCall("webhooks.replay", {"endpoint": endpoint}),
+        ]
+
+    with session() as layer:
+        first = layer.remember_procedure(
+            "ops", "replay webhooks for /v1/orders", calls("/v1/orders")
+        )
+    clock.t += HOUR
+    with session() as layer:
+        again = layer.remember_procedure(
+            "ops", "replay webhooks for /v1/refunds", calls("/v1/refunds")
+        )
+        assert again.id == first.id  # merged into the stored one, no near duplicate
+    clock.t += HOUR
+    with session() as layer:
+        failed = record_outcome(layer, "ops", first.id, success=False)
+    with session() as layer:
+        (stored,) = layer.store.list("ops", kinds=[MemoryKind.PROCEDURAL])
+        proc = procedure_of(stored)
+        assert proc is not None and (proc.successes, proc.failures) == (2, 1)
+        assert stored.salience == pytest.approx(failed.salience)
+        assert stored.salience < again.salience  # the failure counts against it
+        assert "<endpoint>" in stored.content

@@ -5,6 +5,7 @@ never promoted)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from memlab.errors import InputError
 from memlab.memory import (
     HashEmbedder,
     InMemoryStore,
+    JsonlStore,
     MemoryInput,
     MemoryKind,
     MemoryLayer,
@@ -22,6 +24,7 @@ from memlab.memory import (
     ReflectPolicy,
     RuleReflector,
     Source,
+    SqliteStore,
 )
 from memlab.memory.reflect import META_KEY, ReflectorError
 from memlab.memory.reflect_sentences import sentences
@@ -483,3 +486,42 @@ def test_an_episode_written_at_the_same_time_as_the_last_reflected_one_is_reflec
         layer.remember("alice", "Our CI is Buildkite.", source="user")  # same clock time
         layer.end_session("alice")
         assert "Our CI is Buildkite." in statements(layer, "alice")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "jsonl"])
+def test_a_new_process_over_the_same_store_reflects_nothing_twice(
+    backend: str, tmp_path: Path
+) -> None:
+    # progress is read back from the reflections' "until" marks: a reopened layer
+    # reads only what came after, and a correction written in between still wins
+    clock = Clock()
+
+    def session() -> MemoryLayer:
+        path = tmp_path / ("m.db" if backend == "sqlite" else "m.jsonl")
+        store = SqliteStore(path) if backend == "sqlite" else JsonlStore(path)
+        return MemoryLayer(
+            store, HashEmbedder(256), clock=clock, reflector=RuleReflector(),
+            reflect=ReflectPolicy(every=None, trigger_tokens=None, archive="none"),
+            consolidator=RuleConsolidator(),
+        )  # fmt: skip
+
+    with session() as layer:
+        say(
+            layer, clock, "alice", [("user", "We deploy on GKE."), ("user", "Our CI is Buildkite.")]
+        )
+        assert len(layer.reflect("alice").read) == 2
+    with session() as layer:
+        assert layer.reflect("alice").read == []
+        say(layer, clock, "alice", [("user", "We no longer deploy on GKE, we deploy on EKS now.")])
+    with session() as layer:
+        report = layer.reflect("alice")
+        assert len(report.read) == 1 and report.written
+    with session() as layer:
+        assert layer.reflect("alice").read == []
+        held = in_force(layer, "alice")
+        assert sorted(held) == [
+            "Our CI is Buildkite.",
+            "We no longer deploy on GKE, we deploy on EKS now.",
+        ]
+        for r in reflections(layer, "alice"):
+            assert all(layer.store.get("alice", i) is not None for i in r.meta[META_KEY]["sources"])
