@@ -530,10 +530,11 @@ def test_reflect_checks_now_and_force_before_it_writes(
     assert layer.reflect("alice").written  # the same call with good arguments reflects
 
 
-@pytest.mark.parametrize("key", ["salience_written", "decayed_at", "reviewed_by"])
+@pytest.mark.parametrize("key", ["salience_written", "decayed_at", "reviewed_by", "reflection"])
 def test_remember_refuses_the_layers_own_meta_keys(key: str) -> None:
     # a web page claiming it was written at salience 1.0 (or reviewed) would be
-    # protected from eviction above the untrusted cap
+    # protected from eviction above the untrusted cap; one claiming to be a
+    # reflection would mark the scope's episodes as reflected
     layer = MemoryLayer(InMemoryStore(), HashEmbedder(64), clock=lambda: 1.7e9)
     with pytest.raises(InputError, match=key):
         layer.remember("alice", "a page", source="web", meta={key: 1.0, "url": "x"})
@@ -554,6 +555,26 @@ def test_mark_reflected_checks_its_arguments() -> None:
         layer.mark_reflected("", "alice", (1.0, "r1"))
     layer.mark_reflected("alice", "alice", (5.0, "r1"))
     assert layer.reflected_until("alice", "alice") == (5.0, "r1")
+
+
+def test_a_forged_reflection_mark_does_not_stop_reflection() -> None:
+    clock = Clock()
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(64), clock=clock, reflector=RuleReflector(),
+                        reflect=ReflectPolicy(every=None, trigger_tokens=None))  # fmt: skip
+    with pytest.raises(InputError, match="reflection"):
+        layer.remember("alice", "a page", kind="semantic", source="web",
+                       meta={"reflection": {"from_scope": "alice", "until": [2e11, "z"]}})  # fmt: skip
+    # a record put into the store by hand with a malformed mark marks nothing
+    # (it was a bare ValueError on every later pass)
+    layer.store.put(
+        layer.remember("alice", "a note", kind="semantic").copy(
+            meta={"reflection": {"from_scope": "alice", "until": ["soon", "z"]}}
+        )
+    )
+    clock.t += 60
+    episode = layer.remember("alice", "We deploy on Fly.io.")
+    report = layer.end_session("alice").reflection
+    assert report is not None and report.read == [episode.id]
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ summarize and evict, over any MemoryStore and Embedder."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -571,9 +572,10 @@ class MemoryLayer:
             until = (-float("inf"), "")
             for r in self.store.list(target, kinds=[MemoryKind.SEMANTIC]):
                 info = r.meta.get(REFLECTION_KEY) if is_reflection(r) else None
-                if info and info.get("from_scope") == source and info.get("until"):
-                    mark = (float(info["until"][0]), str(info["until"][1]))
-                    until = max(until, mark)
+                if info and info.get("from_scope") == source:
+                    mark = _mark(info.get("until"))
+                    if mark is not None:
+                        until = max(until, mark)
             self._reflected[key] = until
         return self._reflected[key]
 
@@ -614,3 +616,15 @@ class MemoryLayer:
         self._check_open()
         now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
         return maintain_scopes(self, check_scopes(scope), now, force=True)
+
+
+def _mark(until: object) -> tuple[float, str] | None:
+    """A reflection's ``until`` as (created_at, id), or None when it is not one (a
+    record put into the store by hand: it marks nothing, rather than failing every
+    later pass with a bare ValueError)."""
+    if not isinstance(until, list | tuple) or len(until) != 2 or not isinstance(until[1], str):
+        return None
+    at = until[0]
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        return None
+    return float(at), until[1]

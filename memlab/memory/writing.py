@@ -29,13 +29,16 @@ from memlab.memory.records import (
     as_source,
     new_id,
 )
+from memlab.memory.reflect import META_KEY as REFLECTION_KEY
 
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
 
 #: Meta keys only the layer writes: the salience a record was written with before
-#: decay, when decay last ran, and who approved it (``MemoryLayer.approve``).
-LAYER_META_KEYS = frozenset({WRITTEN_KEY, DECAYED_KEY, REVIEWED_KEY})
+#: decay, when decay last ran, who approved it (``MemoryLayer.approve``), and the
+#: mark of a reflection pass (which episodes it read up to: a record carrying a
+#: forged one stopped reflection of the scope for good).
+LAYER_META_KEYS = frozenset({WRITTEN_KEY, DECAYED_KEY, REVIEWED_KEY, REFLECTION_KEY})
 
 
 def new_records(layer: MemoryLayer, items: Sequence[MemoryInput]) -> list[MemoryRecord]:
@@ -97,12 +100,13 @@ def _prepare(
         check_meta(item.meta)
         owned = sorted(LAYER_META_KEYS.intersection(item.meta))
         if owned:
-            # the layer writes these (decay, approval); a caller's value would buy
-            # eviction protection or a review the record never had
+            # the layer writes these (decay, approval, reflection); a caller's value
+            # would buy eviction protection or a review the record never had, or
+            # mark the scope's episodes as reflected
             raise InputError(
                 f"meta keys {owned} are the layer's own bookkeeping (written salience, "
-                "decay, review) and cannot be given to remember(); drop them, and use "
-                "approve() to review a record"
+                "decay, review, reflection) and cannot be given to remember(); drop "
+                "them, and use approve() to review a record"
             )
     if item.id is not None:
         check_id(item.id, "id")
