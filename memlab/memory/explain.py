@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,7 @@ def explain(layer: MemoryLayer, result: RecallResult | RecallQuery, *, width: in
             why = f"next to #{rank_of.get(h.neighbor_of, '?')}"
         else:
             why = max(h.contributions, key=lambda k: h.contributions[k])
-        text = h.record.content.replace("\n", " ")
+        text = _one_line(h.record.content)
         if len(text) > width:
             text = text[: width - 1] + "…"
         values = " ".join(f"{h.components.get(name, 0.0):6.3f}" for name, _ in shown)
@@ -67,9 +68,11 @@ def explain(layer: MemoryLayer, result: RecallResult | RecallQuery, *, width: in
         )
         for entry in h.record.superseded:
             if q.as_of is None or entry.at <= q.as_of:
-                lines.append(f"   {entry.explain()}")
+                lines.append(f"   {_one_line(entry.explain())}")
     for old_id, newer_id, why in result.guarded:
-        lines.append(f"left out {old_id}: the newer {newer_id} states it otherwise ({why})")
+        lines.append(
+            _one_line(f"left out {old_id}: the newer {newer_id} states it otherwise ({why})")
+        )
     w = layer.ranker.weights.as_dict()
     lines.append(
         "weights: "
@@ -82,6 +85,20 @@ def explain(layer: MemoryLayer, result: RecallResult | RecallQuery, *, width: in
         + " (score = sum of weight x signal; 'why' is the largest term)"
     )
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line of the table: every line break and control character
+    (``\\r``, U+2028, ESC, ...) a space, invisible format characters (bidirectional
+    overrides, zero-width spaces) removed, so no record's text can start a row of
+    its own or redraw the terminal."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
+        for ch in text
+        if unicodedata.category(ch) != "Cf"
+    )
 
 
 def iso(ts: float) -> str:
