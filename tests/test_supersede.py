@@ -228,6 +228,12 @@ def test_a_stale_claim_is_cut_from_a_multi_fact_record(store: MemoryStore) -> No
         RecallQuery("alice", "invoices ap acme", superseded="include"), touch=False
     )
     assert [h.text for h in everything if h.record.id == old.id] == [multi]
+    # explain shows what the recall gave: the whole content put the stale 9:00 in the
+    # row of a chosen hit, and the claim line under it does not repeat the value
+    shown = layer.explain(hits, width=200)
+    assert "Invoices go to ap@acme.example." in shown and "9:00" not in shown
+    assert "claim 0..23 superseded" in shown
+    assert "9:00" in layer.explain(everything, width=200)
 
 
 def test_packing_never_puts_a_record_next_to_its_superseder(store: MemoryStore) -> None:

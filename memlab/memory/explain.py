@@ -58,7 +58,9 @@ def explain(layer: MemoryLayer, result: RecallResult | RecallQuery, *, width: in
             why = f"next to #{rank_of.get(h.neighbor_of, '?')}"
         else:
             why = max(h.contributions, key=lambda k: h.contributions[k])
-        text = _one_line(h.record.content)
+        # what the recall gave (its stale claims cut, as in the prompt; the entries
+        # below say what was cut): the whole content showed a stale value as chosen
+        text = _one_line(h.text)
         if len(text) > width:
             text = text[: width - 1] + "…"
         values = " ".join(f"{h.components.get(name, 0.0):6.3f}" for name, _ in shown)
