@@ -210,3 +210,17 @@ def test_capacity_drops_a_superseded_record_before_the_one_in_force(store: Memor
     store.put(stale.copy(salience=0.9))
     report = EvictionPolicy(max_records=2, salience_floor=0.8).apply(store, "alice", now)
     assert stale.id not in report.dropped and len(report.dropped) == 1
+
+
+def test_deleting_a_correction_leaves_what_it_superseded_superseded(store: MemoryStore) -> None:
+    # an aged-out correction is not a wrong one: lifting its entry would put the
+    # stale value back into force (forget() is the way to say it was wrong)
+    now = 100 * H
+    fix = make_record(content="the standup moved to 9:30", created_at=now - 50 * H, salience=0.2)
+    stale = make_record(content="the standup is at 9:00", created_at=now - 51 * H, salience=0.9,
+                        superseded=(Superseded(by=fix.id, at=now - 50 * H),))  # fmt: skip
+    store.put_many([stale, fix])
+    report = EvictionPolicy(episodic_ttl=24, salience_floor=0.8).apply(store, "alice", now)
+    assert report.expired == [fix.id]
+    kept = store.get("alice", stale.id)
+    assert kept is not None and kept.superseded_by == fix.id

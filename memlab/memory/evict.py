@@ -72,7 +72,9 @@ class EvictionPolicy:
             salience (see the module docstring).
 
     Procedural records never expire on a clock: no TTL applies to them (capacity
-    may still drop an unprotected one).
+    may still drop an unprotected one). Deleting a correction lifts nothing: what it
+    superseded stays superseded (an aged-out correction is not a wrong one;
+    ``MemoryLayer.forget`` and ``reinstate`` undo a supersession).
     """
 
     episodic_ttl: float | None = None
