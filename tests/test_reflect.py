@@ -93,6 +93,18 @@ def test_the_policy_is_due_by_count_or_by_tokens() -> None:
     assert not ReflectPolicy(every=1).due([])
 
 
+def test_untrusted_episodes_count_towards_the_schedule_only_when_shown() -> None:
+    # a reflector never shown tool/web episodes was run by them: 12 web chunks
+    # after each user turn meant a reflector call (a model call) per turn
+    user = record("we deploy on fly")
+    web = [record(f"web page chunk {i}").copy(source="web", id=f"w{i}") for i in range(12)]
+    assert not ReflectPolicy(every=12, trigger_tokens=None).due([user, *web])
+    assert not ReflectPolicy(every=None, trigger_tokens=10).due([user, *web])
+    assert not ReflectPolicy(every=1).due(web)
+    assert ReflectPolicy(every=12, trigger_tokens=None, read_untrusted=True).due([user, *web])
+    assert ReflectPolicy(every=1).due([user, *web])
+
+
 def test_only_a_semantic_record_with_reflection_meta_is_a_reflection() -> None:
     assert is_reflection(record("x", MemoryKind.SEMANTIC, **{META_KEY: {"label": "fact"}}))
     assert not is_reflection(record("x", MemoryKind.SEMANTIC))

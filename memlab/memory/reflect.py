@@ -29,7 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from memlab.errors import InputError, MemlabError
 from memlab.memory.checks import check_bool, check_number, check_strings
-from memlab.memory.records import MemoryKind, MemoryRecord
+from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
 from memlab.registry import Registry
 
 REFLECTORS: Registry[type] = Registry("reflector", "memlab.memory.models", error=InputError)
@@ -133,7 +133,8 @@ class ReflectPolicy:
         every: reflect once this many episodes arrived since the last reflection
             ("every N turns"); None: never by count.
         trigger_tokens: reflect once the unreflected episodes hold more than this
-            many tokens; None: never by size.
+            many tokens; None: never by size. Both count only the episodes the
+            reflector is shown: tool/web ones only with ``read_untrusted``.
         archive: which reflected episodes are archived: ``covered`` (those the
             reflections fully cover), ``all`` (every trusted episode read) or
             ``none``.
@@ -170,7 +171,11 @@ class ReflectPolicy:
         check_bool(self.supersede, "reflect.supersede")
 
     def due(self, episodes: Sequence[MemoryRecord]) -> bool:
-        """Whether unreflected ``episodes`` trigger a reflection."""
+        """Whether unreflected ``episodes`` trigger a reflection. Untrusted (tool,
+        web) episodes count only with ``read_untrusted``: ones the reflector is not
+        shown made a flood of tool output run it after every user turn."""
+        if not self.read_untrusted:
+            episodes = [r for r in episodes if r.source not in UNTRUSTED_SOURCES]
         if not episodes:
             return False
         if self.every is not None and len(episodes) >= self.every:
