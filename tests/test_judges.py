@@ -230,6 +230,16 @@ def test_llm_judge_leaves_unreadable_replies_ungraded(server: FakeOpenAI) -> Non
     assert len(server.calls("chat/completions")) == 1
 
 
+def test_llm_judge_reserves_nothing_for_a_question_it_will_not_ask(server: FakeOpenAI) -> None:
+    # A probe without a gold answer (e.g. an erratum dropped it) is left ungraded
+    # without a call: a dry run must not count one, nor a run reserve its cost.
+    judge = LLMJudge(server.base_url, "judge", api_key_env=None)
+    assert judge.cost_bound(q("GKE", gold=None), 100) == 0.0
+    assert judge.cost_bound(q("GKE", gold="  "), 100) == 0.0
+    assert judge.cost_bound(q("GKE", gold=None, abstention=True), 100) > 0  # asked
+    assert judge.cost_bound(q("GKE"), 100) > 0
+
+
 def test_question_of_a_probe() -> None:
     t = Transcript.from_dict(
         {

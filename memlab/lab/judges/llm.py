@@ -353,6 +353,12 @@ def judge_prompt(q: Question, family: str) -> str:
     return PROMPTS[family].render(q)
 
 
+def _gradable(q: Question) -> bool:
+    """Whether the judge model is asked about ``q``: an abstention question, or one
+    with a gold answer."""
+    return q.abstention or bool((q.gold or "").strip())
+
+
 @JUDGES.register("llm")
 class LLMJudge:
     """A chat model that grades answers with the published prompts (see the module
@@ -444,7 +450,7 @@ class LLMJudge:
         return sum(e.requests for e in self._endpoints.values())
 
     def grade(self, q: Question) -> Verdict:
-        if not q.abstention and not (q.gold or "").strip():
+        if not _gradable(q):
             return Verdict.of(math.nan, "no gold answer")
         family = family_of(q, self.prompt)
         messages = [{"role": "user", "content": judge_prompt(q, family)}]
@@ -463,7 +469,10 @@ class LLMJudge:
         return Verdict.of(PROMPTS[family].read(q, completion.text), completion.text, completion)
 
     def cost_bound(self, q: Question, answer_tokens: int) -> float:
+        """0.0 for a question ``grade`` leaves ungraded without a call (no gold answer)."""
         assert self.prices is not None
+        if not _gradable(q):
+            return 0.0
         family = family_of(q, self.prompt)
         prompt = estimate_tokens(judge_prompt(q, family)) + answer_tokens
         return self.prices.cost(prompt, PROMPTS[family].max_tokens)
