@@ -230,6 +230,19 @@ def test_llm_judge_leaves_unreadable_replies_ungraded(server: FakeOpenAI) -> Non
     assert len(server.calls("chat/completions")) == 1
 
 
+@pytest.mark.parametrize("reply", ["", "  \n"])
+@pytest.mark.parametrize(("dataset", "abstention"), [("longmemeval", False), ("locomo", True)])
+def test_llm_judge_leaves_an_empty_reply_ungraded(
+    server: FakeOpenAI, reply: str, dataset: str, abstention: bool
+) -> None:
+    # LongMemEval's rule reads "yes" anywhere; an empty reply (a reasoning model out
+    # of budget) holds none, which was scored wrong rather than not graded.
+    server.on_chat(is_judge, reply)
+    judge = LLMJudge(server.base_url, "judge", api_key_env=None)
+    v = judge.grade(q("GKE", dataset=dataset, abstention=abstention))
+    assert math.isnan(v.score) and v.label == "ungraded" and v.text == reply
+
+
 def test_llm_judge_reserves_nothing_for_a_question_it_will_not_ask(server: FakeOpenAI) -> None:
     # A probe without a gold answer (e.g. an erratum dropped it) is left ungraded
     # without a call: a dry run must not count one, nor a run reserve its cost.

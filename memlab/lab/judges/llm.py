@@ -29,6 +29,10 @@ carries that hash, so results name exactly what graded them):
   ``memlab judge calibrate`` measures how often each prompt accepts known-wrong
   answers.
 
+An empty reply (whitespace only, e.g. a reasoning model that spent the budget
+before answering) is left ungraded (NaN) in every family: it holds no "yes" and
+no label, which is no verdict that the answer is wrong.
+
 Prompt families are ``JudgePrompt`` entries of ``PROMPTS`` (``longmemeval``,
 ``locomo`` and ``locomo_strict``); ``register_prompt`` adds one, and its name
 becomes a value of ``judge.prompt``. Which family grades a probe
@@ -151,7 +155,7 @@ LOCOMO_PROMPT = "\n".join(
 """mem0's LoCoMo judge prompt (``ACCURACY_PROMPT``), verbatim."""
 
 LOCOMO_ABSTENTION = "The conversation does not contain the answer to this question"
-PARSE_VERSION = 1  # bump when the reading of a reply changes
+PARSE_VERSION = 2  # bump when the reading of a reply changes
 
 _JSON = re.compile(r"\{.*\}", re.S)
 
@@ -466,6 +470,10 @@ class LLMJudge:
         return None if found is None else self._verdict(q, family, found)
 
     def _verdict(self, q: Question, family: str, completion: Completion) -> Verdict:
+        if not completion.text.strip():
+            # An empty reply (e.g. a reasoning model that spent max_tokens before
+            # answering) says neither yes nor no: "yes" not in it is no verdict of wrong.
+            return Verdict.of(math.nan, completion.text, completion)
         return Verdict.of(PROMPTS[family].read(q, completion.text), completion.text, completion)
 
     def cost_bound(self, q: Question, answer_tokens: int) -> float:
