@@ -17,6 +17,7 @@ from memlab.errors import InputError
 from memlab.lab import calibration
 from memlab.lab.answering import grade_all
 from memlab.lab.judges import Question
+from memlab.lab.judges.exact import ExactJudge
 from memlab.lab.judges.f1 import F1Judge
 from tests.conftest import FIXTURES, shared_path
 from tests.fake_answers import judge_by_prompt, lenient_judge, strict_judge
@@ -89,6 +90,13 @@ def test_bad_arguments_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> N
                  "judge=oracle"]) == 2  # fmt: skip
     assert "judge" in capsys.readouterr().err
     assert main(["judge", "calibrate", "--audit", str(FIXTURES), "--bogus"]) == 2
+    # NaN or above 1 accepted nothing (every rate 0%), 0 or below everything
+    for bad in ("nan", "1.5", "0", "-1"):
+        assert main(["judge", "calibrate", "--specific", str(SPECIFIC), "--vague", str(VAGUE),
+                     "--threshold", bad, "judge=exact"]) == 2  # fmt: skip
+        assert "--threshold must be a number in (0, 1]" in capsys.readouterr().err
+    with pytest.raises(InputError, match="threshold"):
+        calibration.grade(ExactJudge(), [], threshold=float("nan"))
     assert main(["judge", "--help"]) == 0
 
 

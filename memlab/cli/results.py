@@ -244,6 +244,7 @@ def judge(args: list[str]) -> int:
         raise InputError(f"judge calibrate: --limit must be >= 1, got {ns.limit}")
     if ns.max_cost is not None and not ns.max_cost > 0:
         raise InputError(f"judge calibrate: --max-cost must be > 0, got {ns.max_cost}")
+    calibration.check_threshold(ns.threshold)
     items = calibration.load_answers(files["specific"], files["vague"])
     if ns.limit is not None:
         keep = list(dict.fromkeys(i.question_id for i in items))[: ns.limit]

@@ -144,6 +144,21 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
+def check_threshold(threshold: float) -> None:
+    """Check an acceptance threshold: a number in (0, 1] (a judge's scores lie in
+    [0, 1]; 0 would accept a score of 0, above 1 or NaN would accept nothing).
+
+    Raises:
+        InputError: it is not such a number.
+    """
+    ok = isinstance(threshold, int | float) and not isinstance(threshold, bool)
+    if not ok or not 0 < threshold <= 1:
+        raise InputError(
+            f"judge calibrate: --threshold must be a number in (0, 1] (a score of at least "
+            f"it accepts an answer), got {threshold!r}"
+        )
+
+
 def grade(
     judge: Judge,
     items: Sequence[Item],
@@ -158,8 +173,10 @@ def grade(
     reply.
 
     Raises:
+        InputError: ``threshold`` is not in (0, 1] (nothing is graded).
         MemlabError: a judge call failed for good.
     """
+    check_threshold(threshold)
     questions = [
         Question(question=it.question, answer=it.answer, gold=it.gold, category=it.category,
                  dataset="locomo", id=f"{it.set}/{it.question_id}")
@@ -270,6 +287,7 @@ __all__ = [
     "SETS",
     "SUMMARY_COLUMNS",
     "Item",
+    "check_threshold",
     "find_audit",
     "grade",
     "headline",
