@@ -124,6 +124,10 @@ GOOD = {"question_id": "locomo_0_qa0", "error_type": "WRONG_CITATION", "correct_
         ([{**GOOD, "correct_evidence": []}], "action 'evidence' (WRONG_CITATION) needs"),
         ([{"question_id": "q", "error_type": "X", "action": "answer"}], "needs the corrected"),
         ([GOOD, GOOD], "entries #0 and #1 both correct question 'locomo_0_qa0'"),
+        # true and NaN became the gold answers "True" and "nan"
+        ([{**GOOD, "action": "answer", "correct_answer": True}], "must be a string (or a"),
+        ([{**GOOD, "action": "answer", "correct_answer": math.nan}], "got nan"),
+        ([{**GOOD, "action": "answer", "correct_answer": ["x"]}], "correct_answer': must be"),
     ],
 )
 def test_bad_files_name_the_entry_and_field(tmp_path: Path, data: Any, message: str) -> None:

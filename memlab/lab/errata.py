@@ -21,7 +21,7 @@ A JSON list of objects, one per erratum:
 - ``action`` (optional): what memlab does, overriding the type's default
   (``ACTIONS``).
 - ``correct_evidence`` (a list of turn ids of the transcript) and
-  ``correct_answer`` (a string): the corrections, when the action uses them.
+  ``correct_answer`` (a string, or a number such as 2022): the corrections, when the action uses them.
 - ``question`` (optional): the question's text; when given it must match the
   probe's (whitespace and case aside), which catches ids that name another
   question (LoCoMo's ids are positions in the file).
@@ -203,8 +203,10 @@ def _entry(path: Path, i: int, item: Any) -> Erratum:
     ):
         raise bad("correct_evidence", "must be a list of turn ids (strings)")
     answer = item.get("correct_answer")
-    if answer is not None and not isinstance(answer, str | int | float):
-        raise bad("correct_answer", "must be a string")
+    # A number is a LoCoMo answer (2022); true or NaN would become the gold "True" / "nan".
+    numeric = isinstance(answer, int | float) and not isinstance(answer, bool)
+    if answer is not None and not (isinstance(answer, str) or (numeric and math.isfinite(answer))):
+        raise bad("correct_answer", f"must be a string (or a finite number), got {answer!r}")
     question = item.get("question")
     if question is not None and not isinstance(question, str):
         raise bad("question", "must be a string")
