@@ -76,6 +76,10 @@ def test_says_unknown() -> None:
     assert says_unknown("That is not mentioned in the conversation")
     assert not says_unknown("It is not in Paris but in London")
     assert not says_unknown("Dublin")
+    # a typographic apostrophe, as models often write it, says the same
+    for typed in ("I don\u2019t know.", "The memory doesn\u2019t say.", "I can\u2018t tell"):
+        assert says_unknown(typed)
+        assert ExactJudge().grade(q(typed, abstention=True)).score == 1.0
 
 
 # -- f1 ---------------------------------------------------------------------------------------

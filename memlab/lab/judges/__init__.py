@@ -163,11 +163,16 @@ UNKNOWN = re.compile(
 )
 
 
+# Models often write the apostrophe of "don't" as a typographic one (U+2019 and kin).
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u02bc\u2032\uff07`", "'"))
+
+
 def says_unknown(answer: str) -> bool:
     """The answer says the conversation does not hold the information: it contains
     one of LoCoMo's phrases ("no information available", "not mentioned") or a
-    common paraphrase ("I don't know", "the memory does not say", ...)."""
-    return bool(UNKNOWN.search(answer))
+    common paraphrase ("I don't know", "the memory does not say", ...), with any
+    apostrophe ("I don’t know" too)."""
+    return bool(UNKNOWN.search(answer.translate(_APOSTROPHES)))
 
 
 def abstention_verdict(q: Question) -> Verdict:
@@ -178,7 +183,7 @@ def abstention_verdict(q: Question) -> Verdict:
     return Verdict.of(0.0, "the answer does not say the information is not there")
 
 
-RULE_VERSION = 1  # bump when a rule judge's decision changes
+RULE_VERSION = 2  # bump when a rule judge's decision changes
 
 
 class RuleJudge:
