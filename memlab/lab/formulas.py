@@ -29,6 +29,16 @@ def normalize(text: str) -> str:
     return " " + _NON_ALNUM.sub(" ", folded).strip() + " "
 
 
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u02bc\u2032\uff07`", "'"))
+
+
+def straight_apostrophes(text: str) -> str:
+    """``text`` with typographic apostrophes (U+2019 and kin) as ``'``: models often
+    write "don’t", and the answer rules (``says_unknown``, ``planted.REFUSAL``)
+    spell "don't"."""
+    return text.translate(_APOSTROPHES)
+
+
 def contains(normalized_text: str, value: str) -> bool:
     """Whether ``value`` appears as whole words in an already ``normalize``d text."""
     needle = normalize(value)
@@ -219,5 +229,6 @@ __all__ = [
     "relevant",
     "stale_rate",
     "stale_wins",
+    "straight_apostrophes",
     "token_precision",
 ]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from memlab.errors import ConfigError
+from memlab.lab.formulas import straight_apostrophes
 from memlab.lab.readers import Prices
 from memlab.lab.transcripts import Transcript, Turn
 from memlab.memory import Completion
@@ -163,16 +164,12 @@ UNKNOWN = re.compile(
 )
 
 
-# Models often write the apostrophe of "don't" as a typographic one (U+2019 and kin).
-_APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u02bc\u2032\uff07`", "'"))
-
-
 def says_unknown(answer: str) -> bool:
     """The answer says the conversation does not hold the information: it contains
     one of LoCoMo's phrases ("no information available", "not mentioned") or a
     common paraphrase ("I don't know", "the memory does not say", ...), with any
     apostrophe ("I don’t know" too)."""
-    return bool(UNKNOWN.search(answer.translate(_APOSTROPHES)))
+    return bool(UNKNOWN.search(straight_apostrophes(answer)))
 
 
 def abstention_verdict(q: Question) -> Verdict:
