@@ -36,6 +36,7 @@ Usage::
         server.requests   # every request received: Received(path, body, headers)
         server.on_chat("memory manager", {"memory": []})  # scripted chat answers
         server.on_chat(lambda body: body.get("model") == "judge", lambda body: "yes")
+        server.on_chat("memory manager", "The answer is", finish="length")  # cut short
 
 ``latency`` makes every chat answer take that long (the server's own latency);
 ``max_in_flight`` is the most requests it was serving at once, and
@@ -111,12 +112,14 @@ class ChatScript:
         answer: the assistant's content: a string, a JSON-able object (sent as JSON
             text), or a function of the request body returning either.
         times: answer this many matching requests, then stop matching (None: always).
+        finish: the answer's ``finish_reason`` (``length``: cut at max_tokens).
     """
 
     match: str | Callable[[dict[str, Any]], bool]
     answer: ChatAnswer
     times: int | None = None
     hits: int = 0
+    finish: str = "stop"
 
     def matches(self, body: dict[str, Any]) -> bool:
         if self.times is not None and self.hits >= self.times:
@@ -241,10 +244,11 @@ class FakeOpenAI:
         answer: ChatAnswer,
         *,
         times: int | None = None,
+        finish: str = "stop",
     ) -> ChatScript:
         """Script the answer to chat requests that ``match`` (see ``ChatScript``);
         newer scripts win over older ones."""
-        script = ChatScript(match, answer, times)
+        script = ChatScript(match, answer, times, finish=finish)
         with self._lock:
             self._scripts.insert(0, script)
         return script
@@ -317,8 +321,9 @@ class FakeOpenAI:
             return 400, _error("no user message")
         with self._lock:
             script = next((sc for sc in self._scripts if sc.matches(body)), None)
+        finish = "stop"
         if script is not None:
-            content = script.content(body)
+            content, finish = script.content(body), script.finish
         else:
             found = _MAX_WORDS.search(system)
             summarizer = ExtractiveSummarizer(max_words=int(found.group(1)) if found else 120)
@@ -332,7 +337,7 @@ class FakeOpenAI:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                 }
             ],
             "usage": {

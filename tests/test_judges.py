@@ -247,6 +247,27 @@ def test_llm_judge_leaves_an_empty_reply_ungraded(
     assert math.isnan(v.score) and v.label == "ungraded" and v.text == reply
 
 
+@pytest.mark.parametrize("prompt", ["locomo", "locomo_strict"])
+def test_llm_judge_reads_a_cut_reply_by_its_json_label_only(
+    server: FakeOpenAI, prompt: str
+) -> None:
+    # Cut at max_tokens before its label, a reply's CORRECT or WRONG is a word of its
+    # reasoning: it was read as the verdict.
+    judge = LLMJudge(server.base_url, "judge", api_key_env=None, prompt=prompt)
+    # every request is the judge's here (is_judge does not know the strict prompt)
+    server.on_chat(
+        lambda body: True, "The date is WRONG, but the event matches the gold", finish="length"
+    )
+    v = judge.grade(q("GKE", dataset="locomo"))
+    assert math.isnan(v.score) and v.label == "ungraded"
+    server.on_chat(lambda body: True, 'Same topic. {"label": "CORRECT"} and', finish="length")
+    assert judge.grade(q("GKE", dataset="locomo")).score == 1.0  # the label made it
+    server.on_chat(lambda body: True, "The date is WRONG. WRONG")  # not cut: read as before
+    assert judge.grade(q("GKE", dataset="locomo")).score == 0.0
+    server.on_chat(lambda body: True, "Yes, the response says the conv", finish="length")
+    assert judge.grade(q("GKE", dataset="locomo", abstention=True)).score == 1.0
+
+
 def test_llm_judge_reserves_nothing_for_a_question_it_will_not_ask(server: FakeOpenAI) -> None:
     # A probe without a gold answer (e.g. an erratum dropped it) is left ungraded
     # without a call: a dry run must not count one, nor a run reserve its cost.

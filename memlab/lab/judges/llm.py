@@ -21,7 +21,9 @@ carries that hash, so results name exactly what graded them):
   a JSON response format; memlab sends no response format (local servers differ
   in supporting it) and reads the label from the JSON object in the reply, or,
   failing that, from the one of CORRECT / WRONG the reply contains. A reply with
-  neither (or both, outside JSON) is left ungraded (NaN), its text kept.
+  neither (or both, outside JSON) is left ungraded (NaN), its text kept. A reply
+  cut at ``max_tokens`` (finish_reason ``length``) counts only by its JSON label:
+  the words before it are reasoning, so without one it is ungraded.
 
 - **LoCoMo, strict** (``locomo_strict``, memlab's own): the same labels, but an
   answer must state the gold answer's specific; a topical answer that commits to
@@ -155,7 +157,7 @@ LOCOMO_PROMPT = "\n".join(
 """mem0's LoCoMo judge prompt (``ACCURACY_PROMPT``), verbatim."""
 
 LOCOMO_ABSTENTION = "The conversation does not contain the answer to this question"
-PARSE_VERSION = 2  # bump when the reading of a reply changes
+PARSE_VERSION = 3  # bump when the reading of a reply changes
 
 _JSON = re.compile(r"\{.*\}", re.S)
 
@@ -165,9 +167,8 @@ def read_yes(text: str) -> float:
     return 1.0 if "yes" in text.lower() else 0.0
 
 
-def read_label(text: str) -> float:
-    """mem0's CORRECT/WRONG label: from the JSON object in the reply (``label``), or
-    the only one of CORRECT / WRONG the reply contains; NaN if neither decides."""
+def json_label(text: str) -> float:
+    """The CORRECT/WRONG ``label`` of the JSON object in the reply; NaN without one."""
     found = _JSON.search(text)
     if found is not None:
         try:
@@ -176,6 +177,15 @@ def read_label(text: str) -> float:
             label = None
         if isinstance(label, str) and label.strip().upper() in ("CORRECT", "WRONG"):
             return 1.0 if label.strip().upper() == "CORRECT" else 0.0
+    return math.nan
+
+
+def read_label(text: str) -> float:
+    """mem0's CORRECT/WRONG label: from the JSON object in the reply (``label``), or
+    the only one of CORRECT / WRONG the reply contains; NaN if neither decides."""
+    label = json_label(text)
+    if not math.isnan(label):
+        return label
     correct = re.search(r"\bCORRECT\b", text) is not None
     wrong = re.search(r"\bWRONG\b", text) is not None
     if correct != wrong:
@@ -206,6 +216,8 @@ class JudgePrompt:
         max_tokens: the reply's token budget (part of each request's cache key).
         texts: every template the family uses, for its hash.
         source: where the prompts come from.
+        read_cut: the score of a reply cut at ``max_tokens`` (finish_reason
+            ``length``); None: read as any reply.
     """
 
     name: str
@@ -214,6 +226,7 @@ class JudgePrompt:
     max_tokens: int
     texts: tuple[str, ...]
     source: str
+    read_cut: Callable[[Question, str], float] | None = None
 
     def sha256(self) -> str:
         """SHA-256 of the family's templates, budget and reply-reading version."""
@@ -234,6 +247,12 @@ def _locomo(q: Question) -> str:
     return LOCOMO_PROMPT.format(
         question=q.question, gold_answer=q.gold or "", generated_answer=q.answer
     )
+
+
+def _read_cut_label(q: Question, text: str) -> float:
+    # Cut before its label, the reply's CORRECT or WRONG is a word of its reasoning
+    # ("the date is WRONG, but the event..."), not its verdict: only a JSON label counts.
+    return read_yes(text) if q.abstention else json_label(text)
 
 
 PROMPTS: dict[str, JudgePrompt] = {}
@@ -272,6 +291,7 @@ register_prompt(
         256,  # a sentence of reasoning, then the JSON label
         (LOCOMO_PROMPT, LONGMEMEVAL_PROMPTS["abstention"]),
         "mem0ai/mem0 evaluation/metrics/llm_judge.py (ACCURACY_PROMPT) at 2352a441",
+        _read_cut_label,
     )
 )
 
@@ -329,6 +349,7 @@ register_prompt(
         32,  # the JSON label only
         (LOCOMO_STRICT_PROMPT, LONGMEMEVAL_PROMPTS["abstention"]),
         "memlab (memlab.lab.judges.llm.LOCOMO_STRICT_PROMPT): a strict LoCoMo judge",
+        _read_cut_label,
     )
 )
 
@@ -474,7 +495,11 @@ class LLMJudge:
             # An empty reply (e.g. a reasoning model that spent max_tokens before
             # answering) says neither yes nor no: "yes" not in it is no verdict of wrong.
             return Verdict.of(math.nan, completion.text, completion)
-        return Verdict.of(PROMPTS[family].read(q, completion.text), completion.text, completion)
+        prompt = PROMPTS[family]
+        read = prompt.read
+        if completion.finish_reason == "length" and prompt.read_cut is not None:
+            read = prompt.read_cut
+        return Verdict.of(read(q, completion.text), completion.text, completion)
 
     def cost_bound(self, q: Question, answer_tokens: int) -> float:
         """0.0 for a question ``grade`` leaves ungraded without a call (no gold answer)."""
