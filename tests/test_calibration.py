@@ -78,7 +78,7 @@ def test_rule_judge_rates_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (tmp_path / "calibration.md").read_text().startswith("# Judge calibration")
 
 
-def test_bad_arguments_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_arguments_are_clear_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["judge"]) == 2
     assert "memlab judge calibrate" in capsys.readouterr().err
     assert main(["judge", "train"]) == 2
@@ -93,7 +93,7 @@ def test_bad_arguments_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> N
     # NaN or above 1 accepted nothing (every rate 0%), 0 or below everything
     for bad in ("nan", "1.5", "0", "-1"):
         assert main(["judge", "calibrate", "--specific", str(SPECIFIC), "--vague", str(VAGUE),
-                     "--threshold", bad, "judge=exact"]) == 2  # fmt: skip
+                     "--threshold", bad, "--out", str(tmp_path), "judge=exact"]) == 2  # fmt: skip
         assert "--threshold must be a number in (0, 1]" in capsys.readouterr().err
     with pytest.raises(InputError, match="threshold"):
         calibration.grade(ExactJudge(), [], threshold=float("nan"))
