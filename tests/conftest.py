@@ -352,11 +352,14 @@ def context_item(
     scope: str = "alice:support",
     source: str = "user",
     tokens: int = 10,
+    score: float | None = None,
 ) -> ContextItem:
-    """A context item of a turn (the metric tests' unit of context)."""
+    """A context item of a turn (the metric tests' unit of context); ``score``: a
+    memory strategy's (None: a turn of a context listed oldest first)."""
     return ContextItem(
-        text=text, tokens=tokens, kind="turn", scope=scope, source=source, provenance=prov
-    )
+        text=text, tokens=tokens, kind="turn", scope=scope, source=source, provenance=prov,
+        score=score,
+    )  # fmt: skip
 
 
 def default_sigint() -> None:

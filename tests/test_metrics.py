@@ -28,15 +28,17 @@ def test_score_probe_on_the_handmade_transcript() -> None:
     t = load(FIXTURES / "handmade.json")
     i = t.index["t9"]
     probe = t.turns[i]
-    ctx = Context(
+    ctx = Context(  # a memory strategy's hits, best first
         [
-            item("We deploy everything on GKE in europe-west1.", ("t0",), tokens=12),
-            item("Actually we moved off GKE, everything now runs on Nomad.", ("t7",), tokens=14),
-            item("thanks!", ("t4",), tokens=2),
-            item("tool returned 200", ("t5",), source="tool", tokens=5),
-            item("We deploy on EKS in us-east-1.", ("t3",), scope="bob:support", tokens=8),
+            item("We deploy everything on GKE in europe-west1.", ("t0",), tokens=12, score=0.9),
+            item("Actually we moved off GKE, everything now runs on Nomad.", ("t7",), tokens=14,
+                 score=0.8),
+            item("thanks!", ("t4",), tokens=2, score=0.3),
+            item("tool returned 200", ("t5",), source="tool", tokens=5, score=0.2),
+            item("We deploy on EKS in us-east-1.", ("t3",), scope="bob:support", tokens=8,
+                 score=0.1),
         ]
-    )
+    )  # fmt: skip
     m = score_probe(t, i, probe, ctx, prompt_overhead_tokens=60, price_per_1k_tokens=0.5)
     assert m["fact_recall"] == 0.5  # Nomad yes, PagerDuty no
     assert m["precision"] == pytest.approx(1 / 5)  # only the t7 item (t2 is absent)
@@ -50,6 +52,21 @@ def test_score_probe_on_the_handmade_transcript() -> None:
     assert m["cost_usd"] == pytest.approx(116 / 1000 * 0.5)
     assert m["leaks"] == 1 and m["untrusted_items"] == 1 and m["context_items"] == 5
     assert set(m) <= set(METRICS)
+
+
+def test_stale_wins_reads_a_context_of_turns_newest_first() -> None:
+    # stuff_all and sliding_window list turns oldest first and rank by recency: the
+    # correction (t7) is their top-ranked mention, although it comes after t0
+    t = load(FIXTURES / "handmade.json")
+    i = t.index["t9"]
+    turns = [
+        item("We deploy everything on GKE in europe-west1.", ("t0",)),
+        item("Actually we moved off GKE, everything now runs on Nomad.", ("t7",)),
+    ]
+    m = score_probe(t, i, t.turns[i], Context(turns), prompt_overhead_tokens=0)
+    assert m["stale_rate"] == 0.5 and m["stale_wins"] == 0.0
+    m = score_probe(t, i, t.turns[i], Context(turns[:1]), prompt_overhead_tokens=0)
+    assert m["stale_wins"] == 0.5  # the stale value is its only mention
 
 
 def test_evidence_distance_counts_same_scope_turns() -> None:

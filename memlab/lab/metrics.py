@@ -143,9 +143,12 @@ def ranked_items(context: Context) -> list[ContextItem]:
     ranking is newest first.
     """
     items = list(context.items)
-    if any(i.score is None for i in items):
-        items.reverse()
-    return items
+    return items[::-1] if _listed_oldest_first(context) else items
+
+
+def _listed_oldest_first(context: Context) -> bool:
+    """Whether the context lists turns oldest first (it has unscored items)."""
+    return any(i.score is None for i in context.items)
 
 
 def needed_facts(transcript: Transcript, index: int, probe: Turn) -> list[tuple[str, list[str]]]:
@@ -224,6 +227,11 @@ class Scoring:
     def texts(self) -> list[str]:
         """Each item's normalized text."""
         return [normalize(i.text) for i in self.context.items]
+
+    @cached_property
+    def ranked_texts(self) -> list[str]:
+        """Each item's normalized text, best first (see ``ranked_items``)."""
+        return self.texts[::-1] if _listed_oldest_first(self.context) else self.texts
 
     @cached_property
     def joined(self) -> str:
@@ -331,7 +339,9 @@ def _stale_rate(s: Scoring) -> float:
     "stale_wins", -1, "share of needed facts whose top-ranked mention is stale", table=True
 )
 def _stale_wins(s: Scoring) -> float:
-    return stale_wins(s.texts, s.needed)
+    # best first, as its formula says: stuff_all and sliding_window list turns oldest
+    # first and rank newest first, so in context order a stale value always "won"
+    return stale_wins(s.ranked_texts, s.needed)
 
 
 @_probe_metric(
