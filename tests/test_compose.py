@@ -77,3 +77,13 @@ def test_one_line_drops_omegaconf_boilerplate() -> None:
 
 def test_an_unknown_error_is_kept_as_one_line() -> None:
     assert explain_compose_error(RuntimeError("first\nsecond")) == "first; second"
+
+
+def test_a_key_under_a_null_node_names_the_key_and_what_to_do() -> None:
+    """OmegaConf asserts ("Unexpected type for root: NoneType") on a key under a null
+    node; the error names the key and says where it belongs instead."""
+    with pytest.raises(ConfigError, match=r"config key 'tune.seed': 'tune' is null") as info:
+        compose(["seed=1", "tune.seed=-1"])
+    assert "memlab tune tune.seed=-1" in str(info.value)
+    with pytest.raises(ConfigError, match=r"'transcripts.ids' is null.*transcripts.ids="):
+        compose_all([["seed=1"], ["+transcripts.ids.x=1"]])

@@ -88,6 +88,37 @@ def explain_compose_error(exc: BaseException) -> str:
     return one_line(exc)
 
 
+def _under_null(overrides: list[str], config_name: str) -> str | None:
+    """Which override sets a key under a null node, and what to do, as one line (None
+    when none does). Composes the overrides one more at a time: an error path only."""
+    from hydra import compose as hydra_compose
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    for i, line in enumerate(overrides):
+        try:
+            hydra_compose(config_name, overrides=overrides[: i + 1])
+            continue
+        except AssertionError:
+            pass
+        except Exception:
+            return None
+        key = OverridesParser.create().parse_override(line).key_or_group
+        before = hydra_compose(config_name, overrides=overrides[:i])
+        parts = key.split(".")
+        for n in range(1, len(parts)):
+            parent = ".".join(parts[:n])
+            if OmegaConf.select(before, parent, throw_on_missing=False) is None:
+                hint = (
+                    f"; tune.* keys are memlab tune's: memlab tune {line.lstrip('+~')}"
+                    if parent == "tune" and config_name != "tune"
+                    else f"; set {parent} itself, e.g. {parent}=..."
+                )
+                return f"config key '{key}': '{parent}' is null here, so it has no keys{hint}"
+        return None
+    return None
+
+
 def compose(overrides: Sequence[str], config_name: str = "config", with_hydra: bool = False) -> Any:
     """The config that ``memlab run <overrides>`` (or ``tune``) would run."""
     return compose_all([list(overrides)], config_name, with_hydra)[0]
@@ -110,10 +141,19 @@ def compose_all(
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-            return [
-                hydra_compose(config_name, overrides=list(v), return_hydra_config=with_hydra)
-                for v in variants
-            ]
+            out = []
+            for v in variants:
+                try:
+                    out.append(
+                        hydra_compose(
+                            config_name, overrides=list(v), return_hydra_config=with_hydra
+                        )
+                    )
+                except AssertionError as exc:
+                    # OmegaConf asserts (no message naming the key) when an override sets
+                    # a key under a node that is null, e.g. `memlab run tune.seed=1`.
+                    raise ConfigError(_under_null(list(v), config_name) or one_line(exc)) from None
+            return out
     except MemlabError:
         raise
     except Exception as exc:  # Hydra/OmegaConf composition errors
