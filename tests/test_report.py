@@ -31,6 +31,24 @@ def test_rebuild_a_run_folder(tmp_path: Path) -> None:
     assert (tmp_path / "charts" / "recall_precision.png").exists()
 
 
+def test_rebuild_refuses_a_run_that_did_not_finish(tmp_path: Path) -> None:
+    """A rerun into a run folder that failed wrote its config and an unsealed
+    fingerprint over the earlier run's rows: rebuilding would seal those rows as
+    the new config's result, which the gate would then accept."""
+    from memlab.lab import fingerprint
+
+    probes, turns = rows()
+    fingerprint.write(tmp_path, {"format": fingerprint.FORMAT, "config": {"budget": 400}})
+    write_tables(tmp_path, probes, turns, summarize(probes, turns, n_boot=0))
+    assert "summary_sha256" in fingerprint.load(tmp_path)
+    fingerprint.write(tmp_path, {"format": fingerprint.FORMAT, "config": {"budget": 200}})
+    before = (tmp_path / "summary.csv").read_bytes()
+    with pytest.raises(MemlabError, match="holds no finished run.*re-run it"):
+        rebuild(tmp_path, n_boot=0, draw=False)
+    assert (tmp_path / "summary.csv").read_bytes() == before
+    assert "summary_sha256" not in fingerprint.load(tmp_path)
+
+
 def test_markdown_table() -> None:
     table = pd.DataFrame({"set": ["a|b", "c"], "value": [0.12345, float("nan")], "n": [3, 4]})
     assert markdown_table(table) == (

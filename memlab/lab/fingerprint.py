@@ -200,18 +200,29 @@ def check_sealed(folder: Path, fp: Mapping[str, Any], what: str = "run") -> None
             "probes unanswered); re-run it with a higher reader.max_usd (the answers it "
             "received are cached: they cost nothing again)"
         )
+    check_finished(folder, fp, what)
     sealed = fp.get("summary_sha256")
     summary = folder / SUMMARY
-    if sealed is None:
-        raise MemlabError(
-            f"the {what} folder {folder} holds no finished run (its fingerprint.json has no "
-            "summary seal: the run failed or was interrupted); re-run it"
-        )
     if not summary.exists() or file_sha256(summary) != sealed:
         raise MemlabError(
             f"the {what} folder {folder}: summary.csv is not the one its run wrote "
             "(another run wrote into this folder, or the file was changed); re-run it, "
             "or rebuild it with `memlab report`"
+        )
+
+
+def check_finished(folder: Path, fp: Mapping[str, Any], what: str = "run") -> None:
+    """Refuse a run folder whose run did not finish: its config.yaml and fingerprint
+    are that run's, but its probes.csv and turns.csv may be an earlier run's (a
+    rerun into the same folder that failed or was interrupted).
+
+    Raises:
+        MemlabError: the fingerprint (not format 1) has no summary seal.
+    """
+    if fp.get("format") != FORMAT_1 and fp.get("summary_sha256") is None:
+        raise MemlabError(
+            f"the {what} folder {folder} holds no finished run (its fingerprint.json has no "
+            "summary seal: the run failed or was interrupted); re-run it"
         )
 
 

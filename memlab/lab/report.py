@@ -240,6 +240,11 @@ def rebuild(
 
     lines: list[str] = []
     if is_run_dir(path):
+        from memlab.lab import fingerprint
+
+        if (path / fingerprint.FILENAME).exists():
+            # Rebuilding would seal another run's rows under this run's config.
+            fingerprint.check_finished(path, fingerprint.load(path))
         probes, turns = load_rows(path)
         summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
         write_summary(path, summary)
