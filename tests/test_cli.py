@@ -132,6 +132,9 @@ def test_bad_transcripts_path_is_an_error(tmp_path: Path) -> None:
     assert (
         proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
     )
+    # Hydra made the run folder before the transcripts failed to load: it is removed,
+    # so no folder without results is left for report or gate to trip over.
+    assert not (tmp_path / "x").exists()
 
 
 def test_report_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:

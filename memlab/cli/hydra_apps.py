@@ -279,6 +279,7 @@ def _run_job(cfg: Any) -> Any:
         return None
     except Exception as exc:
         if hc.mode != RunMode.MULTIRUN:
+            _drop_if_only_hydras(out)
             raise _JobFailed(exc) from None
         if not isinstance(exc, MemlabError):
             raise
@@ -287,6 +288,37 @@ def _run_job(cfg: Any) -> Any:
         raise err from None
     finally:
         httpx_log.setLevel(level)
+
+
+HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
+"""What Hydra writes into a run folder's .hydra/ before the run starts (and memlab.log)."""
+
+
+def _drop_if_only_hydras(out: Path) -> None:
+    """Remove a failed run's folder when it holds only what Hydra wrote before the run
+    started (the transcripts could not be loaded, ...), so that results/runs/ gets no
+    folder without results; a folder with anything else, or a non-empty log, stays."""
+    try:
+        entries = {p.name: p for p in out.iterdir()}
+        if not entries or set(entries) - {".hydra", "memlab.log"}:
+            return
+        log = entries.get("memlab.log")
+        if log is not None and (not log.is_file() or log.stat().st_size):
+            return
+        hydra = entries.get(".hydra")
+        if hydra is not None and (
+            not hydra.is_dir() or {p.name for p in hydra.iterdir()} - HYDRA_FILES
+        ):
+            return
+        if hydra is not None:
+            for name in HYDRA_FILES:
+                (hydra / name).unlink(missing_ok=True)
+            hydra.rmdir()
+        if log is not None:
+            log.unlink()
+        out.rmdir()
+    except OSError:
+        pass  # an open log on Windows, a folder shared with another process: keep it
 
 
 def _quiet(result: Any) -> str:
