@@ -125,6 +125,17 @@ def test_groups_and_strategies_filters() -> None:
         compare(BASE, run, GateRules(strategies=["nope"]))
 
 
+def test_a_misspelt_group_or_nothing_to_gate_is_an_error_not_a_pass() -> None:
+    run = with_values(far__fact_recall=0.1)
+    with pytest.raises(MemlabError, match=r"groups \['fra'\] are not in the baseline"):
+        compare(BASE, run, GateRules(groups=["all", "fra"]))
+    everything = tuple(BASE["metric"])
+    with pytest.raises(MemlabError, match="no metric of the baseline to compare"):
+        compare(BASE, run, GateRules(exclude=everything))
+    with pytest.raises(MemlabError, match="no metric of the baseline to compare"):
+        compare(BASE.iloc[:0], run, GateRules())
+
+
 def test_markdown_lists_regressions_first() -> None:
     result = compare(BASE, with_values(all__fact_recall=0.2, all__prompt_tokens=600.0), GateRules())
     md = to_markdown(result, baseline="b.csv", run="r")

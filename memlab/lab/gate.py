@@ -138,6 +138,13 @@ def compare(baseline: pd.DataFrame, run: pd.DataFrame, rules: GateRules) -> Gate
     """Compare two summaries under ``rules`` (see the module docstring)."""
     base = baseline.dropna(subset=["mean"])
     if rules.groups is not None:
+        # A misspelt group would otherwise gate nothing of it, and pass.
+        unknown = sorted(set(rules.groups) - set(baseline["group"]))
+        if unknown:
+            raise MemlabError(
+                f"groups {unknown} are not in the baseline; its groups are "
+                f"{sorted(set(baseline['group']))}"
+            )
         base = base[base["group"].isin(rules.groups)]
     if rules.strategies is not None:
         unknown = sorted(set(rules.strategies) - set(baseline["strategy"]))
@@ -146,6 +153,11 @@ def compare(baseline: pd.DataFrame, run: pd.DataFrame, rules: GateRules) -> Gate
         base = base[base["strategy"].isin(rules.strategies)]
     excluded = sorted({m for m in base["metric"] if not rules.gated(m)})
     base = base[base["metric"].map(rules.gated)]
+    if base.empty:
+        raise MemlabError(
+            "the gate rules leave no metric of the baseline to compare (every one excluded "
+            "or filtered out, or none has a mean); gating nothing is not a pass"
+        )
     index = ["strategy", "group", "metric"]
     dup = run[run.duplicated(index)]
     if not dup.empty:
