@@ -163,6 +163,26 @@ def test_margin_specs_and_rules_file(tmp_path: Path) -> None:
         load_rules(f)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("metrics: [prompt_tokens]", "metrics must map metric names to margins"),
+        ("exclude: untrusted_items", r"exclude must be a list of names, e.g. exclude: \[unt"),
+        ("groups: [1]", "groups must be a list of names"),
+        ("include_latency: 'no'", "include_latency must be true or false, got 'no'"),
+    ],
+)
+def test_a_rules_file_of_the_wrong_shape_is_a_clear_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """A list for metrics was an AttributeError (exit 3), a bare string was read letter
+    by letter, and include_latency: 'no' turned latency gating on."""
+    f = tmp_path / "rules.yaml"
+    f.write_text(text + "\n")
+    with pytest.raises(MemlabError, match=message):
+        load_rules(f)
+
+
 # -- memlab gate end to end ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tdir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -341,6 +341,11 @@ def load_rules(path: Path) -> dict[str, object]:
             f"gate rules file {path}: unknown keys {extra}; allowed: {sorted(allowed)}"
         )
     out: dict[str, object] = {}
+    if "metrics" in data and not isinstance(data["metrics"], dict):
+        raise MemlabError(
+            f"gate rules file {path}: metrics must map metric names to margins, e.g. "
+            f"metrics: {{prompt_tokens: {{rel: 0.05}}}}; got {data['metrics']!r}"
+        )
     try:
         if "margin" in data:
             out["margin"] = Margin(**data["margin"])
@@ -349,10 +354,25 @@ def load_rules(path: Path) -> dict[str, object]:
     except TypeError as exc:
         raise MemlabError(f"gate rules file {path}: a margin takes abs and rel ({exc})") from None
     for key in ("exclude", "groups", "strategies"):
-        if data.get(key) is not None:
-            out[key] = [str(x) for x in data[key]]
+        value = data.get(key)
+        if value is None:
+            continue
+        # A bare string would be read letter by letter (exclude: leaks -> l, e, a, ...).
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise MemlabError(
+                f"gate rules file {path}: {key} must be a list of names, e.g. {key}: [{value}]"
+                if isinstance(value, str)
+                else f"gate rules file {path}: {key} must be a list of names, got {value!r}"
+            )
+        out[key] = list(value)
     if "include_latency" in data:
-        out["include_latency"] = bool(data["include_latency"])
+        # bool('no') is True: only a YAML boolean says what was meant.
+        if not isinstance(data["include_latency"], bool):
+            raise MemlabError(
+                f"gate rules file {path}: include_latency must be true or false, "
+                f"got {data['include_latency']!r}"
+            )
+        out["include_latency"] = data["include_latency"]
     return out
 
 
