@@ -92,6 +92,9 @@ def test_bootstrap_ci() -> None:
 def test_seed_and_resample_count_problems() -> None:
     assert seed_problem(0) is None and seed_problem(2**70) is None
     assert bootstrap_problem(0) is None and bootstrap_problem(1000) is None
+    assert bootstrap_problem(100_000) is None
+    # 10**11 resamples was a MemoryError (exit 3) after the whole replay.
+    assert bootstrap_problem(10**11) == "must be at most 100,000 resamples, got 100,000,000,000"
     for bad in (-1, True, 1.5):
         assert seed_problem(bad) == f"must be an integer >= 0, got {bad!r}"  # type: ignore[arg-type]
         assert bootstrap_problem(bad) is not None  # type: ignore[arg-type]

@@ -567,10 +567,18 @@ def score_probe(
     return row
 
 
+MAX_BOOTSTRAP = 100_000
+"""The most bootstrap resamples: an interval's Monte Carlo error is negligible long
+before, and the resample indices (resamples x probes integers) must fit in memory."""
+
+
 def bootstrap_problem(n_boot: int) -> str | None:
     """What is wrong with a bootstrap resample count, or None (0: no interval)."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 0:
         return f"must be an integer >= 0 (0: no interval), got {n_boot!r}"
+    if n_boot > MAX_BOOTSTRAP:
+        # Found after the whole replay otherwise, as a MemoryError.
+        return f"must be at most {MAX_BOOTSTRAP:,} resamples, got {n_boot:,}"
     return None
 
 
