@@ -202,3 +202,25 @@ def test_compare_command(
     capsys.readouterr()
     assert main(["compare", str(run_a), str(tmp_path / "c")]) == 2
     assert "read different datasets" in capsys.readouterr().err
+
+
+def test_compare_and_report_refuse_rows_cut_short(
+    runs: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run folder whose probes.csv lost rows (a copy cut short) still has its sealed
+    summary: compare paired the rows that were left, and report rebuilt and resealed
+    a summary from them, without a sign."""
+    import shutil
+
+    run_a, run_b, _ = runs
+    cut = tmp_path / "cut"
+    shutil.copytree(run_b, cut)
+    lines = (cut / "probes.csv").read_text().splitlines(keepends=True)
+    (cut / "probes.csv").write_text("".join(lines[: len(lines) // 2]))
+    before = (cut / "summary.csv").read_bytes()
+    for args in (["compare", str(run_a), str(cut), "--out", str(tmp_path / "o")],
+                 ["report", str(cut), "--no-charts"]):  # fmt: skip
+        assert main([*args, "--bootstrap", "50"]) == 2
+        err = capsys.readouterr().err
+        assert "probes.csv is not the one its run wrote" in err and err.count("\n") == 1, err
+    assert (cut / "summary.csv").read_bytes() == before

@@ -15,7 +15,9 @@ wrote (``seal``); the gate refuses a run folder whose summary.csv is not the
 sealed one (a run that failed or was interrupted after an earlier run wrote into
 the same folder, or a summary edited by hand), and a run that a reader's cost
 limit stopped early (``incomplete``: why, what it spent, how many transcripts
-and probes it left out).
+and probes it left out). The seal also records the SHA-256 of probes.csv and
+turns.csv (``rows_sha256``), which ``memlab report`` and ``memlab compare`` read
+(``check_rows``).
 
 A reader's and judge's model, endpoint, prompt and answer length are part of
 the experiment; how they were reached (timeouts, retries, the key's variable,
@@ -53,6 +55,8 @@ FORMAT = "memlab.fingerprint/3"
 FORMAT_2 = "memlab.fingerprint/2"
 FORMAT_1 = "memlab.fingerprint/1"
 SUMMARY = "summary.csv"
+ROWS = ("probes.csv", "turns.csv")
+"""The row tables a run's seal covers besides its summary (what report and compare read)."""
 FILENAME = "fingerprint.json"
 _TRANSPORT = (
     "api_key_env",
@@ -178,8 +182,31 @@ def seal(folder: Path) -> None:
     or a rebuild of its summary, is complete)."""
     fp = load(folder)
     fp["summary_sha256"] = file_sha256(folder / SUMMARY)
+    fp["rows_sha256"] = {
+        name: file_sha256(folder / name) for name in ROWS if (folder / name).exists()
+    }
     fp.pop("partial", None)
     write(folder, fp)
+
+
+def check_rows(folder: Path, fp: Mapping[str, Any], what: str = "run") -> None:
+    """Refuse a run folder whose probes.csv or turns.csv is not what its run wrote (a
+    copy cut short, a file edited by hand): tables rebuilt or runs compared from them
+    would be wrong without a sign. A seal from before rows were sealed checks nothing.
+
+    Raises:
+        MemlabError: naming the file.
+    """
+    sealed = fp.get("rows_sha256")
+    if not isinstance(sealed, Mapping):
+        return
+    for name, digest in sealed.items():
+        path = folder / str(name)
+        if not path.exists() or file_sha256(path) != digest:
+            raise MemlabError(
+                f"the {what} folder {folder}: {name} is not the one its run wrote (cut "
+                "short, damaged or changed since); restore the folder or re-run it"
+            )
 
 
 def check_sealed(folder: Path, fp: Mapping[str, Any], what: str = "run") -> None:

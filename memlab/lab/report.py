@@ -244,7 +244,9 @@ def rebuild(
 
         if (path / fingerprint.FILENAME).exists():
             # Rebuilding would seal another run's rows under this run's config.
-            fingerprint.check_finished(path, fingerprint.load(path))
+            fp = fingerprint.load(path)
+            fingerprint.check_finished(path, fp)
+            fingerprint.check_rows(path, fp)
         probes, turns = load_rows(path)
         summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
         write_summary(path, summary)

@@ -326,6 +326,7 @@ def compare(
     for label, folder in (("A", run_a), ("B", run_b)):
         fp = fingerprint.load(folder, f"run {label}")
         fingerprint.check_sealed(folder, fp, f"run {label}")
+        fingerprint.check_rows(folder, fp, f"run {label}")
         fps.append(fp)
     notes = [
         n.replace("in the baseline", "in A").replace("in the run", "in B")

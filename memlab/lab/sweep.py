@@ -130,6 +130,10 @@ def sweep_table(
     for job, ov in zip(jobs, overrides, strict=True):
         summary_file = job / "summary.csv"
         if recompute or not summary_file.exists():
+            from memlab.lab import fingerprint
+
+            if (job / fingerprint.FILENAME).exists():
+                fingerprint.check_rows(job, fingerprint.load(job), f"job {job.name}")
             probes, turns = load_rows(job)
             summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
             write_summary(job, summary)
