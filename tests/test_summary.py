@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from memlab.errors import MemlabError
 from memlab.lab import fingerprint
 from memlab.lab.summary import (
     SUMMARY_COLUMNS,
@@ -68,3 +70,18 @@ def test_tables_are_written_summary_last_and_sealed(tmp_path: Path) -> None:
     p2, t2 = load_rows(tmp_path)
     assert len(p2) == len(probes) and len(t2) == len(turns)
     assert list(pd.read_csv(tmp_path / "summary.csv").columns) == SUMMARY_COLUMNS
+
+
+def test_row_tables_memlab_did_not_write_are_clear_errors(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 were a UnicodeDecodeError, a table without the key
+    columns a KeyError: internal errors (exit 3) instead of saying which file is bad."""
+    probes, turns = rows()
+    write_tables(tmp_path, probes, turns, summarize(probes, turns, n_boot=0))
+    good = (tmp_path / "probes.csv").read_bytes()
+    (tmp_path / "probes.csv").write_bytes(b"\x93\xff\x00" * 100)
+    with pytest.raises(MemlabError, match=r"probes.csv is not a table memlab wrote"):
+        load_rows(tmp_path)
+    (tmp_path / "probes.csv").write_bytes(good)
+    turns[["transcript", "strategy"]].to_csv(tmp_path / "turns.csv", index=False)
+    with pytest.raises(MemlabError, match=r"turns.csv lacks the columns \['turn_index'\]"):
+        load_rows(tmp_path)

@@ -160,18 +160,40 @@ def _parquet(frame: pd.DataFrame) -> Callable[[Any], None]:
     return lambda f: frame.to_parquet(f, index=False)
 
 
+PROBE_KEYS = ("transcript", "strategy", "scored", "far", "corrected")
+TURN_KEYS = ("transcript", "strategy", "turn_index")
+"""The columns summarize needs of probes.csv and turns.csv."""
+
+
 def load_rows(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    reading = run_dir / "probes.csv"
     try:
         probes = pd.read_csv(
-            run_dir / "probes.csv", dtype={"category": str}, keep_default_na=False, na_values=[""]
+            reading, dtype={"category": str}, keep_default_na=False, na_values=[""]
         )
-        turns = pd.read_csv(run_dir / "turns.csv")
+        reading = run_dir / "turns.csv"
+        turns = pd.read_csv(reading)
     except FileNotFoundError as exc:
         raise MemlabError(
             f"{run_dir} is not a memlab run folder (missing {Path(exc.filename).name})"
         ) from None
     except pd.errors.EmptyDataError:
         return pd.DataFrame(), pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise MemlabError(
+            f"{reading} is not a table memlab wrote ({detail}); restore the folder or re-run it"
+        ) from None
+    for name, frame, needed in (
+        ("probes.csv", probes, PROBE_KEYS),
+        ("turns.csv", turns, TURN_KEYS),
+    ):
+        lacking = [c for c in needed if c not in frame]
+        if lacking and not frame.empty:
+            raise MemlabError(
+                f"{run_dir / name} lacks the columns {lacking}; it is not a table memlab "
+                "wrote: restore the folder or re-run it"
+            )
     if "category" in probes:
         probes["category"] = probes["category"].astype(object).where(probes["category"].notna(), "")
     return probes, turns
