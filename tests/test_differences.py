@@ -224,3 +224,20 @@ def test_compare_and_report_refuse_rows_cut_short(
         err = capsys.readouterr().err
         assert "probes.csv is not the one its run wrote" in err and err.count("\n") == 1, err
     assert (cut / "summary.csv").read_bytes() == before
+
+
+def test_compare_names_a_missing_probes_csv_as_missing(
+    runs: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder that keeps only its summary (as the gate's baseline does, make
+    baseline) is "missing probes.csv", not a damaged one, although its seal names it."""
+    import shutil
+
+    run_a, run_b, _ = runs
+    summary_only = tmp_path / "baseline"
+    shutil.copytree(run_b, summary_only)
+    (summary_only / "probes.csv").unlink()
+    (summary_only / "probes.parquet").unlink(missing_ok=True)
+    assert main(["compare", str(run_a), str(summary_only), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "missing probes.csv" in err and "not the one its run wrote" not in err, err
