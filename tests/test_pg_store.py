@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("psycopg", reason="memlab[pg] is not installed")
 
-from memlab.errors import InputError
+from memlab.errors import ConfigError, InputError
 from memlab.memory.stores.pg.store import PgVectorStore
 from tests.conftest import admin, make_record, vec
 
@@ -100,3 +100,43 @@ def test_size_bytes_counts_table_and_indexes(dsn: str, schema: str) -> None:
         ]
     assert size > table > 0
     s.close()
+
+
+def test_hnsw_scan_and_timeout_settings_out_of_range_are_config_errors(
+    dsn: str, schema: str
+) -> None:
+    """pgvector's limits are checked before anything is written: the server refused
+    m=101 only when it built a new table's index (a two-line InputError, and never
+    on an existing table), ignored max_scan_tuples=2**40 (kept 20000), and a NaN,
+    infinite or string connect_timeout was a bare ValueError/OverflowError/TypeError."""
+    bad: list[dict[str, object]] = [
+        {"hnsw_m": 101},
+        {"hnsw_m": 1},
+        {"hnsw_ef_construction": 1001},
+        {"hnsw_m": 16, "hnsw_ef_construction": 20},  # pgvector wants >= 2 m
+        {"max_scan_tuples": 2**40},
+        {"max_scan_tuples": 0},
+        {"ef_search": True},
+        {"connect_timeout": float("nan")},
+        {"connect_timeout": float("inf")},
+        {"connect_timeout": 0},
+        {"connect_timeout": -1},
+        {"connect_timeout": "5"},
+        {"connect_timeout": True},
+    ]
+    for kw in bad:
+        with pytest.raises(ConfigError) as err:
+            PgVectorStore(dsn, schema=schema, dims=DIMS, **kw)  # type: ignore[arg-type]
+        message = str(err.value)
+        assert "\n" not in message and next(iter(kw)) in message, kw
+    with admin(dsn) as conn:  # nothing was created
+        assert (
+            conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+            is None
+        )
+    with PgVectorStore(
+        dsn, schema=schema, dims=DIMS, hnsw_m=100, hnsw_ef_construction=1000,
+        max_scan_tuples=2**31 - 1, connect_timeout=0.5,
+    ) as s:  # fmt: skip
+        s.put(make_record())
+        assert s._db().execute("SHOW hnsw.max_scan_tuples").fetchone()[0] == str(2**31 - 1)

@@ -32,6 +32,7 @@ ranking is exactly that of the exact stores. The table's schema is described in
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections import Counter
@@ -112,13 +113,14 @@ class PgVectorStore(RecordReads, CandidatePool):
             most once a minute and after ``analyze``; a table never analyzed
             counts as empty). 0: whenever ``window`` > 0.
         max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's budget
-            when a scope filter rejects most rows.
-        hnsw_m: HNSW ``m`` (used when the index is created).
-        hnsw_ef_construction: HNSW ``ef_construction`` (when the index is created).
+            when a scope filter rejects most rows (1..2^31 - 1).
+        hnsw_m: HNSW ``m``, 2..100 (used when the index is created).
+        hnsw_ef_construction: HNSW ``ef_construction``, 4..1000 and at least
+            ``2 * hnsw_m`` (when the index is created).
         data_dir: the embedded server's data directory (only without a DSN).
         database: the embedded server's database (only without a DSN).
         keep_running: leave the embedded server running after this process exits.
-        connect_timeout: seconds to wait for the server to answer.
+        connect_timeout: seconds to wait for the server to answer (> 0).
 
     Raises:
         MissingExtraError: ``memlab[pg]`` is not installed.
@@ -168,17 +170,44 @@ class PgVectorStore(RecordReads, CandidatePool):
             ("salient", salient, 0),
             ("recent", recent, 0),
             ("window_from_rows", window_from_rows, 0),
-            ("max_scan_tuples", max_scan_tuples, 1),
-            ("hnsw_m", hnsw_m, 2),
-            ("hnsw_ef_construction", hnsw_ef_construction, 4),
         ]:
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"pgvector {name} must be an integer >= {low}, got {value!r}")
+        # pgvector's own limits, checked here: the server would refuse m and
+        # ef_construction only when it builds an index (a new table, not an existing
+        # one), with a two-line message, and ignore a max_scan_tuples above its range.
+        for name, value, low, high in [
+            ("max_scan_tuples", max_scan_tuples, 1, 2**31 - 1),
+            ("hnsw_m", hnsw_m, 2, 100),
+            ("hnsw_ef_construction", hnsw_ef_construction, 4, 1000),
+        ]:
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ConfigError(
+                    f"pgvector {name} must be an integer in {low}..{high}, got {value!r}"
+                )
+        if hnsw_ef_construction < 2 * hnsw_m:
+            raise ConfigError(
+                f"pgvector hnsw_ef_construction ({hnsw_ef_construction}) must be at least "
+                f"2 x hnsw_m ({2 * hnsw_m}); raise it or lower hnsw_m"
+            )
+        if (
+            isinstance(connect_timeout, bool)
+            or not isinstance(connect_timeout, int | float)
+            or not 0 < connect_timeout < math.inf
+        ):
+            raise ConfigError(
+                f"pgvector connect_timeout must be a positive number of seconds, "
+                f"got {connect_timeout!r}"
+            )
         if isinstance(window, bool) or not isinstance(window, int | float) or not 0 <= window <= 64:
             raise ConfigError(
                 f"pgvector window must be a number of half-lives in 0..64, got {window!r}"
             )
-        if ef_search is not None and (not isinstance(ef_search, int) or not 1 <= ef_search <= 1000):
+        if ef_search is not None and (
+            not isinstance(ef_search, int)
+            or isinstance(ef_search, bool)
+            or not 1 <= ef_search <= 1000
+        ):
             raise ConfigError(f"pgvector ef_search must be 1..1000 or null, got {ef_search!r}")
         if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > MAX_DIMS):
             raise ConfigError(f"pgvector dims must be an integer in 1..{MAX_DIMS}, got {dims!r}")
