@@ -4,8 +4,12 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +46,38 @@ def describe_dsn(dsn: str) -> str:
     return (
         f"{where}, database {d.get('dbname') or d.get('user') or '?'}, user {d.get('user') or '?'}"
     )
+
+
+class _DriverEchoFilter(logging.Filter):
+    """Drops psycopg's "error ignored ..." warnings in this thread while it is inside
+    ``no_driver_echo``: psycopg logs them when a pipeline or transaction cannot end
+    on a lost connection, besides raising the error, which the store reports as one
+    StoreUnavailable. Without a logging setup Python printed each to stderr (twice
+    for a touch), next to the one-line error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        quiet = getattr(self.local, "depth", 0) > 0
+        return not (quiet and str(record.msg).startswith("error ignored"))
+
+
+_ECHO = _DriverEchoFilter()
+logging.getLogger("psycopg").addFilter(_ECHO)
+
+
+@contextmanager
+def no_driver_echo() -> Iterator[None]:
+    """Within: psycopg's warnings about errors it ignores are dropped (this thread
+    only; see ``_DriverEchoFilter``)."""
+    local = _ECHO.local
+    local.depth = getattr(local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        local.depth -= 1
 
 
 def first_line(exc: BaseException) -> str:

@@ -57,7 +57,7 @@ from memlab.memory.stores.base import (
     foreign_ids,
     scoped_ids,
 )
-from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector
+from memlab.memory.stores.pg.connection import ENV_DSN, FEATURE, Connector, no_driver_echo
 from memlab.memory.stores.pg.migrations import (
     MAX_DIMS,
     applied_version,
@@ -284,7 +284,7 @@ class PgVectorStore(RecordReads, CandidatePool):
 
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
-        with self._mutex:
+        with self._mutex, no_driver_echo():
             try:
                 yield
             except self._pg.Error as exc:
