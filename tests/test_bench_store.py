@@ -86,6 +86,39 @@ def test_bench_command_errors(capsys: pytest.CaptureFixture[str]) -> None:
         assert err.count("\n") == 1 and f"bench store: {message}" in err, err
 
 
+def test_bad_options_are_refused_before_any_cell_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, an empty --backends was an internal KeyError, --seed -1 an internal
+    ValueError, a huge --sizes an internal MemoryError after the smaller sizes ran;
+    an --out that is a file failed only after the whole run ("I/O failure afile:
+    File exists"), and pgvector's --hnsw-m 1000 after every other backend's cells."""
+    import memlab.bench.store as bench
+
+    def never(s: object) -> None:
+        raise AssertionError("the bench ran")
+
+    monkeypatch.setattr(bench, "run", never)
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for bad, code, message in (
+        (["--backends", ","], 2, "--backends needs at least one of memory"),
+        (["--seed", "-1"], 2, "--seed must be >= 0, got -1"),
+        (["--sizes", "100,1000000000000000"], 2, "Choose smaller sizes"),
+        (["--queries", "100000000000"], 2, "Choose smaller sizes"),
+        (["--out", str(afile)], 3, "is a file, not a folder"),
+        (["--out", str(afile / "sub")], 3, "is a file, not a folder"),
+        (["--hnsw-m", "1000"], 2, "pgvector hnsw_m must be an integer in 2..100, got 1000"),
+        (["--ef-construction", "10"], 2, "must be at least 2 x hnsw_m (32)"),
+        (["--pg-window", "nan"], 2, "window must be a number of half-lives"),
+        (["--pg-window-from-rows", "-1"], 2, "window_from_rows must be an integer >= 0"),
+    ):
+        assert cli(["bench", "store", "--sizes", "100", *bad]) == code, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert afile.read_text() == ""
+
+
 def test_bench_store_help_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(["bench", "store", "--help"]) == 0
     assert "--no-progress" in capsys.readouterr().out

@@ -52,6 +52,7 @@ from memlab.bench.workload import (
 )
 from memlab.cli.common import OneLineErrors
 from memlab.errors import ConfigError, MemlabError
+from memlab.lab.files import writable_folder
 from memlab.memory.stores.pg.sql import WINDOW, WINDOW_FROM_ROWS
 
 __all__ = ["BACKENDS", "Settings", "main", "run"]
@@ -391,6 +392,23 @@ def _ints(text: str, name: str) -> list[int]:
     return values
 
 
+def _check_memory(n: int, queries: int) -> None:
+    """Refuse a workload whose vectors alone (float32, the scope's ``n`` records,
+    ``n / 2`` in other scopes and the queries) exceed this machine's memory, before
+    any cell runs (it used to fail with a MemoryError after the smaller sizes ran)."""
+    need = (n + max(100, n // 2) + queries) * DIMS * 4
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have:
+        raise ConfigError(
+            f"--sizes {n:,} (and --queries {queries:,}) needs more than {need / 2**30:,.1f} GB "
+            f"for the workload's vectors alone; this machine has {have / 2**30:,.1f} GB. "
+            "Choose smaller sizes"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``memlab bench store [options]``; returns the exit code."""
     ap = OneLineErrors(
@@ -471,12 +489,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("single", 1),
         ("batch", 1),
         ("pg_batched", 1),
+        ("seed", 0),
     ]:
         if getattr(args, name) < low:
             raise ConfigError(f"--{name} must be >= {low}, got {getattr(args, name)}")
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not backends:
+        raise ConfigError(f"--backends needs at least one of {', '.join(BACKENDS)}")
+    if "pgvector" in backends:  # refused now, not after the other backends' cells ran
+        from memlab.memory.stores.pg.store import check_settings
+
+        check_settings(
+            salient=args.extras,
+            recent=args.extras,
+            window=args.pg_window,
+            window_from_rows=args.pg_window_from_rows,
+            hnsw_m=args.hnsw_m,
+            hnsw_ef_construction=args.ef_construction,
+        )
+    sizes = _ints(args.sizes, "sizes")
+    _check_memory(max(sizes), args.queries)
+    # Checked now, not after the run: a default run takes minutes.
+    writable_folder(args.out, "--out")
     s = Settings(
-        sizes=_ints(args.sizes, "sizes"),
-        backends=[b.strip() for b in args.backends.split(",") if b.strip()],
+        sizes=sizes,
+        backends=backends,
         queries=args.queries,
         pools=_ints(args.pools, "pools"),
         pool=args.pool,

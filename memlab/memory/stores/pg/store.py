@@ -82,6 +82,81 @@ from memlab.memory.stores.pg.sql import (
 )
 
 
+def check_settings(
+    *,
+    pool: int | None = None,
+    salient: int | None = None,
+    recent: int | None = None,
+    window: float | None = None,
+    window_from_rows: int | None = None,
+    max_scan_tuples: int | None = None,
+    hnsw_m: int | None = None,
+    hnsw_ef_construction: int | None = None,
+    ef_search: int | None = None,
+    dims: int | None = None,
+    connect_timeout: float | None = None,
+) -> None:
+    """Check ``PgVectorStore``'s numeric settings (see the class) without connecting,
+    so a caller such as ``memlab bench store`` can refuse them before it starts.
+    A setting left None is not checked (``ef_search`` and ``dims`` may be None).
+
+    Raises:
+        ConfigError: naming the setting and its range.
+    """
+    for name, value, low in [
+        ("pool", pool, 1),
+        ("salient", salient, 0),
+        ("recent", recent, 0),
+        ("window_from_rows", window_from_rows, 0),
+    ]:
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < low
+        ):
+            raise ConfigError(f"pgvector {name} must be an integer >= {low}, got {value!r}")
+    # pgvector's own limits, checked here: the server would refuse m and
+    # ef_construction only when it builds an index (a new table, not an existing
+    # one), with a two-line message, and ignore a max_scan_tuples above its range.
+    for name, value, low, high in [
+        ("max_scan_tuples", max_scan_tuples, 1, 2**31 - 1),
+        ("hnsw_m", hnsw_m, 2, 100),
+        ("hnsw_ef_construction", hnsw_ef_construction, 4, 1000),
+    ]:
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high
+        ):
+            raise ConfigError(f"pgvector {name} must be an integer in {low}..{high}, got {value!r}")
+    if (
+        hnsw_m is not None
+        and hnsw_ef_construction is not None
+        and hnsw_ef_construction < 2 * hnsw_m
+    ):
+        raise ConfigError(
+            f"pgvector hnsw_ef_construction ({hnsw_ef_construction}) must be at least "
+            f"2 x hnsw_m ({2 * hnsw_m}); raise it or lower hnsw_m"
+        )
+    if connect_timeout is not None and (
+        isinstance(connect_timeout, bool)
+        or not isinstance(connect_timeout, int | float)
+        or not 0 < connect_timeout < math.inf
+    ):
+        raise ConfigError(
+            f"pgvector connect_timeout must be a positive number of seconds, "
+            f"got {connect_timeout!r}"
+        )
+    if window is not None and (
+        isinstance(window, bool) or not isinstance(window, int | float) or not 0 <= window <= 64
+    ):
+        raise ConfigError(
+            f"pgvector window must be a number of half-lives in 0..64, got {window!r}"
+        )
+    if ef_search is not None and (
+        not isinstance(ef_search, int) or isinstance(ef_search, bool) or not 1 <= ef_search <= 1000
+    ):
+        raise ConfigError(f"pgvector ef_search must be 1..1000 or null, got {ef_search!r}")
+    if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > MAX_DIMS):
+        raise ConfigError(f"pgvector dims must be an integer in 1..{MAX_DIMS}, got {dims!r}")
+
+
 @STORES.register("pgvector")
 class PgVectorStore(RecordReads, CandidatePool):
     """A MemoryStore in PostgreSQL with pgvector; approximate, two-stage recall.
@@ -165,52 +240,19 @@ class PgVectorStore(RecordReads, CandidatePool):
                 f"pgvector schema name {schema!r} is invalid; use 1-40 letters, digits, '_' "
                 "or '-', not starting with '-'"
             )
-        for name, value, low in [
-            ("pool", pool, 1),
-            ("salient", salient, 0),
-            ("recent", recent, 0),
-            ("window_from_rows", window_from_rows, 0),
-        ]:
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"pgvector {name} must be an integer >= {low}, got {value!r}")
-        # pgvector's own limits, checked here: the server would refuse m and
-        # ef_construction only when it builds an index (a new table, not an existing
-        # one), with a two-line message, and ignore a max_scan_tuples above its range.
-        for name, value, low, high in [
-            ("max_scan_tuples", max_scan_tuples, 1, 2**31 - 1),
-            ("hnsw_m", hnsw_m, 2, 100),
-            ("hnsw_ef_construction", hnsw_ef_construction, 4, 1000),
-        ]:
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ConfigError(
-                    f"pgvector {name} must be an integer in {low}..{high}, got {value!r}"
-                )
-        if hnsw_ef_construction < 2 * hnsw_m:
-            raise ConfigError(
-                f"pgvector hnsw_ef_construction ({hnsw_ef_construction}) must be at least "
-                f"2 x hnsw_m ({2 * hnsw_m}); raise it or lower hnsw_m"
-            )
-        if (
-            isinstance(connect_timeout, bool)
-            or not isinstance(connect_timeout, int | float)
-            or not 0 < connect_timeout < math.inf
-        ):
-            raise ConfigError(
-                f"pgvector connect_timeout must be a positive number of seconds, "
-                f"got {connect_timeout!r}"
-            )
-        if isinstance(window, bool) or not isinstance(window, int | float) or not 0 <= window <= 64:
-            raise ConfigError(
-                f"pgvector window must be a number of half-lives in 0..64, got {window!r}"
-            )
-        if ef_search is not None and (
-            not isinstance(ef_search, int)
-            or isinstance(ef_search, bool)
-            or not 1 <= ef_search <= 1000
-        ):
-            raise ConfigError(f"pgvector ef_search must be 1..1000 or null, got {ef_search!r}")
-        if dims is not None and (not isinstance(dims, int) or dims < 1 or dims > MAX_DIMS):
-            raise ConfigError(f"pgvector dims must be an integer in 1..{MAX_DIMS}, got {dims!r}")
+        check_settings(
+            pool=pool,
+            salient=salient,
+            recent=recent,
+            window=window,
+            window_from_rows=window_from_rows,
+            max_scan_tuples=max_scan_tuples,
+            hnsw_m=hnsw_m,
+            hnsw_ef_construction=hnsw_ef_construction,
+            ef_search=ef_search,
+            dims=dims,
+            connect_timeout=connect_timeout,
+        )
 
         self.table = table
         self.pool = pool
