@@ -41,6 +41,25 @@ def test_unreachable_server_is_a_clear_error() -> None:
     assert "MEMLAB_PG_DSN" in msg and "s3cret" not in msg
 
 
+def test_a_stopped_embedded_server_says_so(tmp_path: Path) -> None:
+    """The embedded server's socket gone (stopped or killed under this process) was
+    "cannot reach PostgreSQL ...; start the server or fix the host and port in the DSN
+    ... To use the embedded local server instead, pass no DSN", though no DSN was
+    given and the embedded server was the one in use."""
+    data = tmp_path / "pg"
+    connector = pgmod.Connector(
+        f"postgresql://postgres@/memlab?host={data}",
+        f"the embedded server in {data}",
+        connect_timeout=2,
+        embedded=data,
+    )
+    with pytest.raises(StoreUnavailable) as err:
+        connector.connect()
+    message = str(err.value)
+    assert f"the embedded PostgreSQL server in {data} is not running" in message
+    assert "Run memlab again" in message and "fix the host and port" not in message
+
+
 def test_invalid_dsn_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="DSN"):
         PgVectorStore("host=localhost port=notaport = =")

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memlab.errors import (
@@ -94,12 +95,14 @@ class Connector:
         source: where the DSN came from, for messages ("the dsn argument", ...).
         connect_timeout: seconds to wait for the server to answer.
         max_scan_tuples: ``hnsw.max_scan_tuples`` of the session.
+        embedded: the data directory when the DSN is the embedded server's.
     """
 
     dsn: str
     source: str
     connect_timeout: float = 10.0
     max_scan_tuples: int = 20_000
+    embedded: Path | None = None
     where: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -142,6 +145,14 @@ class Connector:
             what = (
                 f"PostgreSQL at {self.where}: {msg}; create it (createdb) or point the DSN "
                 f"({self.source}) at an existing database"
+            )
+        elif self.embedded is not None:
+            # This process started the server (or found it running) and keeps its
+            # handle, so only a new process starts it again.
+            what = (
+                f"the embedded PostgreSQL server in {self.embedded} is not running ({msg}); "
+                "it was stopped or killed while this process used it. Run memlab again (a "
+                f"new process starts it), or connect to your own server with {ENV_DSN}"
             )
         else:
             what = (

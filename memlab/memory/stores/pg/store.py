@@ -275,14 +275,15 @@ class PgVectorStore(RecordReads, CandidatePool):
             source = f"${ENV_DSN}" if dsn else ""
         else:
             source = "the dsn argument"
+        embedded: Path | None = None
         if dsn is None:
             from memlab.memory.stores.pg.server import default_data_dir, embedded_dsn
 
-            where = Path(data_dir or default_data_dir())
-            dsn = embedded_dsn(where, database=database, keep_running=keep_running)
-            source = f"the embedded server in {where}"
+            embedded = Path(data_dir or default_data_dir())
+            dsn = embedded_dsn(embedded, database=database, keep_running=keep_running)
+            source = f"the embedded server in {embedded}"
         self.dsn = dsn
-        self._connector = Connector(dsn, source, connect_timeout, max_scan_tuples)
+        self._connector = Connector(dsn, source, connect_timeout, max_scan_tuples, embedded)
         self.where = self._connector.where
 
         self._conn: Any = None
