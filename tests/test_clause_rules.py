@@ -59,6 +59,9 @@ def test_explicit_names_the_old_value() -> None:
          "On file, our spend cap should read $30,000 a month.", VALUE_DIFF),
         ("Quick correction on our ticket: it's SUP-56431 now.",
          "SUP-81973 is our new ticket, just so you know.", CUE_DIFF),
+        # a weekday by another, a date by another
+        ("Standup is on Mondays.", "Standup moved to Thursdays now.", CUE_DIFF),
+        ("Renewal is October 31.", "Actually the renewal is May 31 now.", CUE_DIFF),
     ],
 )  # fmt: skip
 def test_value_diff_fires(old: str, new: str, reason: str) -> None:
@@ -76,6 +79,9 @@ def test_value_diff_fires(old: str, new: str, reason: str) -> None:
         ("the primary database is aurora postgres.", "our primary region is ap-southeast-2."),
         ("Our CI is Jenkins.", "Our CI is slow today."),  # no new value
         ("Our ticket is OPS-1182.", "Our ticket OPS-2290 is about billing."),  # two ids
+        # when is not where: a weekday is not replaced by a platform's name
+        ("We prefer to deploy on Tuesday mornings.", "We deploy on Fly.io now."),
+        ("Deploys should happen on Tuesday mornings, as usual.", "We deploy on Fly.io now."),
     ],
 )
 def test_value_diff_holds_back(old: str, new: str) -> None:

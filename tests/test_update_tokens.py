@@ -63,6 +63,8 @@ def test_values_stay_one_token() -> None:
         ("$50,000", "money", "number"),
         ("7th", None, "number"),
         ("heroku", None, "name"),
+        ("tuesdays", None, "date"),  # when, not what
+        ("october", None, "date"),
     ],
 )
 def test_value_types_and_classes(token: str, vtype: str | None, vclass: str) -> None:

@@ -341,6 +341,11 @@ MONTHS = _words(
     "december jan feb mar apr jun jul aug sep sept oct nov dec"
 )
 
+WEEKDAYS = _words(
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "mondays tuesdays wednesdays thursdays fridays saturdays sundays"
+)
+
 DURATION_UNITS = _words(
     "second seconds minute minutes hour hours day days week weeks month months year years"
 )

@@ -22,6 +22,7 @@ from memlab.memory.update_cues import (
     MONTHS,
     NUMBER_WORDS,
     UNIT_WORDS,
+    WEEKDAYS,
 )
 
 TOKEN = re.compile(
@@ -138,7 +139,11 @@ def value_class(raw: str, token: str) -> str:
     """What kind of value a value-looking token is: its ``value_type`` without the
     domain or prefix (``email``, ``id``, ``channel``, ``url``, ``area/city``), else
     ``number`` (digits, number words, "four-hour"), else ``name``. Two values of one
-    fact are of one class: "#ops" does not replace "20 minutes"."""
+    fact are of one class: "#ops" does not replace "20 minutes". A weekday or a
+    month is a ``date``: "we deploy on Tuesday mornings" is not replaced by "we
+    deploy on Fly.io now" (when is not where)."""
+    if token in WEEKDAYS or token in MONTHS:
+        return "date"
     vt = value_type(token)
     if vt in ("money", "clock", "percent"):
         return "number"
