@@ -136,6 +136,17 @@ def test_a_misspelt_group_or_nothing_to_gate_is_an_error_not_a_pass() -> None:
         compare(BASE.iloc[:0], run, GateRules())
 
 
+def test_a_misspelt_excluded_or_margined_metric_is_an_error() -> None:
+    # Before, exclude=["fact_recal"] gated fact_recall anyway and a margin for
+    # "prompt_token" left prompt_tokens at the default margin, both silently.
+    run = with_values(far__fact_recall=0.1)
+    with pytest.raises(MemlabError, match=r"exclude names metrics \['fact_recal'\]"):
+        compare(BASE, run, GateRules(exclude=["fact_recal"]))
+    with pytest.raises(MemlabError, match=r"metrics names metrics \['prompt_token'\]"):
+        compare(BASE, run, GateRules(per_metric={"prompt_token": Margin(rel=0.5)}))
+    assert compare(BASE, run, GateRules(exclude=["fact_recall"])).passed
+
+
 def test_markdown_lists_regressions_first() -> None:
     result = compare(BASE, with_values(all__fact_recall=0.2, all__prompt_tokens=600.0), GateRules())
     md = to_markdown(result, baseline="b.csv", run="r")

@@ -151,6 +151,20 @@ def compare(baseline: pd.DataFrame, run: pd.DataFrame, rules: GateRules) -> Gate
         if unknown:
             raise MemlabError(f"strategies {unknown} are not in the baseline")
         base = base[base["strategy"].isin(rules.strategies)]
+    # A misspelt metric would otherwise be gated anyway (exclude) or at the default
+    # margin (per_metric), silently.
+    metrics = set(baseline["metric"])
+    named = (
+        ("--exclude or the rules file's exclude", rules.exclude),
+        ("--margin or the rules file's metrics", rules.per_metric),
+    )
+    for what, names in named:
+        unknown = sorted(set(names) - metrics)
+        if unknown:
+            raise MemlabError(
+                f"{what} names metrics {unknown} that are not in the baseline; check the "
+                f"spelling (its metrics are {', '.join(sorted(metrics))})"
+            )
     excluded = sorted({m for m in base["metric"] if not rules.gated(m)})
     base = base[base["metric"].map(rules.gated)]
     if base.empty:
