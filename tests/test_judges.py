@@ -185,6 +185,12 @@ def test_reading_replies() -> None:
     # a JSON object too deeply nested for json.loads (RecursionError): no label there
     assert read_label('{"label": ' + "[" * 100_000 + "} CORRECT") == 1.0
     assert math.isnan(read_label("CORRECT or WRONG, hard to say"))
+    # Before, "NOT CORRECT" held the word CORRECT and no WRONG, and read correct.
+    assert read_label("The answer is NOT CORRECT.") == 0.0
+    assert read_label("Label: not CORRECT") == 0.0
+    assert read_label("It isn’t CORRECT") == 0.0
+    assert math.isnan(read_label("NOT CORRECT at first glance, but CORRECT"))
+    assert read_label("INCORRECT, so WRONG") == 0.0
 
 
 def test_verdict_labels() -> None:

@@ -157,9 +157,11 @@ LOCOMO_PROMPT = "\n".join(
 """mem0's LoCoMo judge prompt (``ACCURACY_PROMPT``), verbatim."""
 
 LOCOMO_ABSTENTION = "The conversation does not contain the answer to this question"
-PARSE_VERSION = 3  # bump when the reading of a reply changes
+PARSE_VERSION = 4  # bump when the reading of a reply changes
 
 _JSON = re.compile(r"\{.*\}", re.S)
+_CORRECT = re.compile(r"\bCORRECT\b")
+_NEGATED_CORRECT = re.compile(r"\b(?i:not|isn['’]t|never)\s+CORRECT\b")
 
 
 def read_yes(text: str) -> float:
@@ -182,12 +184,15 @@ def json_label(text: str) -> float:
 
 def read_label(text: str) -> float:
     """mem0's CORRECT/WRONG label: from the JSON object in the reply (``label``), or
-    the only one of CORRECT / WRONG the reply contains; NaN if neither decides."""
+    the only one of CORRECT / WRONG the reply contains ("NOT CORRECT" counts as
+    WRONG); NaN if neither decides."""
     label = json_label(text)
     if not math.isnan(label):
         return label
-    correct = re.search(r"\bCORRECT\b", text) is not None
-    wrong = re.search(r"\bWRONG\b", text) is not None
+    # "NOT CORRECT" is a verdict of wrong, not a mention of CORRECT.
+    negated = _NEGATED_CORRECT.search(text) is not None
+    correct = _CORRECT.search(_NEGATED_CORRECT.sub(" ", text)) is not None
+    wrong = negated or re.search(r"\bWRONG\b", text) is not None
     if correct != wrong:
         return 1.0 if correct else 0.0
     return math.nan
