@@ -284,6 +284,14 @@ def test_llm_judge_reserves_nothing_for_a_question_it_will_not_ask(server: FakeO
     assert judge.cost_bound(q("GKE"), 100) > 0
 
 
+def test_llm_judge_counts_a_finished_answer_once(server: FakeOpenAI) -> None:
+    # grade_all passes a graded answer's own tokens as answer_tokens; before, the
+    # prompt rendered with the answer counted it a second time.
+    judge = LLMJudge(server.base_url, "judge", api_key_env=None, price_per_1k_input=1.0)
+    long = "GKE " * 2000
+    assert judge.cost_bound(q(long), 2000) == judge.cost_bound(q(""), 2000)
+
+
 def test_question_of_a_probe() -> None:
     t = Transcript.from_dict(
         {

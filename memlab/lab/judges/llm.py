@@ -55,7 +55,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -512,7 +512,9 @@ class LLMJudge:
         if not _gradable(q):
             return 0.0
         family = family_of(q, self.prompt)
-        prompt = estimate_tokens(judge_prompt(q, family)) + answer_tokens
+        # The answer is counted by answer_tokens, so the prompt is rendered without it
+        # (grading a finished answer would otherwise count it twice).
+        prompt = estimate_tokens(judge_prompt(replace(q, answer=""), family)) + answer_tokens
         return self.prices.cost(prompt, PROMPTS[family].max_tokens)
 
     def check(self) -> None:
