@@ -134,7 +134,6 @@ class ChatScript:
         return self.match in system
 
     def content(self, body: dict[str, Any]) -> str:
-        self.hits += 1
         answer = self.answer(body) if callable(self.answer) else self.answer
         return answer if isinstance(answer, str) else json.dumps(answer)
 
@@ -321,6 +320,10 @@ class FakeOpenAI:
             return 400, _error("no user message")
         with self._lock:
             script = next((sc for sc in self._scripts if sc.matches(body)), None)
+            if script is not None:
+                # counted as it is chosen: two requests in flight must not both take
+                # the last of a script's ``times``
+                script.hits += 1
         finish = "stop"
         if script is not None:
             content, finish = script.content(body), script.finish

@@ -208,3 +208,41 @@ def test_fake_server_protocol(server: FakeOpenAI) -> None:
             f"{strict.base_url}/chat/completions", json={"model": "other", "messages": []}
         )
         assert r.status_code == 404 and "does not exist" in r.text
+
+
+def test_a_scripts_times_hold_under_concurrent_requests(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A script with times=1 answers one request even when two are in flight at once:
+    # before, the count was taken after the script was chosen, outside the lock, so
+    # both requests took it. Answering is slowed to hold the two in that window.
+    import threading
+    import time
+
+    from tests.fake_openai import ChatScript
+
+    answer = ChatScript.content
+
+    def slow(self: ChatScript, body: dict[str, object]) -> str:
+        time.sleep(0.3)
+        return answer(self, body)
+
+    monkeypatch.setattr(ChatScript, "content", slow)
+    server.on_chat(lambda body: True, "scripted", times=1)
+    got: list[str] = []
+
+    def ask() -> None:
+        r = httpx.post(
+            f"{server.base_url}/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "Hello there."}]},
+            headers={"Authorization": f"Bearer {KEY}"},
+            timeout=10,
+        )
+        got.append(r.json()["choices"][0]["message"]["content"])
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got.count("scripted") == 1
