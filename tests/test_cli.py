@@ -236,6 +236,10 @@ def test_version(capsys) -> None:  # type: ignore[no-untyped-def]
         ["synth", "--help"],
         ["bench", "--help"],
         ["bench", "store", "--help"],
+        ["compare", "--help"],
+        ["embed", "--help"],
+        ["judge", "--help"],
+        ["judge", "calibrate", "--help"],
     ],
 )
 def test_every_command_has_help_that_runs_nothing(args: list[str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -243,6 +247,7 @@ def test_every_command_has_help_that_runs_nothing(args: list[str], tmp_path: Pat
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage:") and "memlab" in out
+    assert "%%" not in out  # a description is printed as written, not %-formatted
     assert "remembered" not in out  # the demo did not run
     assert list(tmp_path.iterdir()) == []  # nothing was written
 

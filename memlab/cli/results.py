@@ -214,7 +214,7 @@ def judge(args: list[str]) -> int:
         description="Grade the gold answers and two known-wrong answer sets of the public "
         "LoCoMo audit with a judge (the judge config group: judge=llm judge.prompt=locomo "
         "judge.model=... ; default judge=exact), and report how often it accepts each, per "
-        "category, with Wilson 95%% intervals.",
+        "category, with Wilson 95% intervals.",
     )
     parser.add_argument("--audit", type=Path, help="a folder holding the audit's "
                         "wrong_answers_v1*.json (specific) and wrong_answers_v2*.json (vague)")  # fmt: skip
