@@ -70,7 +70,10 @@ class AgentDeps:
             stored as the agent's (trusted).
         tool_gate: decides, for every tool call the reply states, whether it may
             run given where its justification came from (``memlab.memory.gating``;
-            e.g. ``ConfirmUntrustedMemory``). None: calls are listed, all allowed.
+            e.g. ``ConfirmUntrustedMemory``). A reply stating a call the gate did not
+            allow is stored untrusted (``web`` if web memory justified the call, else
+            ``tool``; the held tools in ``meta["gated"]``), so it never justifies
+            the call later. None: calls are listed, all allowed.
         tool_calls: reads the tool calls out of a reply (default: lines written
             as ``name(key=value, ...)``).
 
@@ -252,6 +255,14 @@ def run_turn(
             if quotes:
                 source = quoted_source(quotes) or Source.TOOL
                 meta = {"role": "agent", "quotes": [q.as_dict() for q in quotes]}
+        held = [d for d in decisions if d.action != "allow"]
+        if held:
+            # Stored as the agent's, the reply would be trusted memory that names the
+            # call: the next turn's gate would find it justified by trusted memory
+            # and allow the very call it held back.
+            why = {context[i].source for d in held for i in d.justified_by}
+            source = Source.WEB if Source.WEB in why or source is Source.WEB else Source.TOOL
+            meta = {**(meta or {"role": "agent"}), "gated": [d.call.tool for d in held]}
         items.append(
             MemoryInput(
                 scope,
