@@ -259,3 +259,20 @@ def test_a_reply_stating_a_held_tool_call_does_not_justify_it_next_turn() -> Non
     assert [d.action for d in again.tool_calls] == ["confirm"]
     allowed = run_turn("alice", "please refund order A-4411", deps)
     assert [d.action for d in allowed.tool_calls] == ["allow"]
+
+
+@pytest.mark.parametrize("decision", ["allow", None, {"action": "allow"}])
+def test_a_tool_gate_returning_no_decision_is_an_input_error(decision: object) -> None:
+    # It was accepted: "allow" strings reached TurnResult.tool_calls, where a caller
+    # reading d.action failed (and, once replies holding held calls are stored
+    # untrusted, run_turn itself failed with a bare AttributeError).
+    class Gate:
+        def decide(self, call, context):  # type: ignore[no-untyped-def]
+            return decision
+
+    layer = make_layer()
+    deps = AgentDeps(layer, lambda m: "payments.refund(order=A-4411)", maintain=False,
+                     tool_gate=Gate())  # fmt: skip
+    with pytest.raises(InputError, match="tool_gate.decide returned .* for payments.refund"):
+        run_turn("alice", "hello", deps)
+    assert layer.store.count(include_archived=True) == 0

@@ -153,7 +153,7 @@ def gate_calls(reply: str, context: Sequence[ContextOrigin], deps: AgentDeps) ->
 
     Raises:
         InputError: ``deps.tool_calls`` returned something other than a list of
-            ToolCall.
+            ToolCall, or ``deps.tool_gate`` something other than a GateDecision.
     """
     calls = deps.tool_calls(reply)
     # Checked here, before anything of the turn is stored: a parser returning None
@@ -171,7 +171,17 @@ def gate_calls(reply: str, context: Sequence[ContextOrigin], deps: AgentDeps) ->
             )
     if deps.tool_gate is None:
         return [GateDecision(c, "allow", "no tool gate") for c in calls]
-    return [deps.tool_gate.decide(c, context) for c in calls]
+    decisions = [deps.tool_gate.decide(c, context) for c in calls]
+    for c, d in zip(calls, decisions, strict=True):
+        # A string such as "allow" passed for a decision: the caller reading
+        # d.action failed later, or (before) every reply stored as trusted.
+        if not isinstance(d, GateDecision):
+            raise InputError(
+                f"AgentDeps.tool_gate.decide returned {type(d).__name__} {d!r:.40} for "
+                f"{c.tool}, not a GateDecision; nothing of this turn was stored. Return "
+                "GateDecision(call, 'allow' | 'confirm' | 'deny', reason)"
+            )
+    return decisions
 
 
 def run_turn(
@@ -198,7 +208,9 @@ def run_turn(
 
     Raises:
         InputError: a bad scope, an empty ``user_input``, ``tool_results`` that is
-            not a list of strings (a bare string is refused), a bad ``turn_id``.
+            not a list of strings (a bare string is refused), a bad ``turn_id``;
+            or ``deps.tool_calls`` or ``deps.tool_gate`` returned something unusable
+            (nothing of the turn is stored).
         ChatModelError: the model returned something other than a string, or a
             string with a lone surrogate; nothing of the turn is stored.
     """
