@@ -163,6 +163,21 @@ def test_a_procedure_that_later_fails_loses_salience(layer: MemoryLayer) -> None
         record_outcome(layer, "bob", r.id, success=True)  # another scope's id
 
 
+def test_bad_outcomes_are_refused_and_nothing_is_written(layer: MemoryLayer) -> None:
+    # success="yes" was a bare ValueError (int("yes")), success=None a TypeError,
+    # and outcome=5 was written into the procedure.
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    for bad, named in [
+        ({"success": "yes"}, "success"),
+        ({"success": None}, "success"),
+        ({"success": True, "outcome": 5}, "outcome"),
+    ]:
+        with pytest.raises(InputError, match=named):
+            record_outcome(layer, "alice", r.id, **bad)  # type: ignore[arg-type]
+    kept = layer.store.get("alice", r.id)
+    assert kept is not None and kept.same_as(r)
+
+
 def test_an_outcome_restarts_the_cold_decay_clock(clock: Clock) -> None:
     # cold decay counted idle time from the procedure's creation: an hour after a
     # success recorded on a 100-day-old procedure, maintain cut the new salience

@@ -477,9 +477,14 @@ def record_outcome(
     """Count one more success or failure of a stored procedure; its salience follows.
 
     Raises:
-        InputError: no procedure with this id in ``scope``.
+        InputError: no procedure with this id in ``scope``, or a ``success`` that is
+            not a bool or an ``outcome`` that is not a string (nothing is written).
     """
     check_scope(scope)
+    # Checked as remember_procedure checks them: success="yes" was a bare
+    # ValueError from int(), and outcome=5 was stored as the procedure's outcome.
+    check_bool(success, "record_outcome: success")
+    check_text(outcome, "record_outcome: outcome", empty=True)
     record = layer.store.get(scope, record_id)
     proc = procedure_of(record) if record is not None else None
     if record is None or proc is None:
