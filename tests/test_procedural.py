@@ -77,6 +77,8 @@ def test_parse_tool_call_reads_the_call_and_classifies_the_result() -> None:
 def test_tool_call_checks_its_input() -> None:
     with pytest.raises(InputError, match="not a name"):
         ToolCall("rm -rf /")
+    with pytest.raises(InputError, match="not a name"):
+        ToolCall("a.b\n")  # "$" matched before the final newline
     with pytest.raises(InputError, match="named twice"):
         ToolCall("a", [("x", 1), ("x", 2)])
     with pytest.raises(InputError, match="name/value pairs"):
@@ -228,6 +230,34 @@ def test_bad_procedures_are_refused_and_nothing_is_written(layer: MemoryLayer) -
         with pytest.raises(InputError, match=named):
             layer.remember_procedure("alice", "x", **args)  # type: ignore[arg-type]
     assert layer.store.count("alice") == 0
+
+
+@pytest.mark.parametrize(
+    ("task", "steps", "named"),
+    [
+        ("x", [Step(5)], "steps.0. tool name 5"),  # type: ignore[arg-type]
+        ("x", [Step("restart the service")], "steps.0. tool name"),
+        ("x", [Step("a.b\n")], "steps.0. tool name"),
+        ("x", [Step("a.b", "x=1")], "name/value pairs"),  # type: ignore[arg-type]
+        ("x", [Step("a.b", (("x", "\ud800"),))], r"steps\[0\] a.b x is not valid unicode"),
+        ("fix \ud800", [Step("a.b")], "task is not valid unicode"),
+        ("x", [ToolCall("a.b", {"mode": "\udc80"})], r"steps\[0\] a.b mode"),
+    ],
+)
+def test_bad_steps_are_refused_and_nothing_is_written(
+    layer: MemoryLayer, task: str, steps: list[Step], named: str
+) -> None:
+    # Step(5) was stored as a procedure whose tool is "5", a Step with args "x=1"
+    # was a bare ValueError, and a lone surrogate was blamed on the embedder's
+    # "texts[0]".
+    with pytest.raises(InputError, match=named):
+        layer.remember_procedure("alice", task, steps)
+    assert layer.store.count("alice") == 0
+
+
+def test_steps_may_give_their_arguments_as_a_mapping(layer: MemoryLayer) -> None:
+    r = layer.remember_procedure("alice", "x", [Step("a.b", {"mode": "fast"}), Step("c")])  # type: ignore[arg-type]
+    assert "1. a.b(mode=fast)" in r.content
 
 
 def test_untrusted_procedures_are_capped(layer: MemoryLayer) -> None:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
 
 META_KEY = "procedure"
-_NAME = re.compile(r"^[A-Za-z_][\w.\-/]*$")
+_NAME = re.compile(r"^[A-Za-z_][\w.\-/]*\Z")
 _CALL = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.\-/]*)\((?P<args>[^()]*)\)\s*(?:->\s*(?P<result>.*))?$",
                    re.S)  # fmt: skip
 _OK = re.compile(
@@ -401,6 +401,7 @@ def remember_procedure(
     target = layer.write_scope(scope, MemoryKind.PROCEDURAL)
     if not isinstance(task, str) or not task.strip():
         raise InputError(f"remember_procedure needs the task it solved (scope {target!r})")
+    check_text(task, "remember_procedure: task")
     if isinstance(steps, str | bytes) or not isinstance(steps, Sequence):
         raise InputError(
             f"remember_procedure: steps must be a list of ToolCalls or Steps, got "
@@ -420,12 +421,26 @@ def remember_procedure(
     if calls:
         new_steps = generalize(calls, task)
     else:
-        for s in steps:
+        checked = []
+        for i, s in enumerate(steps):
             if not isinstance(s, Step):
                 raise InputError(
                     f"remember_procedure: a step must be a ToolCall or Step, got {s!r}"
                 )
-        new_steps = tuple(steps)  # type: ignore[arg-type]
+            # Checked as ToolCall checks its own: Step(5) was stored as the tool "5",
+            # and arguments given as a dict were a bare ValueError when rendered.
+            if not isinstance(s.tool, str) or not _NAME.match(s.tool):
+                raise InputError(
+                    f"remember_procedure: steps[{i}] tool name {s.tool!r:.60} is not a name "
+                    "(letters, digits, _ . - /, starting with a letter or _)"
+                )
+            checked.append(Step(s.tool, _as_args(s.args, s.tool)))
+        new_steps = tuple(checked)
+    for i, step in enumerate(new_steps):
+        # named here: a lone surrogate was reported by the embedder as "texts[0]"
+        for name, value in step.args:
+            check_text(name, f"remember_procedure: steps[{i}] {step.tool} argument name")
+            check_text(value, f"remember_procedure: steps[{i}] {step.tool} {name}", empty=True)
     now = layer.clock() if created_at is None else float(created_at)
     fresh = Procedure(
         task=task,
