@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memlab.errors import InputError
 from memlab.memory import (
     HashEmbedder,
     InMemoryStore,
@@ -157,3 +158,25 @@ def test_tool_calls_after_small_talk_are_no_procedure(layer: MemoryLayer) -> Non
                         ("user", "The team offsite went well.")])  # fmt: skip
     assert rec.finish("alice") is None
     assert procedures(layer, "alice") == []
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda r: r.user("", "please replay the webhooks"), "scope"),
+        (lambda r: r.user(5, "please replay the webhooks"), "scope"),
+        (lambda r: r.user([1, 2], "please replay the webhooks"), "scope"),
+        (lambda r: r.user("alice", None), "ProcedureRecorder: text"),
+        (lambda r: r.user("alice", "please fix", 7), "turn_id"),
+        (lambda r: r.tool("", "a.b() -> ok"), "scope"),
+        (lambda r: r.tool("alice", 5), "ProcedureRecorder: text"),
+        (lambda r: r.agent("alice", None), "ProcedureRecorder: text"),
+    ],
+)
+def test_bad_arguments_are_refused_at_once(layer: MemoryLayer, call, named: str) -> None:  # type: ignore[no-untyped-def]
+    # A bad scope was accepted until the attempt closed (the attempt was then
+    # lost), an int scope and a None text were bare TypeErrors.
+    rec = ProcedureRecorder(layer)
+    with pytest.raises(InputError, match=named):
+        call(rec)
+    assert rec._open == {}

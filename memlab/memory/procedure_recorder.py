@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memlab.memory.checks import check_text
 from memlab.memory.procedural import (
     Procedure,
     ToolCall,
@@ -17,7 +18,7 @@ from memlab.memory.procedural import (
     parse_tool_call,
     remember_procedure,
 )
-from memlab.memory.records import MemoryKind, MemoryRecord
+from memlab.memory.records import MemoryKind, MemoryRecord, check_scopes
 from memlab.memory.salience import PLEASANTRY
 
 if TYPE_CHECKING:
@@ -86,7 +87,15 @@ class ProcedureRecorder:
 
     @staticmethod
     def _key(scope: str | Sequence[str]) -> tuple[str, ...]:
-        return (scope,) if isinstance(scope, str) else tuple(scope)
+        # Checked on every message: a bad scope was only refused when the attempt
+        # closed (and the attempt was lost with it), a list of ints a bare TypeError.
+        return check_scopes(scope)
+
+    @staticmethod
+    def _check(text: object, turn_id: object) -> None:
+        check_text(text, "ProcedureRecorder: text", empty=True)
+        if turn_id is not None:
+            check_text(turn_id, "ProcedureRecorder: turn_id")
 
     def user(
         self, scope: str | Sequence[str], text: str, turn_id: str | None = None
@@ -95,8 +104,12 @@ class ProcedureRecorder:
 
         A go-ahead ("yes, please do") keeps the open attempt going. Returns the
         procedure records written or updated.
+
+        Raises:
+            InputError: a bad scope, text or turn id (nothing changes).
         """
         key = self._key(scope)
+        self._check(text, turn_id)
         attempt = self._open.pop(key, None)
         prov = [turn_id] if turn_id is not None else []
         if attempt is not None and GO_AHEAD.match(text):
@@ -134,9 +147,19 @@ class ProcedureRecorder:
         self, scope: str | Sequence[str], call: ToolCall | str, turn_id: str | None = None
     ) -> ToolCall | None:
         """A tool call (a ``ToolCall`` or a ``name(args) -> result`` line); returns
-        the parsed call, or None when the text is not a call (it is then ignored)."""
+        the parsed call, or None when the text is not a call (it is then ignored).
+
+        Raises:
+            InputError: a bad scope or turn id, or ``call`` neither a ToolCall nor
+                a string.
+        """
+        key = self._key(scope)
+        if not isinstance(call, ToolCall):
+            self._check(call, turn_id)
+        elif turn_id is not None:
+            check_text(turn_id, "ProcedureRecorder: turn_id")
         parsed = parse_tool_call(call) if isinstance(call, str) else call
-        attempt = self._open.get(self._key(scope))
+        attempt = self._open.get(key)
         if parsed is None or attempt is None:
             return parsed
         attempt.calls.append(parsed)
@@ -145,7 +168,13 @@ class ProcedureRecorder:
         return parsed
 
     def agent(self, scope: str | Sequence[str], text: str, turn_id: str | None = None) -> None:
-        """An agent reply: part of the open attempt (nothing to read from it)."""
+        """An agent reply: part of the open attempt (nothing to read from it).
+
+        Raises:
+            InputError: a bad scope, text or turn id.
+        """
+        self._key(scope)
+        self._check(text, turn_id)
 
     def finish(self, scope: str | Sequence[str]) -> MemoryRecord | None:
         """End the scope's open attempt by its calls' outcomes alone."""
