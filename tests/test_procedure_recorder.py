@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlab.errors import InputError
+from memlab.errors import InputError, StoreError
 from memlab.memory import (
     HashEmbedder,
     InMemoryStore,
@@ -158,6 +158,46 @@ def test_tool_calls_after_small_talk_are_no_procedure(layer: MemoryLayer) -> Non
                         ("user", "The team offsite went well.")])  # fmt: skip
     assert rec.finish("alice") is None
     assert procedures(layer, "alice") == []
+
+
+class _FailingPut:
+    """Makes the layer's store fail its writes while on (a full disk)."""
+
+    def __init__(self, layer: MemoryLayer) -> None:
+        self.layer, self.put = layer, layer.store.put
+        self.on = True
+
+        def put(record: object) -> None:
+            if self.on:
+                raise StoreError("disk full")
+            self.put(record)  # type: ignore[arg-type]
+
+        layer.store.put = put  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("closing", ["confirmed", "finish"])
+def test_a_failed_write_keeps_the_attempt(layer: MemoryLayer, closing: str) -> None:
+    # The attempt was popped before the write: after the failure, the same
+    # confirmation (or finish) recorded nothing and the procedure was lost.
+    rec = ProcedureRecorder(layer)
+    feed(rec, "alice", CONVERSATION)
+    failing = _FailingPut(layer)
+
+    def close() -> object:
+        if closing == "finish":
+            return rec.finish("alice")
+        return rec.user("alice", "That did it, thanks!", "t6")
+
+    with pytest.raises(StoreError, match="disk full"):
+        close()
+    assert procedures(layer, "alice") == []
+    failing.on = False
+    close()
+    (proc,) = procedures(layer, "alice")
+    assert proc.signature == ("webhooks.list_failed", "webhooks.replay", "webhooks.resume")
+    record = layer.store.list("alice", kinds=[MemoryKind.PROCEDURAL])[0]
+    want = ("t0", "t2", "t3", "t4", "t6") if closing == "confirmed" else ("t0", "t2", "t3", "t4")
+    assert record.provenance == want
 
 
 @pytest.mark.parametrize(

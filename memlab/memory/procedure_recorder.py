@@ -3,6 +3,7 @@ procedures (``memlab.memory.procedural`` holds the records, merging and rating).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -103,13 +104,27 @@ class ProcedureRecorder:
         """A user message: ends the open attempt (see the class docs), or starts one.
 
         A go-ahead ("yes, please do") keeps the open attempt going. Returns the
-        procedure records written or updated.
+        procedure records written or updated. If writing the procedure fails, the
+        attempt stays open as it was, so the same message can be given again.
 
         Raises:
             InputError: a bad scope, text or turn id (nothing changes).
         """
         key = self._key(scope)
         self._check(text, turn_id)
+        attempt = self._open.get(key)
+        try:
+            return self._user(key, text, turn_id)
+        except BaseException:
+            # nothing is lost: a failed write (a full disk, a closed store) leaves
+            # the attempt as it was before this message
+            if attempt is None:
+                self._open.pop(key, None)
+            else:
+                self._open[key] = attempt
+            raise
+
+    def _user(self, key: tuple[str, ...], text: str, turn_id: str | None) -> list[MemoryRecord]:
         attempt = self._open.pop(key, None)
         prov = [turn_id] if turn_id is not None else []
         if attempt is not None and GO_AHEAD.match(text):
@@ -129,9 +144,10 @@ class ProcedureRecorder:
             ):
                 verdict = True
             if verdict is not None:
+                closing = attempt
                 if complained or confirmed:
-                    attempt.provenance += prov
-                record = self._close(key, attempt, verdict)
+                    closing = dataclasses.replace(attempt, provenance=attempt.provenance + prov)
+                record = self._close(key, closing, verdict)
                 if record is not None:
                     written.append(record)
         if complained and attempt is not None:
@@ -177,7 +193,8 @@ class ProcedureRecorder:
         self._check(text, turn_id)
 
     def finish(self, scope: str | Sequence[str]) -> MemoryRecord | None:
-        """End the scope's open attempt by its calls' outcomes alone."""
+        """End the scope's open attempt by its calls' outcomes alone. If writing the
+        procedure fails, the attempt stays open."""
         key = self._key(scope)
         attempt = self._open.pop(key, None)
         if attempt is None or not attempt.calls:
@@ -186,7 +203,11 @@ class ProcedureRecorder:
             c.ok is True for c in attempt.calls
         ):
             return None
-        return self._close(key, attempt, True)
+        try:
+            return self._close(key, attempt, True)
+        except BaseException:
+            self._open[key] = attempt
+            raise
 
     def _close(self, key: tuple[str, ...], attempt: _Attempt, success: bool) -> MemoryRecord | None:
         calls = [c for c in attempt.calls if c.ok is not False] if success else attempt.calls
