@@ -562,6 +562,31 @@ def test_remember_refuses_the_layers_own_meta_keys(key: str) -> None:
     layer.remember("alice", "a page", source="web", meta={"url": "x"})  # other keys are fine
 
 
+@pytest.mark.parametrize(
+    ("procedure", "named"),
+    [
+        ({"task": "replay webhooks"}, "has no 'steps'"),
+        ({"task": "x", "steps": [{"tool": "a", "args": [["k"]]}]}, "malformed"),
+        ({"task": "x", "steps": [], "successes": "many"}, "malformed"),
+    ],
+)
+def test_remember_refuses_a_malformed_procedure(procedure: dict[str, object], named: str) -> None:
+    # It was stored, and every later remember_procedure of the scope that found it
+    # among its near duplicates failed with "not a procedure".
+    from memlab.memory import ToolCall
+
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(64), clock=lambda: 1.7e9)
+    content = "Procedure for: replay webhooks\n1. webhooks.replay()\n2. webhooks.resume()"
+    with pytest.raises(InputError, match=named):
+        layer.remember("alice", content, kind="procedural", meta={"procedure": procedure})
+    assert layer.store.count("alice") == 0
+    steps = [ToolCall("webhooks.replay"), ToolCall("webhooks.resume")]
+    assert layer.remember_procedure("alice", "replay webhooks", steps)
+    # a procedural record without a procedure, and "procedure" on other kinds, are fine
+    layer.remember("alice", "Restart the pods, then purge the cache.", kind="procedural")
+    layer.remember("alice", "The deploy procedure changed.", meta={"procedure": {"x": 1}})
+
+
 def test_mark_reflected_checks_its_arguments() -> None:
     layer = MemoryLayer(InMemoryStore(), HashEmbedder(64), clock=lambda: 1.7e9)
     for bad in ["x", (1.0,), ("x", "r1"), (float("nan"), "r1"), (1.0, 2)]:

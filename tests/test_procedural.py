@@ -260,6 +260,15 @@ def test_steps_may_give_their_arguments_as_a_mapping(layer: MemoryLayer) -> None
     assert "1. a.b(mode=fast)" in r.content
 
 
+def test_a_malformed_stored_procedure_is_named_in_the_error(layer: MemoryLayer) -> None:
+    # Put into the store by hand (or by an older version): the error said only
+    # "not a procedure (meta['procedure'] is malformed: 'steps')".
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    layer.store.put(r.copy(meta={"procedure": {"task": "x"}}))
+    with pytest.raises(InputError, match=rf"record '{r.id}' in scope 'alice'.*Forget it"):
+        layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+
+
 def test_untrusted_procedures_are_capped(layer: MemoryLayer) -> None:
     r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY, source="tool")
     assert r.salience <= layer.untrusted_salience_cap

@@ -202,7 +202,9 @@ class Procedure:
                 failures=int(data.get("failures", 0)),
                 tasks=tuple(str(t) for t in data.get("tasks", ())),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
+            raise InputError(f"not a procedure (meta['procedure'] has no {exc})") from None
+        except (TypeError, ValueError) as exc:
             raise InputError(f"not a procedure (meta['procedure'] is malformed: {exc})") from None
 
 
@@ -572,7 +574,16 @@ def _near_duplicate(
     ]
     rows.sort(key=lambda r: -float(sims[r]))
     for record in layer.store.get_many(scope, [cands.ids[r] for r in rows]):
-        proc = procedure_of(record)
+        try:
+            proc = procedure_of(record)
+        except InputError as exc:
+            # put into the store by hand or by an older version: say which record
+            # stops the scope's procedures from being written, and how to go on
+            raise InputError(
+                f"procedural record {record.id!r} in scope {scope!r}: {exc}. Forget it "
+                "(MemoryLayer.forget) or rewrite its meta['procedure'], then write the "
+                "procedure again"
+            ) from None
         if (
             proc is not None
             and proc.signature == fresh.signature

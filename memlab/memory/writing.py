@@ -5,7 +5,7 @@ decides what a note replaces first)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memlab.errors import InputError
@@ -20,6 +20,8 @@ from memlab.memory.checks import (
 from memlab.memory.evict import DECAYED_KEY, REVIEWED_KEY, WRITTEN_KEY
 from memlab.memory.layer_types import MemoryInput
 from memlab.memory.models.embedder import check_embeddings
+from memlab.memory.procedural import META_KEY as PROCEDURE_KEY
+from memlab.memory.procedural import Procedure
 from memlab.memory.records import (
     UNTRUSTED_SOURCES,
     MemoryKind,
@@ -108,6 +110,17 @@ def _prepare(
                 "decay, review, reflection) and cannot be given to remember(); drop "
                 "them, and use approve() to review a record"
             )
+        proc = item.meta.get(PROCEDURE_KEY)
+        if kind is MemoryKind.PROCEDURAL and isinstance(proc, Mapping):
+            # read back by every later remember_procedure of the scope: a malformed
+            # one made each of them fail with "not a procedure"
+            try:
+                Procedure.from_meta(proc)
+            except InputError as exc:
+                raise InputError(
+                    f"{exc}; write procedures with remember_procedure(), or give "
+                    "meta['procedure'] a task and steps as Procedure.to_meta() writes them"
+                ) from None
     if item.id is not None:
         check_id(item.id, "id")
     created = check_time(item.created_at, "created_at", none=True)
