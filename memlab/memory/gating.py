@@ -14,7 +14,8 @@ A ``ToolGate`` is any object with ``decide(call, context) -> GateDecision``.
 ``ConfirmUntrustedMemory`` is the example policy: a call whose only justification
 is untrusted context needs the user's confirmation. An item justifies a call when
 it names the call's tool or one of its argument values (whole words, case
-folded); the user's input and trusted memory are trusted justification, recalled
+folded, with full-width forms, dashes and invisible characters folded as the
+memory block shows them to the model); the user's input and trusted memory are trusted justification, recalled
 tool/web memory and this turn's tool results are not.
 
 Example::
@@ -31,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -103,18 +105,34 @@ class ToolGate(Protocol):
     def decide(self, call: ToolCall, context: Sequence[ContextOrigin]) -> GateDecision: ...
 
 
+def _fold(text: str) -> str:
+    """``text`` as the model reads it: NFKC (full-width forms), invisible format
+    characters (zero-width, soft hyphen) removed, every dash a ``-``, case folded.
+    The memory block shows the model NFKC text without format characters, so a
+    web record spelling the call's ``A-4411`` in full-width digits, or with a
+    zero-width space inside, named it to the model but not to the gate (which
+    allowed the call as unjustified)."""
+    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = "".join(
+            "-" if unicodedata.category(ch) == "Pd" else ch
+            for ch in text
+            if unicodedata.category(ch) != "Cf"
+        )
+    return text.casefold()
+
+
 def _phrase(text: str) -> str:
-    return " " + " ".join(re.findall(r"[\w.\-/]+", text.casefold())) + " "
+    return " " + " ".join(re.findall(r"[\w.\-/]+", _fold(text))) + " "
 
 
 def justifying(call: ToolCall, context: Sequence[ContextOrigin], min_chars: int = 3) -> list[int]:
     """Indices of the context items that name the call's tool or one of its
-    argument values (whole words, case folded; values shorter than ``min_chars``
-    characters are too common to count)."""
-    needles = [call.tool.casefold()] + [
-        v.casefold().strip() for _, v in call.args if len(v.strip()) >= min_chars
-    ]
-    needles = [" " + " ".join(re.findall(r"[\w.\-/]+", n)) + " " for n in needles]
+    argument values (whole words, case folded, full-width forms, dashes and
+    invisible characters folded as in ``_fold``; values shorter than
+    ``min_chars`` characters are too common to count)."""
+    needles = [call.tool] + [v.strip() for _, v in call.args if len(v.strip()) >= min_chars]
+    needles = [_phrase(n) for n in needles]
     needles = [n for n in needles if n.strip()]
     return [i for i, item in enumerate(context) if any(n in _phrase(item.text) for n in needles)]
 
