@@ -123,7 +123,10 @@ def _fold(text: str) -> str:
 
 
 def _phrase(text: str) -> str:
-    return " " + " ".join(re.findall(r"[\w.\-/]+", _fold(text))) + " "
+    # A full stop ends a sentence, not a value: read as part of the word, it hid
+    # "A-4411." (a value at the end of a sentence) from the needle "A-4411".
+    words = (w.strip(".") for w in re.findall(r"[\w.\-/]+", _fold(text)))
+    return " " + " ".join(w for w in words if w) + " "
 
 
 def justifying(call: ToolCall, context: Sequence[ContextOrigin], min_chars: int = 3) -> list[int]:
