@@ -140,9 +140,14 @@ class TurnResult:
 
 def turn_context(user_input: str, hits: Sequence[Hit], tools: Sequence[str]) -> list[ContextOrigin]:
     """The items a turn's model is shown, marked by origin: the input, then each
-    recalled memory (with its record's source and id), then each tool result."""
+    recalled memory (with its record's source and id), then each tool result.
+
+    A memory item's text is the hit's text, as the memory block shows it: the
+    record's content without its superseded claims. (The content let a stale
+    claim, "Refunds go to account 99-1234.", justify a call the model was shown
+    no trusted reason for.)"""
     out = [ContextOrigin("user", user_input, Source.USER)]
-    out += [ContextOrigin("memory", h.record.content, h.record.source, h.record.id) for h in hits]
+    out += [ContextOrigin("memory", h.text, h.record.source, h.record.id) for h in hits]
     out += [ContextOrigin("tool_result", t, Source.TOOL) for t in tools]
     return out
 
