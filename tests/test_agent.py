@@ -294,3 +294,14 @@ def test_a_superseded_claim_does_not_justify_a_tool_call() -> None:
     turn = run_turn("alice", "anything new about shipping with DHL and refunds?", deps)
     assert [d.action for d in turn.tool_calls] == ["confirm"]  # was "allow"
     assert [c.text for c in turn.context if c.record_id == old.id] == ["We ship with DHL."]
+
+
+@pytest.mark.parametrize("value", [2.0, None, float("nan"), True])
+def test_a_salience_function_returning_no_salience_is_named(value: object) -> None:
+    # The error was remember_many's "salience must be a number in 0..1, got 2.0",
+    # naming an argument the caller never passed to run_turn.
+    layer = make_layer()
+    deps = AgentDeps(layer, lambda m: "ok", maintain=False, salience=lambda t: value)  # type: ignore[arg-type,return-value]
+    with pytest.raises(InputError, match="AgentDeps.salience returned"):
+        run_turn("alice", "hello", deps)
+    assert layer.store.count(include_archived=True) == 0

@@ -189,6 +189,19 @@ def gate_calls(reply: str, context: Sequence[ContextOrigin], deps: AgentDeps) ->
     return decisions
 
 
+def _salience(deps: AgentDeps, text: str) -> float:
+    """``deps.salience(text)``, checked here: remember_many's "salience must be a
+    number in 0..1" named an argument the caller never passed."""
+    value = deps.salience(text)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InputError(
+            f"AgentDeps.salience returned {value!r:.40} for {text!r:.40}, not a number in "
+            "0..1; nothing of this turn was stored. Make the function return a salience "
+            "in 0..1"
+        )
+    return float(value)
+
+
 def run_turn(
     scope: str,
     user_input: str,
@@ -253,9 +266,9 @@ def run_turn(
     context = turn_context(user_input, result.hits, tools)
     decisions = gate_calls(reply, context, deps)
     prov = (turn_id,) if turn_id else ()
-    items = [MemoryInput(scope, user_input, salience=deps.salience(user_input), provenance=prov)]
+    items = [MemoryInput(scope, user_input, salience=_salience(deps, user_input), provenance=prov)]
     items += [
-        MemoryInput(scope, t, salience=deps.salience(t), source=Source.TOOL, provenance=prov)
+        MemoryInput(scope, t, salience=_salience(deps, t), source=Source.TOOL, provenance=prov)
         for t in tools
         if t.strip()
     ]
@@ -284,7 +297,7 @@ def run_turn(
             MemoryInput(
                 scope,
                 reply,
-                salience=deps.salience(reply),
+                salience=_salience(deps, reply),
                 source=source,
                 provenance=prov,
                 meta=meta,
