@@ -76,6 +76,30 @@ def test_recorder_does_not_invent_a_procedure_from_a_failure(layer: MemoryLayer)
     assert procedures(layer, "alice") == []
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "It isn't fixed.",
+        "That hasn't fixed it.",
+        "Nope, not resolved yet.",
+        "It's not back to normal.",
+        "It still doesn't work.",
+        "That never worked.",
+    ],
+)
+def test_a_negated_confirmation_is_a_complaint(layer: MemoryLayer, reply: str) -> None:
+    # CONFIRMATION found "fixed" / "resolved" / "back to normal" in these, and
+    # nothing read the negation: the failed attempt was recorded as a success
+    # (and "doesn't work", read as neither, counted the calls' "ok" as success).
+    rec = ProcedureRecorder(layer)
+    feed(rec, "alice", [*CONVERSATION, ("user", "That did it, thanks!")])
+    feed(rec, "alice", [*CONVERSATION, ("user", reply)])
+    (proc,) = procedures(layer, "alice")
+    assert (proc.successes, proc.failures) == (1, 1)
+    feed(rec, "bob", [*CONVERSATION, ("user", reply)])
+    assert procedures(layer, "bob") == []  # a failure invents no procedure
+
+
 def test_recorder_needs_a_confirmation_when_the_policy_says_so() -> None:
     clock = Clock()
     layer = MemoryLayer(

@@ -45,7 +45,13 @@ REQUEST = re.compile(
 COMPLAINT = re.compile(
     r"\b(still (broken|failing|down|seeing|getting|not)|didn'?t (work|help|fix)|did not (work|"
     r"help|fix)|not (working|fixed)|same (error|problem|issue)|no (change|luck)|still the same|"
-    r"made it worse)\b",
+    r"made it worse)\b"
+    # A negated confirmation ("it isn't fixed", "that hasn't fixed it", "not back to
+    # normal", "it doesn't work"): CONFIRMATION finds "fixed" / "back to normal" in
+    # it, and the failed attempt was recorded as a success.
+    r"|\b(not|never|isn'?t|aren'?t|wasn'?t|weren'?t|hasn'?t|haven'?t|doesn'?t|don'?t|"
+    r"won'?t|can'?t)\s+(\w+\s+)?(fix(ed|es)?|resolved|work(s|ed|ing)?|help(s|ed)?|back|"
+    r"good|normal)\b",
     re.I,
 )
 
