@@ -100,6 +100,22 @@ def test_a_negated_confirmation_is_a_complaint(layer: MemoryLayer, reply: str) -
     assert procedures(layer, "bob") == []  # a failure invents no procedure
 
 
+@pytest.mark.parametrize(
+    "reply",
+    ["That didn\u2019t work.", "It isn\u2019t fixed.", "It doesn\u2019t work."],
+)
+def test_a_complaint_with_a_typographic_apostrophe_is_a_complaint(
+    layer: MemoryLayer, reply: str
+) -> None:
+    # The patterns spell "didn't" with "'": with "\u2019" the reply was no complaint
+    # (or a confirmation, "fixed"), and the failed attempt was recorded as a success.
+    rec = ProcedureRecorder(layer)
+    feed(rec, "alice", [*CONVERSATION, ("user", reply)])
+    assert procedures(layer, "alice") == []
+    feed(rec, "bob", [*CONVERSATION, ("user", "It\u2019s back, thanks")])
+    assert len(procedures(layer, "bob")) == 1
+
+
 def test_recorder_needs_a_confirmation_when_the_policy_says_so() -> None:
     clock = Clock()
     layer = MemoryLayer(

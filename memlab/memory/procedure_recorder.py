@@ -55,6 +55,9 @@ COMPLAINT = re.compile(
     re.I,
 )
 
+# right single quotation mark, modifier letter apostrophe, prime, full-width
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u02bc\u2032\uff07", "'"))
+
 
 # -- capturing from a conversation --------------------------------------------------
 @dataclass
@@ -133,12 +136,15 @@ class ProcedureRecorder:
     def _user(self, key: tuple[str, ...], text: str, turn_id: str | None) -> list[MemoryRecord]:
         attempt = self._open.pop(key, None)
         prov = [turn_id] if turn_id is not None else []
-        if attempt is not None and GO_AHEAD.match(text):
+        # The patterns spell "didn't" with "'": a phone's or an editor's "didn’t
+        # work" was no complaint, and the attempt's "ok" calls counted as a success.
+        said = text.translate(_APOSTROPHES)
+        if attempt is not None and GO_AHEAD.match(said):
             attempt.provenance += prov
             self._open[key] = attempt
             return []
-        confirmed = bool(CONFIRMATION.search(text))
-        complained = bool(COMPLAINT.search(text))
+        confirmed = bool(CONFIRMATION.search(said))
+        complained = bool(COMPLAINT.search(said))
         written: list[MemoryRecord] = []
         if attempt is not None and attempt.calls:
             verdict: bool | None = None
@@ -159,7 +165,7 @@ class ProcedureRecorder:
         if complained and attempt is not None:
             # the agent will try again: the task is the same
             self._open[key] = _Attempt(attempt.task, [*attempt.provenance[:1], *prov])
-        elif not confirmed and REQUEST.search(text) and not PLEASANTRY.match(text.strip()):
+        elif not confirmed and REQUEST.search(said) and not PLEASANTRY.match(said.strip()):
             self._open[key] = _Attempt(text.strip(), prov)
         elif attempt is not None and not attempt.calls:
             self._open[key] = attempt  # "thanks" before any call: the task stays open
