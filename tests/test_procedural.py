@@ -180,6 +180,22 @@ def test_bad_outcomes_are_refused_and_nothing_is_written(layer: MemoryLayer) -> 
     assert kept is not None and kept.same_as(r)
 
 
+def test_a_closed_layer_takes_no_procedure_write(layer: MemoryLayer) -> None:
+    # record_outcome and remember_procedure (which ProcedureRecorder calls) did not
+    # check: over an InMemoryStore, a closed layer's procedure still counted them.
+    from memlab.errors import StoreError
+    from memlab.memory.procedural import remember_procedure
+
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY)
+    layer.close()
+    with pytest.raises(StoreError, match="closed"):
+        record_outcome(layer, "alice", r.id, success=True)
+    with pytest.raises(StoreError, match="closed"):
+        remember_procedure(layer, "alice", "replay failed webhooks", REPLAY)
+    (proc,) = procedures(layer, "alice")
+    assert proc.successes == 1
+
+
 def test_an_outcome_restarts_the_cold_decay_clock(clock: Clock) -> None:
     # cold decay counted idle time from the procedure's creation: an hour after a
     # success recorded on a 100-day-old procedure, maintain cut the new salience

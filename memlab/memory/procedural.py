@@ -398,7 +398,11 @@ def remember_procedure(
 
     Raises:
         InputError: an empty task, no steps, a bad scope or source.
+        StoreError: the layer is closed.
     """
+    # called directly (and by ProcedureRecorder), not only through the layer's
+    # method: a closed layer over an InMemoryStore took the write
+    layer._check_open()
     policy = layer.procedures
     target = layer.write_scope(scope, MemoryKind.PROCEDURAL)
     if not isinstance(task, str) or not task.strip():
@@ -496,7 +500,9 @@ def record_outcome(
     Raises:
         InputError: no procedure with this id in ``scope``, or a ``success`` that is
             not a bool or an ``outcome`` that is not a string (nothing is written).
+        StoreError: the layer is closed.
     """
+    layer._check_open()
     check_scope(scope)
     # Checked as remember_procedure checks them: success="yes" was a bare
     # ValueError from int(), and outcome=5 was stored as the procedure's outcome.
