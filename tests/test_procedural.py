@@ -224,6 +224,25 @@ def test_salience_follows_the_laplace_success_rate() -> None:
         ProcedurePolicy(min_salience=0.9, max_salience=0.5)
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("merge_similarity", "0.5"),
+        ("merge_similarity", None),
+        ("min_salience", "0.1"),
+        ("max_salience", None),
+        ("require_confirmation", "no"),
+        ("merge", "false"),
+        ("min_steps", True),
+    ],
+)
+def test_policy_fields_of_the_wrong_type_are_named(field: str, value: object) -> None:
+    # merge_similarity="0.5" was a bare TypeError from "<="; require_confirmation="no"
+    # and merge="false", truthy strings, were taken as True.
+    with pytest.raises(InputError, match=f"procedures.{field}"):
+        ProcedurePolicy(**{field: value})  # type: ignore[arg-type]
+
+
 def test_bad_procedures_are_refused_and_nothing_is_written(layer: MemoryLayer) -> None:
     with pytest.raises(InputError, match="task"):
         layer.remember_procedure("alice", "  ", REPLAY)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.errors import InputError
-from memlab.memory.checks import check_bool, check_strings, check_text, check_time
+from memlab.memory.checks import check_bool, check_number, check_strings, check_text, check_time
 from memlab.memory.models.embedder import check_embeddings
 from memlab.memory.records import (
     MemoryKind,
@@ -240,17 +240,18 @@ class ProcedurePolicy:
     max_salience: float = 0.95
 
     def __post_init__(self) -> None:
-        if not isinstance(self.min_steps, int) or self.min_steps < 1:
-            raise InputError(
-                f"procedures.min_steps must be an integer >= 1, got {self.min_steps!r}"
-            )
+        # Types first: merge_similarity="0.5" was a bare TypeError from "<=", and
+        # require_confirmation="no" (a truthy string) turned confirmation on.
+        check_number(self.min_steps, "procedures.min_steps", lo=1, integer=True)
+        check_bool(self.require_confirmation, "procedures.require_confirmation")
+        check_bool(self.merge, "procedures.merge")
+        check_number(self.merge_similarity, "procedures.merge_similarity")
+        check_number(self.max_tasks, "procedures.max_tasks", lo=1, integer=True)
+        check_number(self.min_salience, "procedures.min_salience")
+        check_number(self.max_salience, "procedures.max_salience")
         if not -1.0 <= self.merge_similarity <= 1.0:
             raise InputError(
                 f"procedures.merge_similarity must be in -1..1, got {self.merge_similarity!r}"
-            )
-        if not isinstance(self.max_tasks, int) or self.max_tasks < 1:
-            raise InputError(
-                f"procedures.max_tasks must be an integer >= 1, got {self.max_tasks!r}"
             )
         if not 0.0 <= self.min_salience <= self.max_salience <= 1.0:
             raise InputError(
