@@ -189,6 +189,14 @@ def test_bad_gate_settings_are_clear_errors() -> None:
         GateDecision(ToolCall("a"), "maybe", "")
 
 
+@pytest.mark.parametrize("field", ["tool_results_trusted", "deny"])
+@pytest.mark.parametrize("value", ["no", "false", 1, None])
+def test_policy_flags_must_be_booleans(field: str, value: object) -> None:
+    # bool() took tool_results_trusted="no" as True, so tool results justified calls.
+    with pytest.raises(InputError, match=field):
+        ConfirmUntrustedMemory(**{field: value})  # type: ignore[arg-type]
+
+
 def test_reply_tool_calls_reads_call_lines_only() -> None:
     reply = "Sure.\npayments.refund(order=A-1)\nI called (nothing) here.\nlogs.tail(service=api)"
     assert [c.tool for c in reply_tool_calls(reply)] == ["payments.refund", "logs.tail"]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from memlab.errors import InputError
+from memlab.memory.checks import check_bool
 from memlab.memory.procedural import ToolCall, parse_tool_call
 from memlab.memory.records import Source
 
@@ -161,8 +162,12 @@ class ConfirmUntrustedMemory:
     ) -> None:
         if unjustified not in ACTIONS:
             raise InputError(f"unjustified must be one of {ACTIONS}, got {unjustified!r}")
-        self.tool_results_trusted = bool(tool_results_trusted)
-        self.deny = bool(deny)
+        # bool() took tool_results_trusted="no" (a truthy string) as True: every
+        # call a tool result justified was allowed
+        self.tool_results_trusted = check_bool(
+            tool_results_trusted, "ConfirmUntrustedMemory: tool_results_trusted"
+        )
+        self.deny = check_bool(deny, "ConfirmUntrustedMemory: deny")
         self.unjustified = unjustified
 
     def _trusted(self, item: ContextOrigin) -> bool:
