@@ -305,3 +305,22 @@ def test_a_salience_function_returning_no_salience_is_named(value: object) -> No
     with pytest.raises(InputError, match="AgentDeps.salience returned"):
         run_turn("alice", "hello", deps)
     assert layer.store.count(include_archived=True) == 0
+
+
+@pytest.mark.parametrize("justified_by", [(7,), (-1,), ("0",)])
+def test_a_tool_gate_justifying_by_no_context_item_is_an_input_error(
+    justified_by: tuple[object, ...],
+) -> None:
+    # (7,) in a turn of two context items was a bare IndexError after the model call.
+    from memlab.memory import GateDecision
+
+    class Gate:
+        def decide(self, call, context):  # type: ignore[no-untyped-def]
+            return GateDecision(call, "confirm", "ask first", justified_by)  # type: ignore[arg-type]
+
+    layer = make_layer()
+    deps = AgentDeps(layer, lambda m: "payments.refund(order=A-4411)", maintain=False,
+                     tool_gate=Gate())  # fmt: skip
+    with pytest.raises(InputError, match="justified payments.refund by"):
+        run_turn("alice", "hello", deps)
+    assert layer.store.count(include_archived=True) == 0

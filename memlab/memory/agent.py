@@ -186,6 +186,19 @@ def gate_calls(reply: str, context: Sequence[ContextOrigin], deps: AgentDeps) ->
                 f"{c.tool}, not a GateDecision; nothing of this turn was stored. Return "
                 "GateDecision(call, 'allow' | 'confirm' | 'deny', reason)"
             )
+        # run_turn reads context[i] for each: (7,) in a turn of two items was a
+        # bare IndexError after the model had answered
+        bad = [
+            i
+            for i in d.justified_by
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(context)
+        ]
+        if bad:
+            raise InputError(
+                f"AgentDeps.tool_gate.decide justified {c.tool} by {bad[0]!r:.20}, not an "
+                f"index into the turn's {len(context)} context items; nothing of this "
+                "turn was stored"
+            )
     return decisions
 
 
