@@ -324,3 +324,17 @@ def test_a_tool_gate_justifying_by_no_context_item_is_an_input_error(
     with pytest.raises(InputError, match="justified payments.refund by"):
         run_turn("alice", "hello", deps)
     assert layer.store.count(include_archived=True) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [((None, [], "hi"), "system_prompt"), (("s", [], None), "user_input"),
+     (("s", [], 5), "user_input")],
+)  # fmt: skip
+def test_prompt_messages_checks_its_texts(args: tuple[object, ...], named: str) -> None:
+    # None as system prompt was a bare TypeError; None or 5 as the input became the
+    # user message's content.
+    from memlab.memory.agent import prompt_messages
+
+    with pytest.raises(InputError, match=named):
+        prompt_messages(*args)  # type: ignore[arg-type]

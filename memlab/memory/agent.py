@@ -45,7 +45,15 @@ def prompt_messages(system_prompt: str, hits: Sequence[Hit], user_input: str) ->
 
     The one place the prompt is built: ``run_turn`` uses it, and so does the lab's
     reader (so a measured answer comes from the very prompt an agent would send).
+
+    Raises:
+        InputError: ``system_prompt`` or ``user_input`` is not a string, or
+            ``hits`` is not a list of hits.
     """
+    # a None system prompt was a bare TypeError, and a None or int input went into
+    # the messages as the user's content
+    check_text(system_prompt, "prompt_messages: system_prompt", empty=True)
+    check_text(user_input, "prompt_messages: user_input", empty=True)
     return [
         {"role": "system", "content": system_prompt + "\n\n" + format_memory(hits)},
         {"role": "user", "content": user_input},
