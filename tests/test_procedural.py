@@ -83,6 +83,9 @@ def test_tool_call_checks_its_input() -> None:
         ToolCall("a", [("x", 1), ("x", 2)])
     with pytest.raises(InputError, match="name/value pairs"):
         ToolCall("a", ["x"])  # type: ignore[list-item]
+    for ok in ("failed", "yes", 0, 1):  # only False dropped a call from a success
+        with pytest.raises(InputError, match="ok must be True, False or None"):
+            ToolCall("a", ok=ok)  # type: ignore[arg-type]
 
 
 def test_generalize_makes_varying_values_placeholders() -> None:

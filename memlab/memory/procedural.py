@@ -101,6 +101,13 @@ class ToolCall:
                 "starting with a letter or _)"
             )
         object.__setattr__(self, "args", _as_args(self.args, self.tool))
+        # ok="failed" (a truthy string) was kept as a step of a confirmed attempt,
+        # where only ok is False drops a call
+        if self.ok is not None and not isinstance(self.ok, bool):
+            raise InputError(
+                f"{self.tool}: ok must be True, False or None (unknown), got "
+                f"{type(self.ok).__name__} {self.ok!r:.40}"
+            )
 
 
 def _as_args(
