@@ -150,6 +150,29 @@ def test_detached_probes_round_trip_and_default_to_false(tmp_path: Path) -> None
     assert "detached" not in plain.to_dict()["turns"][9]["probe"]
 
 
+def test_a_session_layer_that_names_another_scope_is_refused() -> None:
+    """A layered strategy keeps a session's episodes in ``<scope>:<session>``: a
+    transcript where that is also a turn's scope, or another session's layer, would
+    give two scopes one store scope (the session read the other scope's records as
+    its own, and ``leaks`` counted them as the probe's)."""
+    d = raw()
+    d["turns"][0]["scope"] = "alice:support:s1"  # another scope, no session
+    for turn in d["turns"][1:4]:
+        turn["scope"], turn["session"] = "alice:support", "s1"
+    with pytest.raises(TranscriptError, match=r"turn 't1', field 'session'.*also the scope"):
+        Transcript.from_dict(d)
+    d = raw()
+    d["turns"][0]["session"] = "support:s1"
+    d["turns"][0]["scope"] = "alice"
+    d["turns"][1]["scope"], d["turns"][1]["session"] = "alice:support", "s1"
+    with pytest.raises(TranscriptError, match=r"turn 't1'.*also that of scope 'alice'"):
+        Transcript.from_dict(d)
+    d = raw()  # sessions of their own scopes are fine, in any number of turns
+    for turn in d["turns"]:
+        turn["session"] = "s1"
+    assert {t.session for t in Transcript.from_dict(d).turns} == {"s1"}
+
+
 def test_fact_state_is_cached_and_sessions_map_turns() -> None:
     t = Transcript.from_dict(raw())
     first = t.fact_state(9, "alice:support")

@@ -309,9 +309,54 @@ def _build(data: Any, errors: _Errors) -> Transcript | None:
             )  # fmt: skip
         last_time = max(last_time, turn.time)
         turns.append(turn)
+    _check_session_layers(turns, errors)
     if errors.items:
         return None
     return Transcript(id=tid, turns=turns, facts=facts, meta=meta)  # type: ignore[arg-type]
+
+
+def session_scope(scope: str, session: str) -> str:
+    """The scope of one session's layer: ``<scope>:<session>``.
+
+    Layered strategies remember a session's episodes there; the ``leaks`` metric
+    counts an item from it as the probe's own when the probe is in that session.
+    A transcript where this names another scope, or two sessions' layers, is
+    refused (``_check_session_layers``).
+    """
+    return f"{scope}:{session}"
+
+
+def _check_session_layers(turns: list[Turn], errors: _Errors) -> None:
+    """Refuse a transcript where a session's layer is also a turn's scope or
+    another session's layer: scope ``alice:s1`` and scope ``alice`` in session
+    ``s1`` (or scope ``alice`` in session ``support:s1`` and scope ``alice:support``
+    in session ``s1``) would share one store scope in a layered strategy, which
+    then recalled the other scope's records as the session's own, and the
+    ``leaks`` metric could not tell them apart."""
+    scopes: dict[str, str] = {}  # scope -> the first turn of it
+    for t in turns:
+        scopes.setdefault(t.scope, t.id)
+    layers: dict[str, tuple[str, str, str]] = {}  # layer -> (scope, session, first turn)
+    for t in turns:
+        if t.session is None:
+            continue
+        layer = session_scope(t.scope, t.session)
+        first = layers.setdefault(layer, (t.scope, t.session, t.id))
+        if first[:2] != (t.scope, t.session):
+            errors.add(
+                f"turn {t.id!r}", "session",
+                f"scope {t.scope!r} in session {t.session!r} has the session layer "
+                f"{layer!r}, which is also that of scope {first[0]!r} in session "
+                f"{first[1]!r} (turn {first[2]!r}); rename a scope or a session",
+            )  # fmt: skip
+        elif layer in scopes:
+            errors.add(
+                f"turn {t.id!r}", "session",
+                f"scope {t.scope!r} in session {t.session!r} has the session layer "
+                f"{layer!r}, which is also the scope of turn {scopes[layer]!r}; rename "
+                "that scope or the session",
+            )  # fmt: skip
+            scopes.pop(layer)  # reported once
 
 
 def _build_turn(

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memlab.lab.schema import structured
 from memlab.lab.transcripts import Transcript, Turn
+from memlab.lab.transcripts import session_scope as session_scope  # re-exported
 from memlab.memory import Consolidator, Embedder, MemoryStore, Summarizer, estimate_tokens
 from memlab.registry import Registry
 
@@ -183,15 +184,6 @@ class SettingsKind:
 
 STRATEGIES: Registry[Kind] = Registry("strategy", "memlab.lab.strategies")
 """Strategy kinds by name; each module of ``memlab.lab.strategies`` registers its own."""
-
-
-def session_scope(scope: str, session: str) -> str:
-    """The scope of one session's layer: ``<scope>:<session>``.
-
-    Layered strategies remember a session's episodes there; the ``leaks`` metric
-    counts an item from it as the probe's own when the probe is in that session.
-    """
-    return f"{scope}:{session}"
 
 
 # -- shared by the memory-free baselines -----------------------------------------
