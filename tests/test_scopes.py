@@ -22,6 +22,12 @@ def test_layers_of_builds_narrowest_first() -> None:
         layers_of("a", depth=0)
     with pytest.raises(InputError, match="separator"):
         layers_of("a", separator="")
+    # neither was an InputError: str.split raised a bare TypeError, and True was depth 1
+    for separator in (5, b":", None):
+        with pytest.raises(InputError, match="separator"):
+            layers_of("a:b", separator=separator)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="depth"):
+        layers_of("a:b", depth=True)
 
 
 def test_layer_policy_routes_each_kind() -> None:

@@ -50,13 +50,14 @@ def layers_of(scope: str, depth: int = 2, separator: str = ":") -> tuple[str, ..
     a scope with no separator is its only layer.
 
     Raises:
-        InputError: a bad scope, ``depth`` < 1 or an empty separator.
+        InputError: a bad scope, ``depth`` not an integer >= 1 (a bool is not one),
+            or ``separator`` not a non-empty string.
     """
     check_scope(scope)
-    if not isinstance(depth, int) or depth < 1:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise InputError(f"depth must be an integer >= 1, got {depth!r}")
-    if not separator:
-        raise InputError("separator must be a non-empty string")
+    if not isinstance(separator, str) or not separator:
+        raise InputError(f"separator must be a non-empty string, got {separator!r:.40}")
     parts = scope.split(separator)
     out = []
     for n in range(len(parts), 0, -1):
