@@ -128,6 +128,30 @@ def test_compaction_is_atomic_and_keeps_state(tmp_path: Path) -> None:
     assert again is not None and again.access_count == 200
 
 
+def test_a_symlinked_path_writes_through_to_the_linked_file(tmp_path: Path) -> None:
+    """Opened through a symbolic link, the store is the linked file: compaction
+    replaced the link with a new file (the linked one kept the old records and never
+    saw a later write), and the lock was not the one the file's other users take."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").mkdir()
+    real, link = tmp_path / "real" / "m.jsonl", tmp_path / "link" / "m.jsonl"
+    a = JsonlStore(real, compact_min_lines=5, compact_ratio=1.0)
+    r = make_record(content="first")
+    a.put(r)
+    link.symlink_to(real)
+    b = JsonlStore(link, compact_min_lines=5, compact_ratio=1.0)
+    for i in range(8):
+        b.touch("alice", [r.id], at=float(i))
+    assert b.compactions >= 1 and link.is_symlink()
+    later = make_record(content="after compaction")
+    b.put(later)
+    assert a.get("alice", later.id) is not None
+    assert JsonlStore(real).get("alice", later.id) is not None
+    assert not (tmp_path / "link" / "m.jsonl.lock").exists()
+    a.close()
+    b.close()
+
+
 def test_second_handle_sees_writes_and_compaction(tmp_path: Path) -> None:
     p = tmp_path / "m.jsonl"
     a = JsonlStore(p, compact_min_lines=20)

@@ -30,6 +30,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import filelock
@@ -125,6 +126,12 @@ class JsonlStore(IndexedStore):
     ) -> None:
         super().__init__(scan=scan, scan_rerank=scan_rerank, scan_min_rows=scan_min_rows)
         self.path = check_path(path, "JsonlStore path")
+        if self.path.is_symlink():
+            # The file behind the link is the store: compaction renames a new file
+            # over the path, which replaced the link itself (the linked file kept
+            # the old records, and later writes never reached it), and the lock file
+            # next to the link was not the one next to the file.
+            self.path = Path(os.path.realpath(self.path))
         self.create_dirs = check_bool(create_dirs, "JsonlStore create_dirs")
         self.fsync = check_bool(fsync, "JsonlStore fsync")
         self.compact_min_lines = check_number(
