@@ -97,3 +97,34 @@ def test_superseded_by_returns_only_this_scopes_records_marked_by_those_ids(
         assert s.superseded_by("c", "new") == []
     finally:
         s.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("meta", "'[1, 2]'::json"),  # a dict() of it was a bare TypeError
+        ("provenance", "'{\"t1\": 1}'::json"),  # was read as the keys, ("t1",)
+        ("superseded", "'[{\"at\": 1}]'::json"),  # was a bare KeyError 'by'
+        ("tokens", "-5"),  # was a record no write could make
+        ("created_at", "'Infinity'"),
+    ],
+)
+def test_a_damaged_row_is_store_corrupted_naming_the_record(
+    dsn: str, schema: str, column: str, value: str
+) -> None:
+    import psycopg
+
+    from memlab.errors import StoreCorrupted
+
+    s = PgVectorStore(dsn, schema=schema)
+    try:
+        r = make_record("a", "we deploy on GKE", id="rec-1")
+        s.put(r)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"UPDATE {schema}.memlab_records SET {column} = {value}")
+        for read in (lambda: s.get("a", "rec-1"), lambda: s.list("a"),
+                     lambda: s.get_many("a", ["rec-1"])):  # fmt: skip
+            with pytest.raises(StoreCorrupted, match=rf"{schema}\.memlab_records.*'rec-1'"):
+                read()
+    finally:
+        s.close()

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from memlab.errors import StoreCorrupted
 from memlab.memory.checks import check_bool
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import marked_by, scoped_ids
@@ -39,9 +40,26 @@ class RecordReads:
 
         def _q(self, template: str, **extra: Any) -> Any: ...
 
+        @property
+        def qualified_name(self) -> str: ...
+
     def _records(self, stmt: Any, params: Any) -> builtins.list[MemoryRecord]:
         with self._db().cursor(binary=True) as cur:
-            return [row_to_record(row) for row in cur.execute(stmt, params).fetchall()]
+            return [self._decode(row) for row in cur.execute(stmt, params).fetchall()]
+
+    def _decode(self, row: Sequence[Any]) -> MemoryRecord:
+        """A row as a record; a damaged one is StoreCorrupted naming the table and
+        the record (it was a bare TypeError or KeyError from deep in the decoding)."""
+        try:
+            return row_to_record(row)
+        except Exception as exc:
+            rid = unescape_text(row[0]) if row and isinstance(row[0], str) else None
+            what = f"record {rid[:80]!r}" if rid else "a record"
+            raise StoreCorrupted(
+                f"PostgreSQL table {self.qualified_name}",
+                None,
+                f"{what} is damaged ({type(exc).__name__}: {exc})",
+            ) from None
 
     def get(self, scope: str, record_id: str) -> MemoryRecord | None:
         (record_id,) = scoped_ids(scope, [record_id])

@@ -420,7 +420,23 @@ def record_columns(records: Sequence[MemoryRecord]) -> dict[str, Any]:
 
 
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
+    """Decode and check one row (``RECORD_COLS``).
+
+    The table's types and CHECK constraints hold the columns' types, kinds and
+    sources; what they cannot hold (a json column of the wrong shape, a NaN or an
+    out-of-range number written by hand) is checked here, as SQLite rows are
+    (``sqlite_schema.row_to_record``).
+
+    Raises:
+        ValueError, TypeError, KeyError, InputError: the row is damaged (the
+            caller reports it as StoreCorrupted).
+    """
+    provenance, meta = row[12], row[13]
+    if not isinstance(provenance, list) or not all(isinstance(p, str) for p in provenance):
+        raise ValueError(f"provenance is {json.dumps(provenance)[:60]}, not a list of strings")
+    if not isinstance(meta, dict):
+        raise ValueError(f"meta is a JSON {type(meta).__name__}, not an object")
+    record = MemoryRecord(
         id=unescape_text(row[0]),
         scope=unescape_text(row[1]),
         kind=row[2],
@@ -433,10 +449,23 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         access_count=int(row[9]),
         archived_at=None if row[10] is None else float(row[10]),
         source=Source(row[11]),
-        provenance=tuple(row[12]),
-        meta=dict(row[13]),
+        provenance=tuple(provenance),
+        meta=meta,
         superseded=superseded_from_list(row[14]),
     )
+    for entry in record.superseded:
+        entry.check(record)
+    if not record.content.strip():
+        raise ValueError("the content is empty")
+    if not (0.0 <= record.salience <= 1.0) or record.tokens < 0 or record.access_count < 0:
+        raise ValueError(
+            f"salience {record.salience}, tokens {record.tokens} or access_count "
+            f"{record.access_count} is out of range"
+        )
+    times = (record.created_at, record.last_accessed_at, record.archived_at or 0.0)
+    if not all(math.isfinite(t) for t in times):
+        raise ValueError(f"a time is not finite: {times}")
+    return record
 
 
 def distinct_rows(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
