@@ -63,3 +63,20 @@ def test_a_new_dataset_is_one_registration(tmp_path: Path) -> None:
             load_source("toy_set", ids=["other"])
     finally:
         DATASETS.unregister("toy_set")
+
+
+def test_load_source_refuses_a_selection_of_nothing_or_of_one_id_twice(tmp_path: Path) -> None:
+    """An empty transcripts.ids or a benchmark file with no usable item replayed
+    nothing and wrote an empty summary.csv (exit 0); an id named twice replayed its
+    transcript twice, counting each probe twice."""
+    (tmp_path / "a.json").write_text(json.dumps(raw()))
+    tid = raw()["id"]
+    with pytest.raises(TranscriptError, match="transcripts.ids is empty"):
+        load_source("dir", str(tmp_path), ids=[])
+    with pytest.raises(TranscriptError, match=rf"names \['{tid}'\] more than once"):
+        load_source("dir", str(tmp_path), ids=[tid, tid])
+    empty = tmp_path.parent / f"{tmp_path.name}-empty.json"
+    empty.write_text("[]")
+    with pytest.raises(TranscriptError, match=r"locomo \(.*empty.json\) holds no transcripts"):
+        load_source("locomo", str(empty))
+    assert [t.id for t in load_source("dir", str(tmp_path), ids=[tid])] == [tid]

@@ -82,12 +82,14 @@ def load_source(
         name: a name in ``DATASETS``.
         path: the folder or file the dataset reads.
         limit: keep only the first N transcripts (after ``ids``).
-        ids: keep only these transcript ids, in this order (every id must exist).
+        ids: keep only these transcript ids, in this order (every id must exist,
+            once).
         progress: a progress bar on a terminal (None or True), or none (False).
 
     Raises:
         ConfigError: an unknown dataset.
-        TranscriptError: a missing path, bad files, unknown ids.
+        TranscriptError: a missing path, bad files, unknown or repeated ids, or no
+            transcript at all (an empty ``ids``, a file with no usable item).
     """
     ds = DATASETS.get(name)
     if ds.reads is not None and not path:
@@ -95,6 +97,18 @@ def load_source(
     if path and not Path(path).exists():
         raise TranscriptError(f"transcripts.path {path} does not exist")
     wanted = list(ids) if ids is not None else None
+    if wanted is not None:
+        # An empty list would replay nothing and a repeated id would replay a
+        # transcript twice, counting its probes twice: both look like a result.
+        if not wanted:
+            raise TranscriptError(
+                "transcripts.ids is empty; name at least one id, or drop the key for all"
+            )
+        repeated = sorted({i for i in wanted if wanted.count(i) > 1})
+        if repeated:
+            raise TranscriptError(
+                f"transcripts.ids names {repeated} more than once; name each once"
+            )
     loaded: list[Transcript] = ds.load(path or None, limit=limit, ids=wanted, progress=progress)
     if wanted is not None:
         by_id = {t.id: t for t in loaded}
@@ -107,6 +121,11 @@ def load_source(
         loaded = [by_id[i] for i in wanted]
     if limit is not None:
         loaded = loaded[:limit]
+    if not loaded:
+        where = f"{name} ({path})" if path else name
+        raise TranscriptError(
+            f"{where} holds no transcripts to replay; is it the right file or folder?"
+        )
     return loaded
 
 
