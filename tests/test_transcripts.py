@@ -111,6 +111,16 @@ def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
         load(tmp_path / "missing.json")
 
 
+def test_a_deeply_nested_file_or_a_huge_integer_is_a_transcript_error(tmp_path: Path) -> None:
+    """Both were internal errors (RecursionError; ValueError 'Exceeds the limit (4300
+    digits)'), exit 3 from memlab run transcripts=dir, not a bad-input error."""
+    with pytest.raises(TranscriptError, match="nests arrays or objects too deeply"):
+        load(write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000))
+    huge = '{"format": "memlab.transcript/1", "id": "x", "meta": {"n": ' + "1" * 5000 + "}}"
+    with pytest.raises(TranscriptError, match=r"huge.json: holds a value that cannot be read"):
+        load(write(tmp_path, "huge.json", huge))
+
+
 def test_load_dir_reports_every_bad_file(tmp_path: Path) -> None:
     good = raw()
     write(tmp_path, "a.json", good)

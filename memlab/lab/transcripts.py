@@ -541,7 +541,9 @@ def load(path: str | os.PathLike[str]) -> Transcript:
     """Load and validate one transcript file.
 
     Raises:
-        TranscriptError: naming the file, and for each problem the turn id and field.
+        TranscriptError: naming the file, and for each problem the turn id and field
+            (also for a file that is not UTF-8, not JSON, nests too deeply or holds
+            an integer too long to read).
     """
     p = Path(path)
     try:
@@ -558,6 +560,15 @@ def load(path: str | os.PathLike[str]) -> Transcript:
         raise TranscriptError(
             f"{p}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        # The C decoder recurses per nesting level; no transcript nests this deep.
+        raise TranscriptError(
+            f"{p}: nests arrays or objects too deeply to read; is this a transcript?"
+        ) from None
+    except ValueError as exc:
+        # Not a syntax error (JSONDecodeError, above) but a value Python refuses:
+        # an integer longer than 4300 digits.
+        raise TranscriptError(f"{p}: holds a value that cannot be read: {exc}") from None
     t = Transcript.from_dict(data, str(p))
     t.path = p
     return t
