@@ -55,6 +55,10 @@ def test_fact_state_is_per_scope_and_tracks_corrections() -> None:
         (lambda d: d["turns"][2].update(ts="yesterday"), "turn 't2'", "ts"),
         (lambda d: d["turns"][2].update(ts="2026-06-01T09:02:00"), "turn 't2'", "ts"),
         (lambda d: d["turns"][2].update(ts="2020-01-01T00:00:00Z"), "turn 't2'", "ts"),
+        # Valid local times outside years 1..9999 in UTC: the replay refused them
+        # mid-run ("created_at must be epoch seconds ..."), naming no file or turn.
+        (lambda d: d["turns"][0].update(ts="0001-01-01T00:00:00+05:00"), "turn 't0'", "ts"),
+        (lambda d: d["turns"][10].update(ts="9999-12-31T23:59:59-05:00"), "turn 't10'", "ts"),
         (lambda d: d["turns"][2].update(text="  "), "turn 't2'", "text"),
         (lambda d: d["turns"][2].update(id="t0"), "turn 't0'", "id"),
         (lambda d: d["turns"][2].update(salience_hint=3), "turn 't2'", "salience_hint"),

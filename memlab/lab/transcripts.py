@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.errors import InputError, TranscriptError
-from memlab.memory.checks import check_unicode
+from memlab.memory.checks import MAX_EPOCH, MIN_EPOCH, check_unicode
 
 FORMAT = "memlab.transcript/1"
 ROLES = ("user", "agent", "tool")
@@ -382,6 +382,11 @@ def _build_turn(
         time = parse_ts(raw.get("ts"))
     except (ValueError, TypeError) as exc:
         errors.add(where, "ts", f"not an ISO-8601 timestamp with timezone ({exc})")
+        time = 0.0
+    if not MIN_EPOCH <= time <= MAX_EPOCH:
+        # An offset can carry a valid local time past year 1 or 9999 in UTC, where
+        # the memory layer refuses the turn's time mid-replay, naming no turn.
+        errors.add(where, "ts", f"{raw['ts']} is outside the years 1..9999 in UTC")
         time = 0.0
     scope = raw.get("scope")
     if not isinstance(scope, str) or not scope:
