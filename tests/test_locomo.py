@@ -357,3 +357,17 @@ def test_a_session_number_too_long_to_read_is_an_error(tmp_path: Path) -> None:
     f.write_text(json.dumps([sample]))
     with pytest.raises(TranscriptError, match=r"'conv-a', field 'conversation': session key"):
         load_quiet(f)
+
+
+def test_a_dia_id_too_long_to_read_names_no_turn(tmp_path: Path) -> None:
+    # int() of the 5000 digits, in an evidence string or a turn's dia_id, was an
+    # internal ValueError ("Exceeds the limit (4300 digits)"), exit 3 from convert.
+    huge = "D1:" + "1" * 5000
+    assert repair_evidence([huge, "D1:3"], {(1, 3): "D1:3"}) == (["D1:3"], [huge], False)
+    sample = json.loads(QUIRKS.read_text())[0]
+    sample["qa"][0]["evidence"] = [huge]
+    sample["conversation"]["session_1"][0]["dia_id"] = "D1:" + "2" * 5000
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([sample]))
+    ts, msgs = load_quiet(f)
+    assert len(ts) == 1 and "evidence ids naming no turn (dropped)" in msgs[0]

@@ -250,13 +250,21 @@ def _turn(raw: Any, where: str, quirks: Quirks, sid: str) -> dict[str, Any]:
     return {"id": dia_id.strip(), "role": "user", "source": "user", "text": line, "meta": meta}
 
 
+def _numbers(session: str, turn: str) -> tuple[int, int] | None:
+    """A dia_id's (session, turn) numbers, None when one is too long to be a number
+    any conversation has (int() refuses more than 4300 digits)."""
+    if max(len(session.lstrip("0")), len(turn.lstrip("0"))) > MAX_SESSION_DIGITS:
+        return None
+    return int(session), int(turn)
+
+
 def _id_lookup(ids: Iterable[str]) -> dict[tuple[int, int], str]:
     """(session, turn) numbers -> dia_id, so "D3:05" finds the turn "D3:5"."""
     out: dict[tuple[int, int], str] = {}
     for i in ids:
         m = DIA_ID.fullmatch(i)
-        if m:
-            out.setdefault((int(m.group(1)), int(m.group(2))), i)
+        if m and (key := _numbers(m.group(1), m.group(2))) is not None:
+            out.setdefault(key, i)
     return out
 
 
@@ -277,7 +285,8 @@ def repair_evidence(
             dropped.append(repr(v))
             continue
         matches = DIA_ID.findall(v)
-        hits = [lookup.get((int(a), int(b))) for a, b in matches]
+        keys = [_numbers(a, b) for a, b in matches]
+        hits = [lookup.get(k) if k is not None else None for k in keys]
         good = [h for h in hits if h is not None]
         if not good:
             dropped.append(v)
