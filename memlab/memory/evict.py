@@ -62,7 +62,9 @@ class EvictionPolicy:
             (by TTL or capacity). None: no protection.
         cold_decay: factor (0..1] applied to the salience of a record for every
             ``cold_after`` hours in which no recall returned it, so a once-important
-            record that nobody needs stops being protected forever. None: off.
+            record that nobody needs stops outranking what is needed now. It lowers
+            the ranking weight only: the floor still protects what was written at or
+            above it (unless ``decay_unprotects``). None: off.
         cold_after: hours without a recall before salience starts to decay.
         untrusted_ttl: hours after which a tool/web record (episodic or semantic)
             is deleted (tool output is transient and never folded into summaries, so
