@@ -177,3 +177,57 @@ def test_minilm_ranks_the_paraphrase_right(tmp_path: Path) -> None:
     for text in (run_example(code, tmp_path), blocks(library, "text")[2]):
         first_hit = [line for line in text.splitlines() if line.startswith(" 1 ")]
         assert first_hit and first_hit[0].endswith(gke), text
+
+
+# -- docs/configuration.md against the composed config ------------------------------
+def documented_keys(text: str) -> set[str]:
+    """Every key a code span of the page names: ``a.b``, ``a.{b,c}`` and the bare
+    names of a span list such as ``embedder.base_url``, ``model``, ``dims``."""
+    out: set[str] = set()
+    for span in re.findall(r"`([^`\n]+)`", text):
+        braced = re.fullmatch(r"([\w.]+)\.\{([\w,]+)\}", span)
+        if braced:
+            out.update(f"{braced[1]}.{k}" for k in braced[2].split(","))
+        else:
+            out.update(part.strip().lstrip(".") for part in span.split(","))
+    return out
+
+
+def config_leaves(node: object, prefix: str) -> list[str]:
+    if isinstance(node, dict) and node:
+        return [k for key, v in node.items() for k in config_leaves(v, f"{prefix}.{key}")]
+    return [prefix]
+
+
+PLUGIN_OPTIONS = {
+    "store": ("memory", "jsonl", "sqlite", "pgvector"),
+    "embedder": ("hash", "minilm", "static", "openai"),
+    "summarizer": ("extractive", "openai"),
+}
+
+
+def test_configuration_page_lists_every_key() -> None:
+    """Every key of the run's own nodes and of the store, embedder and summarizer
+    options is on docs/configuration.md (memory.eviction.decay_unprotects,
+    store.integrity and the OpenAI clients' api_key_header and seed were missing)."""
+    from omegaconf import OmegaConf
+
+    from memlab.lab.compose import compose_all
+
+    text = (DOCS / "configuration.md").read_text()
+    documented = documented_keys(text)
+    variants = [[]] + [[f"{g}={o}"] for g, opts in PLUGIN_OPTIONS.items() for o in opts]
+    configs = [OmegaConf.to_container(c) for c in compose_all(variants)]
+    missing = set()
+    for node in ("memory", "report", "cache", "transcripts"):
+        missing |= {k for k in config_leaves(configs[0][node], node) if k not in documented}
+    missing.discard("transcripts.name")  # the option of the group, in its own table
+    for (override,), cfg in zip(variants[1:], configs[1:], strict=True):
+        group = override.partition("=")[0]
+        missing |= {
+            f"{override}: {group}.{key}"
+            for key in cfg[group]
+            if f"{group}.{key}" not in documented and key not in documented
+        }
+    assert not missing, f"docs/configuration.md does not list: {sorted(missing)}"
+
