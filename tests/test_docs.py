@@ -231,3 +231,33 @@ def test_configuration_page_lists_every_key() -> None:
         }
     assert not missing, f"docs/configuration.md does not list: {sorted(missing)}"
 
+
+LAB_NODES = ("report", "cache", "transcripts", "tune")
+# not a method call such as ``cache.info()``
+LAB_KEY = re.compile(rf"`+((?:{'|'.join(LAB_NODES)})\.[a-z_][a-z_0-9.]*[a-z_0-9])(?![\w.(])")
+FILE_NAME = re.compile(r"\.(md|csv|png|py|log|db|json|yaml)$")
+
+
+def test_lab_keys_named_in_docs_and_docstrings_exist() -> None:
+    """A ``report.*``, ``cache.*``, ``transcripts.*`` or ``tune.*`` key that a page or
+    a lab docstring names is a key of the config (memlab.lab.metrics named
+    ``report.rankings`` for report.benchmark_metrics)."""
+    from omegaconf import OmegaConf
+
+    from memlab.lab.compose import compose_all
+
+    configs = [OmegaConf.to_container(compose_all([[]], name)[0]) for name in ("config", "tune")]
+    keys = {
+        k for cfg in configs for node in LAB_NODES for k in config_leaves(cfg.get(node) or {}, node)
+    }
+    keys |= {k.rpartition(".")[0] for k in keys}  # a node named as a whole
+    sources = [*DOCS.rglob("*.md"), README, *(ROOT / "memlab" / "lab").rglob("*.py")]
+    wrong = [
+        f"{path.relative_to(ROOT)}: {key}"
+        for path in sources
+        for key in LAB_KEY.findall(path.read_text())
+        if key not in keys
+        and not FILE_NAME.search(key)
+        and not any(k.startswith(key + ".") for k in keys)
+    ]
+    assert not wrong, wrong

@@ -22,8 +22,8 @@ Ranked retrieval (``memlab.lab.ranking``): LongMemEval's ``recall_any@k``,
 apart: ``haystack_*`` on the strategy's full ranking of its memory before packing
 (comparable with published tables) and ``context_*`` on the ranking of the packed
 context (bound by the budget). They are computed for probes with evidence when
-``report.rankings`` asks for them (by default: transcripts from a benchmark
-adapter, LoCoMo and LongMemEval).
+``report.benchmark_metrics`` asks for them (null, the default: transcripts from a
+benchmark adapter, LoCoMo and LongMemEval; true: any transcripts; false: never).
 """
 
 from __future__ import annotations
