@@ -261,3 +261,33 @@ def test_lab_keys_named_in_docs_and_docstrings_exist() -> None:
         and not any(k.startswith(key + ".") for k in keys)
     ]
     assert not wrong, wrong
+
+
+# -- docs/cli.md against the commands' --help -----------------------------------------
+CLI_COMMANDS = (
+    "run", "embed", "report", "compare", "judge calibrate", "tune", "gate", "convert",
+    "synth", "bench store", "demo",
+)  # fmt: skip
+# an option as --help lists it: at the start of a line, or bracketed in the usage
+HELP_OPTION = re.compile(r"(?:^\s*|\[)(--[a-z][a-z-]+)", re.M)
+
+
+def cli_sections() -> dict[str, str]:
+    text = (DOCS / "cli.md").read_text()
+    starts = [(m[1], m.start()) for m in re.finditer(r"^## memlab (.+)$", text, re.M)]
+    ends = [s for _, s in starts[1:]] + [len(text)]
+    return {name: text[start:end] for (name, start), end in zip(starts, ends, strict=True)}
+
+
+@pytest.mark.parametrize("command", CLI_COMMANDS)
+def test_cli_page_names_every_option_of_a_command(command: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Each option a command's --help lists is in that command's section of
+    docs/cli.md (run's and convert's --no-progress were not)."""
+    from memlab.cli import main
+
+    sections = cli_sections()
+    assert command in sections, f"docs/cli.md has no section '## memlab {command}'"
+    assert main([*command.split(), "--help"]) == 0
+    options = set(HELP_OPTION.findall(capsys.readouterr().out)) - {"--help"}
+    missing = sorted(o for o in options if o not in sections[command])
+    assert not missing, f"docs/cli.md, memlab {command}: {missing}"
