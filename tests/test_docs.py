@@ -291,3 +291,24 @@ def test_cli_page_names_every_option_of_a_command(command: str, capsys) -> None:
     options = set(HELP_OPTION.findall(capsys.readouterr().out)) - {"--help"}
     missing = sorted(o for o in options if o not in sections[command])
     assert not missing, f"docs/cli.md, memlab {command}: {missing}"
+
+
+def test_transcript_format_page_shows_the_real_validation_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """docs/transcript-format.md: its example with a bad probe gives the error it shows
+    (it showed a multi-line message; the CLI prints one line)."""
+    from memlab.cli import main
+
+    page = (DOCS / "transcript-format.md").read_text()
+    example = blocks(page, "json")[0].replace('"evidence": ["t0"]', '"evidence": ["t99"]')
+    shown = blocks(page, "text")[0].splitlines()
+    assert shown[0].startswith("$ memlab run ")
+    folder = tmp_path / "my_transcripts"
+    folder.mkdir()
+    (folder / "x.json").write_text(example)
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(shown[0].removeprefix("$ memlab ").split()) == 2
+    finally:
+        os.chdir(old)
+    assert capsys.readouterr().err.splitlines() == shown[1:]
