@@ -93,7 +93,8 @@ class CacheConfig:
     summaries: bool = True
     answers: bool = True
     decisions: bool = True  # an LLM consolidator's decisions (consolidator=openai)
-    path: str | None = None  # null: $MEMLAB_CACHE_DIR, $XDG_CACHE_HOME/memlab or ~/.cache/memlab
+    # null: embeddings.sqlite in $MEMLAB_CACHE_DIR, $XDG_CACHE_HOME/memlab or ~/.cache/memlab
+    path: str | None = None
 
 
 @dataclass

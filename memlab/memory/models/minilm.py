@@ -125,7 +125,8 @@ class MiniLMEmbedder:
         max_seq_length: truncate inputs to this many tokens (None: the model's
             own limit, 256 for MiniLM); part of ``name`` when set.
         cache_dir: onnx only: the folder under which exports are kept (None:
-            ``default_cache_dir()``, i.e. ``$MEMLAB_CACHE_DIR`` or ``~/.cache/memlab``).
+            ``default_cache_dir()``: ``$MEMLAB_CACHE_DIR``, ``$XDG_CACHE_HOME/memlab`` or
+            ``~/.cache/memlab``).
 
     Raises:
         MissingExtraError: sentence-transformers, torch, onnxruntime or the weights
