@@ -173,7 +173,8 @@ class PgVectorStore(RecordReads, CandidatePool):
             ``current_schema()``.
         pool: nearest neighbours fetched per recall when the caller passes no
             pool (``MemoryLayer`` passes its own ``pool``).
-        ef_search: HNSW ``ef_search``. None: follow the pool size (at least 40).
+        ef_search: HNSW ``ef_search`` (1..1000). None: twice the largest kind's share
+            of the pool, 40..1000.
         salient: most salient active records of the scope added to every pool.
         recent: most recent active records of the scope added to every pool.
         window: the recency window, in half-lives of each kind: when the caller
