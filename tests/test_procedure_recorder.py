@@ -102,6 +102,36 @@ def test_a_negated_confirmation_is_a_complaint(layer: MemoryLayer, reply: str) -
 
 @pytest.mark.parametrize(
     "reply",
+    [
+        "I fixed the typo, but the webhooks still fail.",
+        "That worked for one endpoint but not the other.",
+        "It worked yesterday but fails today.",
+        "Still fails.",
+        "The error is still there.",
+        "Nothing changed.",
+        "It is worse now.",
+    ],
+)
+def test_a_failure_beside_a_confirming_word_is_a_complaint(layer: MemoryLayer, reply: str) -> None:
+    # "fixed" / "worked" made the first three confirmations, and the others were
+    # read as neither, so the calls' "ok" made the failed attempt a success.
+    rec = ProcedureRecorder(layer)
+    feed(rec, "alice", [*CONVERSATION, ("user", reply)])
+    assert procedures(layer, "alice") == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["It works now, but thanks for checking the errors too.", "Fixed, but not sure why."],
+)
+def test_a_confirmation_with_but_is_still_a_confirmation(layer: MemoryLayer, reply: str) -> None:
+    rec = ProcedureRecorder(layer)
+    feed(rec, "alice", [*CONVERSATION, ("user", reply)])
+    assert len(procedures(layer, "alice")) == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
     ["That didn\u2019t work.", "It isn\u2019t fixed.", "It doesn\u2019t work."],
 )
 def test_a_complaint_with_a_typographic_apostrophe_is_a_complaint(

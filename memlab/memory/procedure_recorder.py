@@ -51,7 +51,14 @@ COMPLAINT = re.compile(
     # it, and the failed attempt was recorded as a success.
     r"|\b(not|never|isn'?t|aren'?t|wasn'?t|weren'?t|hasn'?t|haven'?t|doesn'?t|don'?t|"
     r"won'?t|can'?t)\s+(\w+\s+)?(fix(ed|es)?|resolved|work(s|ed|ing)?|help(s|ed)?|back|"
-    r"good|normal)\b",
+    r"good|normal)\b"
+    # A failure beside a word that confirms ("I fixed the typo, but the webhooks
+    # still fail", "it worked for one endpoint but not the other"), or in words the
+    # first list lacks ("still fails", "nothing changed"): recorded as a success,
+    # by CONFIRMATION or by the calls' "ok".
+    r"|\bstill (fails?|failed|erroring|errors?|there|happening|crashing|timing out)\b"
+    r"|\bbut ((it|they|that) )?(still )?(fails?|failed|failing|not (for|on|in|the others?))\b"
+    r"|\bnothing changed\b|\b(is|are|it'?s|got) worse\b",
     re.I,
 )
 
