@@ -312,6 +312,28 @@ def test_untrusted_procedures_are_capped(layer: MemoryLayer) -> None:
     assert r.salience <= layer.untrusted_salience_cap
 
 
+def test_an_approved_untrusted_procedure_stays_approved_until_its_steps_change(
+    layer: MemoryLayer,
+) -> None:
+    # Before, the next record_outcome recapped an approved tool procedure at the
+    # untrusted cap, and a tool's write that changed its steps kept the approval.
+    r = layer.remember_procedure("alice", "replay failed webhooks", REPLAY, source="tool")
+    approved = layer.approve("alice", r.id, salience=0.9, reviewer="ops")
+    after = record_outcome(layer, "alice", r.id, success=True)
+    assert after.meta["reviewed_by"] == "ops"
+    assert after.salience > layer.untrusted_salience_cap
+    assert after.salience == layer.procedures.salience(2, 0)
+    changed = [
+        REPLAY[0],
+        ToolCall("webhooks.replay", {"endpoint": "/v1/orders", "mode": "all_at_once"}, ok=True),
+        REPLAY[2],
+    ]
+    merged = layer.remember_procedure("alice", "replay failed webhooks", changed, source="tool")
+    assert merged.id == approved.id and "oldest_first" not in merged.content
+    assert "reviewed_by" not in merged.meta
+    assert merged.salience <= layer.untrusted_salience_cap
+
+
 def test_an_untrusted_procedure_never_merges_with_a_trusted_one(layer: MemoryLayer) -> None:
     task = "replay failed webhooks for /v1/orders"
     trusted = layer.remember_procedure("alice", task, REPLAY)

@@ -48,6 +48,7 @@ import numpy as np
 
 from memlab.errors import InputError
 from memlab.memory.checks import check_bool, check_number, check_strings, check_text, check_time
+from memlab.memory.evict import REVIEWED_KEY
 from memlab.memory.models.embedder import check_embeddings
 from memlab.memory.records import (
     MemoryKind,
@@ -536,9 +537,20 @@ def record_outcome(
 def _rewritten(
     layer: MemoryLayer, record: MemoryRecord, proc: Procedure, provenance: Sequence[str]
 ) -> MemoryRecord:
-    """``record`` holding ``proc``: its text, embedding, salience and tokens follow."""
+    """``record`` holding ``proc``: its text, embedding, salience and tokens follow.
+
+    An approved (reviewed) untrusted procedure stays approved, and uncapped, while
+    its task and steps are the ones reviewed (an outcome only counts); a write that
+    changes them drops the approval, as the reviewer never saw the new steps.
+    """
     content = proc.render()
     meta = dict(record.meta)
+    old = procedure_of(record)
+    reviewed = REVIEWED_KEY in meta and (
+        old is not None and (old.task, old.steps) == (proc.task, proc.steps)
+    )
+    if not reviewed:
+        meta.pop(REVIEWED_KEY, None)
     meta[META_KEY] = proc.to_meta()
     # A success or failure is an explicit write of a new salience: the floor
     # follows it (see memlab.memory.evict), and cold decay counts idle time from
@@ -549,7 +561,7 @@ def _rewritten(
     return record.copy(
         content=content,
         embedding=_embed(layer, content),
-        salience=_salience(layer, record.source, proc),
+        salience=_salience(layer, record.source, proc, reviewed=reviewed),
         tokens=layer.count_tokens(content),
         provenance=(
             tuple(dict.fromkeys((*record.provenance, *provenance)))[-64:]
@@ -565,9 +577,11 @@ def _embed(layer: MemoryLayer, text: str) -> np.ndarray:
     return check_embeddings(emb.embed([text]), 1, emb.dims, emb.name)[0]
 
 
-def _salience(layer: MemoryLayer, source: Source, proc: Procedure) -> float:
+def _salience(
+    layer: MemoryLayer, source: Source, proc: Procedure, *, reviewed: bool = False
+) -> float:
     value = layer.procedures.salience(proc.successes, proc.failures)
-    if not source.trusted:
+    if not source.trusted and not reviewed:
         value = min(value, layer.untrusted_salience_cap)
     return value
 
