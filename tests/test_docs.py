@@ -312,3 +312,28 @@ def test_transcript_format_page_shows_the_real_validation_error(tmp_path: Path, 
     finally:
         os.chdir(old)
     assert capsys.readouterr().err.splitlines() == shown[1:]
+
+
+def test_synthetic_page_names_every_field_value_the_generator_writes() -> None:
+    """docs/synthetic.md's "Fields the generator fills" names every turn act, probe
+    category and probe meta key of the shipped transcripts (the false-correction act,
+    category and meta keys were missing)."""
+    import json
+
+    page = (DOCS / "synthetic.md").read_text()
+    section = page.split("## Fields the generator fills", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([^`\n]+)`", section))
+    found: set[str] = set()
+    for path in sorted((ROOT / "transcripts" / "synthetic").glob("*.json")):
+        data = json.loads(path.read_text())
+        for turn in data["turns"]:
+            found.add(turn["meta"]["act"])
+            if "probe" in turn:
+                found.add(turn["probe"]["category"])
+                found.update(turn["probe"].get("meta", {}))
+                found.update(
+                    str(v) for k, v in turn["probe"]["meta"].items() if k in ("update", "false")
+                )
+    assert found, "no shipped transcripts"
+    missing = sorted(found - named)
+    assert not missing, f"docs/synthetic.md does not name: {missing}"

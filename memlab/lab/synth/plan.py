@@ -31,8 +31,8 @@ class _User:
     corrected: list[str]
     probed: list[str]
     late_stated: list[str]
-    # kind -> the style of each update (upd.STYLES but "chain"; a revert's value
-    # is the initial one again)
+    # kind -> the style of each update (upd.STYLES; a revert's value is the
+    # initial one again)
     steps: dict[str, list[str]] = field(default_factory=dict)
     # kind -> (false-correction kind, the other value it names)
     false: dict[str, tuple[str, str]] = field(default_factory=dict)

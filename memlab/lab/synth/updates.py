@@ -54,8 +54,10 @@ PHRASINGS = ("all", "dev", "heldout", "fresh", "blind", "sealed")
 #: the phrasing sets that leave out the catalog's own correction templates
 REPORT_PHRASINGS = ("heldout", "fresh", "blind", "sealed")
 
-#: update styles of a true correction (``probe.meta["update"]``)
-STYLES = ("explicit", "implicit", "unlike", "chain", "revert")
+#: update styles of a true correction (``probe.meta["update"]``: the style of the update
+#: in force; a chain A -> B -> C is a second update in one of the first four styles, and
+#: ``probe.meta["updates"]`` counts the updates)
+STYLES = ("named", "cued", "implicit", "unlike", "revert")
 #: kinds of false correction (``probe.meta["false"]``)
 FALSE_KINDS = ("hypothetical", "other", "addition", "history", "question", "tool")
 
