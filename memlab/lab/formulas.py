@@ -155,7 +155,8 @@ def question_coverage(question: str, item_texts: Sequence[str]) -> float:
     them) that the item holds.
 
     Formula: max_i |terms(q) ∩ terms(item_i)| / |terms(q)|. A question without
-    content words: 1.0; no items: 0.0.
+    content words: 1.0, with or without items (it asks for nothing to cover); a
+    question with content words and no items: 0.0.
     """
     wanted = _term_set(question)
     if not wanted:

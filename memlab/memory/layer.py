@@ -606,12 +606,13 @@ class MemoryLayer:
         return maintain_scopes(self, check_scopes(scope), now, force=False)
 
     def end_session(self, scope: ScopeArg, now: float | None = None) -> MaintenanceReport:
-        """A conversation ended: reflect on everything unreflected and, for a layered
-        scope, fold the rest of the session's trusted episodes into the semantic
-        layer (so the next session finds it there), then evict.
+        """A conversation ended: reflect on everything unreflected (with a
+        reflector) and, for a layered scope and a layer with a summarizer, fold the
+        rest of the session's trusted episodes into the semantic layer (so the next
+        session finds it there), then evict.
 
         With a single scope only reflection is forced (its episodes stay where
-        they are).
+        they are). A layer with neither a reflector nor a summarizer only evicts.
         """
         self._check_open()
         now = self.clock() if check_time(now, "now", none=True) is None else float(now)  # type: ignore[arg-type]
