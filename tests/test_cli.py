@@ -318,6 +318,12 @@ def test_cli_failures_have_distinct_exit_codes_and_one_line(
         (["run", *data, "budget=0"], {}, 2, "config key 'budget': must be a positive integer"),
         (["run", "transcripts=dir", f"transcripts.path={tmp_path / 'nope'}"], {}, 2, "does not exist"),
         (["run", *data, "budget=1,2"], {}, 2, "budget=1,2 is a sweep; add -m"),
+        # --cfg job: before, Hydra's app said "internal error: ConfigCompositionException"
+        # (exit 3), "I/O failure: ... Could not find" (exit 3) and "internal error:
+        # ValueError: Only one of --run, --multirun, --cfg ..." (exit 3)
+        (["run", "--cfg", "job", "budgt=3"], {}, 2, "config key 'budgt': it does not exist"),
+        (["run", "--cfg", "job", "eviction=nosuch"], {}, 2, "'eviction' has no option 'nosuch'"),
+        (["run", "--cfg", "job", "-m", "budget=1,2"], {}, 2, "drop -m"),
         (["frobnicate"], {}, 2, "unknown command 'frobnicate'"),
         (["bench"], {}, 2, "bench needs a target"),
         (["report", str(a_file)], {}, 2, "is not a folder"),

@@ -158,6 +158,7 @@ def run(args: list[str]) -> int:
         echo(_app_help("run"))
         return OK
     if _wants_hydra(args):
+        _check_overrides(args, "config")
         _hydra_app("config", "memlab run", list(args))
         return OK
     from memlab.lab.sweep import plan_run
@@ -395,6 +396,27 @@ def tune(args: list[str]) -> int:
         raise InputError(f"tune: unknown option {unknown[0]} (see memlab tune --help)")
     run_tune(rest, force=force, echo=echo)
     return OK
+
+
+def _check_overrides(args: Sequence[str], config_name: str) -> None:
+    """Compose the overrides of a ``--cfg``/``--info`` command line with memlab's
+    error messages first: Hydra's app reports a misspelt key as an internal
+    ConfigCompositionException and a missing option as an I/O failure.
+
+    Raises:
+        ConfigError: an override that does not compose, as one line.
+        InputError: ``-m`` beside them (Hydra takes one of the two).
+    """
+    from memlab.lab.compose import compose
+    from memlab.lab.tune.space import fixed_overrides
+
+    if any(a in ("-m", "--multirun") for a in args):
+        raise InputError(
+            "--cfg and --info print the config of one run; drop -m (or --multirun) to see "
+            "it, with one value of each swept key"
+        )
+    overrides = [a for a in args if "=" in a and not a.startswith("-")]
+    compose(fixed_overrides(overrides), config_name, with_hydra=True)
 
 
 def _print_config(args: list[str], config_name: str) -> int:
