@@ -105,6 +105,22 @@ class ChatModelError(MemlabError):
     """The agent's chat model returned something unusable (not a string)."""
 
 
+class TurnMaintenanceError(MemlabError):
+    """An agent turn was stored, but the maintenance after it failed.
+
+    Attributes:
+        result: the turn's ``TurnResult`` (reply, hits, stored ids, gate
+            decisions; ``maintenance`` None), so a caller keeps the reply and does
+            not run, and store, the turn again.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class CacheError(MemlabError):
     """The embedding/summary cache cannot be opened, read or written."""
 

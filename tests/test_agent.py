@@ -338,3 +338,32 @@ def test_prompt_messages_checks_its_texts(args: tuple[object, ...], named: str) 
 
     with pytest.raises(InputError, match=named):
         prompt_messages(*args)  # type: ignore[arg-type]
+
+
+class _DownSummarizer(ExtractiveSummarizer):
+    """A summarizer whose endpoint is down."""
+
+    def summarize(self, texts):  # type: ignore[no-untyped-def,override]
+        from memlab.errors import SummarizerError
+
+        raise SummarizerError("summarizer endpoint http://127.0.0.1:9 is down; retry later")
+
+
+def test_a_failed_maintenance_hands_back_the_stored_turn() -> None:
+    """Before, the SummarizerError of maintenance reached the caller alone: the turn
+    was stored, but its reply and gate decisions were lost, and running it again
+    stored the turn twice and called the model twice."""
+    from memlab.errors import TurnMaintenanceError
+
+    layer = make_layer()
+    layer.summarizer = _DownSummarizer()
+    model = CountingModel(layer, reply="Got it, region r1.")
+    deps = AgentDeps(layer, model)
+    with pytest.raises(TurnMaintenanceError, match="maintenance of scope 'alice' failed") as info:
+        for i in range(12):
+            run_turn("alice", f"Our server number {i} runs in region r{i}.", deps)
+    turn = info.value.result
+    assert turn.reply == "Got it, region r1." and turn.maintenance is None
+    assert len(turn.remembered) == 2
+    assert all(layer.store.get("alice", rid) is not None for rid in turn.remembered)
+    assert isinstance(info.value.__cause__, Exception) and "is down" in str(info.value)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memlab.errors import ChatModelError, InputError
+from memlab.errors import ChatModelError, InputError, MemlabError, TurnMaintenanceError
 from memlab.memory.checks import check_bool, check_number, check_strings, check_text
 from memlab.memory.gating import ContextOrigin, GateDecision, ToolGate, reply_tool_calls
 from memlab.memory.layer import MaintenanceReport, MemoryInput, MemoryLayer
@@ -252,6 +252,8 @@ def run_turn(
             (nothing of the turn is stored).
         ChatModelError: the model returned something other than a string, or a
             string with a lone surrogate; nothing of the turn is stored.
+        TurnMaintenanceError: the turn was stored but maintenance failed (a
+            summarizer down, a full disk); its ``result`` holds the turn.
     """
     if not isinstance(deps, AgentDeps):
         raise InputError(f"run_turn needs AgentDeps, got {type(deps).__name__}")
@@ -327,7 +329,19 @@ def run_turn(
     stored = layer.remember_many(items)
     if result.hits:
         layer.store.touch(scope, [h.record.id for h in result.hits], result.now)
-    report = layer.maintain(scope) if deps.maintain else None
-    return TurnResult(
-        reply, result.hits, messages, report, [r.id for r in stored], context, decisions
+    turn = TurnResult(
+        reply, result.hits, messages, None, [r.id for r in stored], context, decisions
     )
+    if deps.maintain:
+        try:
+            turn.maintenance = layer.maintain(scope)
+        except MemlabError as exc:
+            # The turn is stored and the model paid for: raising without it would
+            # make a retry store the turn twice and call the model again.
+            raise TurnMaintenanceError(
+                f"the turn was stored ({len(turn.remembered)} records) and its reply is in "
+                f"this error's result, but maintenance of scope {scope!r} failed: {exc}. "
+                "Do not run the turn again; call maintain() once the cause is fixed",
+                turn,
+            ) from exc
+    return turn
