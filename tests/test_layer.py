@@ -23,6 +23,7 @@ from memlab.memory import (
     RankWeights,
     RecallQuery,
     ReflectPolicy,
+    RuleConsolidator,
     RuleReflector,
     SummarizePolicy,
 )
@@ -645,3 +646,26 @@ def test_maybe_summarize_refuses_a_bad_into_before_folding(into: object, message
     with pytest.raises(InputError, match="force"):
         layer.maybe_summarize("s", force="yes")  # type: ignore[arg-type]
     assert [(r.id, r.archived_at) for r in layer.store.list("s", include_archived=True)] == before
+
+
+def test_forget_lifts_only_what_the_records_it_deletes_superseded(store: MemoryStore) -> None:
+    """A correction that eviction deleted keeps what it superseded superseded, and
+    an id of no record of the scope lifts nothing, alone or beside an id that is
+    forgotten: lifting by every id given brought the stale value back in force when
+    an unrelated record was forgotten in the same call."""
+    clock = Clock(1.9e9)
+    layer = MemoryLayer(
+        store, HashEmbedder(384), clock=clock, consolidator=RuleConsolidator(),
+        eviction=EvictionPolicy(episodic_ttl=24, salience_floor=None),
+    )  # fmt: skip
+    stale = layer.remember("alice", "We deploy on GKE.", kind="semantic", created_at=clock.t)
+    fix = layer.remember("alice", "Correction: we deploy on AWS now.", created_at=clock.t + 1)
+    other = layer.remember("alice", "I like tea.", kind="semantic", created_at=clock.t + 2)
+    assert store.get("alice", stale.id).invalid_at is not None  # type: ignore[union-attr]
+    clock.t += 48 * HOUR
+    assert layer.maintain("alice").eviction.expired == [fix.id]
+    assert layer.forget("alice", [fix.id]) == 0
+    assert layer.forget("alice", [other.id, fix.id]) == 1
+    assert store.get("alice", stale.id).invalid_at is not None  # type: ignore[union-attr]
+    hits = layer.recall(RecallQuery("alice", "where do we deploy?")).hits
+    assert "GKE" not in " ".join(h.text for h in hits)

@@ -394,12 +394,18 @@ class MemoryLayer:
     def forget(self, scope: str, ids: str | Sequence[str]) -> int:
         """Delete the scope's records with these ids; return how many existed
         (ids of other scopes are never touched). What the forgotten records
-        superseded is in force again (their entries are lifted)."""
+        superseded is in force again (their entries are lifted); an id that names
+        no record of the scope lifts nothing, as forgetting it alone does (a
+        correction eviction deleted keeps what it superseded superseded)."""
         self._check_open()
         wanted = scoped_ids(scope, ids)  # checked before anything is deleted
+        # Only the ids deleted now lift: lifting by every id given brought a stale
+        # value back whenever the id of a correction deleted earlier came in one
+        # call with an id that did exist.
+        present = {r.id for r in self.store.get_many(scope, wanted)} if wanted else set()
         n = self.store.delete(scope, wanted)
-        if n:
-            self._lift(scope, set(wanted))
+        if n and present:
+            self._lift(scope, present)
         return n
 
     def reinstate(self, scope: str, record_id: str) -> MemoryRecord:
