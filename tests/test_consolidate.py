@@ -19,6 +19,7 @@ from memlab.memory import (
     HashEmbedder,
     InMemoryStore,
     MemoryKind,
+    MemoryLayer,
     MemoryRecord,
     MemoryStore,
     Source,
@@ -630,3 +631,19 @@ def test_a_pasted_document_supersedes_nothing() -> None:
     assert [d.old_id for d in unlimited.decide(new, ScopeReader(store, "alice"))] == [old.id]
     with pytest.raises(InputError, match="max_clauses"):
         RulePolicy(max_clauses=0)
+
+
+@pytest.mark.parametrize("summary_of", [5, [1], "n0", [""]])
+def test_a_record_whose_summary_of_is_no_list_of_ids_is_no_note(summary_of: object) -> None:
+    """``meta["summary_of"]`` marks a summary note, whose folded episodes a correction
+    is judged against. A record remembered with another value there is no note: it
+    made every later correction of its scope fail (5: a bare TypeError, [1]: an
+    InputError about record ids, blaming the new record)."""
+    layer = MemoryLayer(InMemoryStore(), HASH, clock=lambda: 2e9, consolidator=RULES)
+    old = layer.remember(
+        "alice", "We deploy on GKE.", kind="semantic", created_at=1.9e9,
+        meta={"summary_of": summary_of},
+    )  # fmt: skip
+    layer.remember("alice", "Correction: we deploy on AWS now.", created_at=1.9e9 + 1)
+    stale = layer.store.get("alice", old.id)
+    assert stale is not None and stale.invalid_at is not None

@@ -194,11 +194,11 @@ class RuleConsolidator:
         on it becomes one on the note's sentence (``_onto_notes``)."""
         notes = {
             c.record.id: c for c in found
-            if c.record.meta.get("summary_of") and c.record.source not in _ECHO_ONLY
+            if _folded_ids(c.record) and c.record.source not in _ECHO_ONLY
         }  # fmt: skip
         if not notes:
             return []
-        wanted = {i: n for n in notes.values() for i in n.record.meta["summary_of"]}
+        wanted = {i: n for n in notes.values() for i in _folded_ids(n.record)}
         out = []
         for ep in reader.get_many(list(wanted)):
             if ep.invalid_at is not None or not self._may_supersede(new, ep):
@@ -613,6 +613,17 @@ _BACK_REFERENCE = re.compile(r"\b(?:its?|instead)\b", re.I)
 _ECHO_ONLY = frozenset({Source.AGENT})
 _ECHO_ONLY_CODES = frozenset(SOURCE_CODES[s] for s in _ECHO_ONLY)
 _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)
+
+
+def _folded_ids(record: MemoryRecord) -> list[str]:
+    """The episode ids a summary note folded (``meta["summary_of"]``), or none when
+    that is not a list of ids: a record remembered with another value there (5,
+    [1]) is no note, where it made every later correction of its scope fail (a bare
+    TypeError, or an InputError blaming the new record)."""
+    ids = record.meta.get("summary_of")
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        return []
+    return ids
 
 
 __all__ = ["RuleConsolidator", "RulePolicy"]
