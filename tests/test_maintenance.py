@@ -13,7 +13,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.memory import EvictionPolicy, HashEmbedder, InMemoryStore, MemoryLayer, SummarizePolicy
+from memlab.memory import (
+    EvictionPolicy,
+    ExtractiveSummarizer,
+    HashEmbedder,
+    InMemoryStore,
+    MemoryLayer,
+    SummarizePolicy,
+)
 from memlab.memory.maintenance import _sentence_keys, cluster_end, fold_starts
 from memlab.memory.rank import HOUR
 from memlab.memory.records import UNTRUSTED_SOURCES, MemoryKind, MemoryRecord
@@ -404,3 +411,31 @@ def test_a_note_of_protected_decayed_episodes_stays_protected() -> None:
     assert made == []
     (holder,) = [r for r in notes(layer) if "absorbs" in r.meta]
     assert holder.meta["salience_written"] == 0.9
+
+
+def test_note_marks_that_are_no_lists_of_ids_are_ignored() -> None:
+    """A record remembered with ``absorbs`` (or ``summary_of``) that is not a list of
+    ids: a fold that the older note absorbs starts its list afresh (``absorbs=5``
+    made every fold of the scope a bare TypeError, ``"ab"`` was spliced in as "a",
+    "b"), and a record with ``summary_of=5`` is no note, so it absorbs nothing."""
+    for meta, absorbed in (
+        ({"summary_of": ["x"], "absorbs": 5}, True),
+        ({"summary_of": ["x"], "absorbs": "ab"}, True),
+        ({"summary_of": 5}, False),
+    ):
+        layer = MemoryLayer(
+            InMemoryStore(), HashEmbedder(64), clock=Clock(2e9),
+            summarizer=ExtractiveSummarizer(),
+            summarize=SummarizePolicy(trigger_tokens=5, chunk_tokens=200, keep_recent=0),
+        )  # fmt: skip
+        old = layer.remember(
+            "a", "We deploy on GKE. We like tea.", kind="semantic", created_at=1.0, meta=meta
+        )
+        eps = [layer.remember("a", "We deploy on GKE.", created_at=t) for t in (2.0, 3.0)]
+        notes = layer.maybe_summarize("a", force=True)
+        held = layer.store.get("a", old.id)
+        assert held is not None
+        if absorbed:
+            assert notes == [] and held.meta["absorbs"] == [r.id for r in eps]
+        else:
+            assert len(notes) == 1 and "absorbs" not in held.meta

@@ -188,6 +188,16 @@ def _only_agent_words(text: str, in_force: list[tuple[MemoryRecord, str]]) -> bo
 RESTATED_NEIGHBOURS = 8  # older notes compared with a new one (its nearest by embedding)
 
 
+def _ids(value: object) -> list[str]:
+    """``value`` if it is a list of record ids, else none: the note marks
+    (``summary_of``, ``absorbs``) of a record remembered with other values there
+    (5, "ab") made every fold of its scope a bare TypeError, or were spliced in
+    letter by letter."""
+    if isinstance(value, list) and all(isinstance(i, str) and i for i in value):
+        return value
+    return []
+
+
 def _sentence_keys(text: str) -> set[str]:
     return {" ".join(s.lower().rstrip(".!?").split()) for s in sentences(text)} - {""}
 
@@ -248,7 +258,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
         (
             (r, _sentence_keys(r.text_at()))
             for r in layer.store.get_many(scope, [cols.ids[i] for i in near])
-            if r.scope == scope and "summary_of" in r.meta
+            if r.scope == scope and _ids(r.meta.get("summary_of"))
             and (r.created_at, r.id) < (note.created_at, note.id)
         ),
         key=lambda rk: (rk[0].created_at, rk[0].id),
@@ -283,7 +293,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
         absorbed_by=[
             # a fold repeated after a crash (episodes not yet archived) names them once
             _citing(
-                r, [note], absorbs=list(dict.fromkeys([*r.meta.get("absorbs", []), *episodes]))
+                r, [note], absorbs=list(dict.fromkeys([*_ids(r.meta.get("absorbs")), *episodes]))
             ).copy(
                 salience=max(r.salience, note.salience)  # a note has its sources' max
             )
