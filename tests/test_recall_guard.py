@@ -117,3 +117,56 @@ def test_a_down_weighted_record_is_weighed_down_once_and_hits_stay_in_score_orde
         if old in by_id:
             h = by_id[old]
             assert h.score == pytest.approx(0.25 * sum(h.contributions.values()))
+
+
+class AnyScopeFirstWord(FirstWord):
+    """FirstWord without its own scope check: the guard alone picks what is compared."""
+
+    def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
+        word = new.content.split()[0]
+        return [
+            Supersession(o.id, new.id, VALUE_DIFF, 0.9, "same word")
+            for o in olds
+            if o.content.split()[0] == word
+        ]
+
+
+def test_conflicts_reach_from_a_layer_to_the_broader_layers_only() -> None:
+    guard = RecallGuard(AnyScopeFirstWord())
+    user = record("u", "office in Oslo", T0, scope="alice")
+    session = record("s", "office in Rome", T0 + 1, scope="alice:s1")
+    later_user = record("u2", "office in Lima", T0 + 2, scope="alice")
+    layers = ["alice:s1", "alice"]
+    # the session's newer statement beats the user layer's older one ...
+    assert [(o, n) for o, n, _ in guard.conflicts([user, session], None, layers)] == [("u", "s")]
+    # ... a broader layer's newer record never leaves a narrower layer's out
+    out = guard.conflicts([session, later_user], None, layers)
+    assert out == []
+    # without layers (or for a scope the recall did not name) only one scope's records
+    assert guard.conflicts([user, session]) == []
+    assert guard.conflicts([user, session], None, ["alice:s9", "alice"]) == []
+
+
+def test_a_session_correction_beats_the_users_stale_fact_in_layered_recall() -> None:
+    """Before, the guard compared only records of one scope: with scopes
+    [alice:s1, alice], the session's "Azure now" and the user layer's older "AWS"
+    both came back. The stored records are not changed."""
+    from memlab.memory import MemoryKind, RuleConsolidator
+
+    t = [T0]
+
+    def clock() -> float:
+        t[0] += 60.0
+        return t[0]
+
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(256), clock=clock,
+                        consolidator=RuleConsolidator())  # fmt: skip
+    old = layer.remember("alice", "We host everything on AWS.", kind=MemoryKind.SEMANTIC)
+    new = layer.remember(["alice:s1", "alice"], "Actually we host everything on Azure now.")
+    result = layer.recall(RecallQuery(["alice:s1", "alice"], "where do we host everything?"))
+    assert [h.record.id for h in result.hits] == [new.id]
+    assert [g[0] for g in result.guarded] == [old.id]
+    assert layer.store.get("alice", old.id).invalid_at is None  # type: ignore[union-attr]
+    # the user layer alone still holds what it held
+    alone = layer.recall(RecallQuery("alice", "where do we host everything?"))
+    assert [h.record.id for h in alone.hits] == [old.id]

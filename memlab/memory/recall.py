@@ -74,7 +74,7 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
         if layer.guard is None or mode == "include" or checks == GUARD_PASSES:
             break  # after the last check the packing above applied what it found
         top = [records[r] for r in rows if r in records]
-        found = layer.guard.conflicts(top[: layer.supersede.guard_top], as_of)
+        found = layer.guard.conflicts(top[: layer.supersede.guard_top], as_of, cands.scopes)
         checks += 1
         # a down-weighted record can be packed and found again: weigh it down once
         found = [f for f in found if f[0] not in left_out]

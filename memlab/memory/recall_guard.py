@@ -21,7 +21,10 @@ from memlab.memory.records import MemoryRecord
 class Judge(Protocol):
     """A consolidator that can decide on given records without a store."""
 
-    def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]: ...
+    def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
+        """Which of ``olds`` (older records the caller chose to compare) ``new``
+        supersedes."""
+        ...
 
 
 class RecallGuard:
@@ -35,20 +38,40 @@ class RecallGuard:
         self.judge = judge
 
     def conflicts(
-        self, records: Sequence[MemoryRecord], as_of: float | None = None
+        self,
+        records: Sequence[MemoryRecord],
+        as_of: float | None = None,
+        layers: Sequence[str] | None = None,
     ) -> list[tuple[str, str, str]]:
         """(older id, newer id, why) for each record a newer one among ``records``
         supersedes as a whole (newest first). Partial decisions (a claim inside a
         multi-fact record) leave the record in: its other claims still hold.
-        ``as_of`` is unused: the records given are those held at that time."""
+        ``as_of`` is unused: the records given are those held at that time.
+
+        ``layers``: the recall's scopes, narrowest first. A newer record is compared
+        with the older ones of its own scope and of the broader layers after it (a
+        correction told in a session beats the stale fact the user's layer still
+        holds, in this recall; the store is not changed), never with a narrower
+        layer's. None: only records of the same scope are compared.
+        """
         order = sorted(records, key=lambda r: (r.created_at, r.id))
+        rank = {s: i for i, s in enumerate(layers or ())}
         gone: set[str] = set()
         out: list[tuple[str, str, str]] = []
         for j in range(len(order) - 1, 0, -1):
             new = order[j]
             if new.id in gone:
                 continue
-            olds = [o for o in order[:j] if o.id not in gone]
+            mine = rank.get(new.scope)
+            olds = [
+                o
+                for o in order[:j]
+                if o.id not in gone
+                and (
+                    o.scope == new.scope
+                    or (mine is not None and rank.get(o.scope, -1) > mine)
+                )
+            ]
             for d in self.judge.judge(new, olds):
                 if d.partial or d.old_id in gone:
                     continue

@@ -211,8 +211,9 @@ class RuleConsolidator:
 
     def judge(self, new: MemoryRecord, olds: Sequence[MemoryRecord]) -> list[Supersession]:
         """The rules on given records only (no store, no echoes): which of ``olds``
-        (older records of ``new``'s scope) ``new`` supersedes. The recall guard uses
-        this on the records a recall packed."""
+        ``new`` supersedes. The recall guard uses this on the records a recall
+        packed, and picks which ones are compared (those of ``new``'s scope and of
+        the broader layers of the recall)."""
         policy = self.policy
         claims = self._claims(new)
         if claims is None:
@@ -223,7 +224,6 @@ class RuleConsolidator:
             Candidate(o, _parsed(o), float(o.embedding @ new.embedding))
             for o in olds
             if o.id != new.id
-            and o.scope == new.scope
             and (named or o.source not in _ECHO_ONLY)  # see decide
             and self._may_supersede(new, o)
         ]
