@@ -67,10 +67,7 @@ class RecallGuard:
                 o
                 for o in order[:j]
                 if o.id not in gone
-                and (
-                    o.scope == new.scope
-                    or (mine is not None and rank.get(o.scope, -1) > mine)
-                )
+                and (o.scope == new.scope or (mine is not None and rank.get(o.scope, -1) > mine))
             ]
             for d in self.judge.judge(new, olds):
                 if d.partial or d.old_id in gone:
