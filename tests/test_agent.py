@@ -109,6 +109,15 @@ class CountingModel(FakeModel):
         return self.reply  # type: ignore[return-value]
 
 
+def refused(reply: str, match: str, **deps: object) -> None:
+    """run_turn with a model that replies ``reply`` fails with an InputError
+    matching ``match``, and nothing of the turn is stored."""
+    layer = make_layer()
+    with pytest.raises(InputError, match=match):
+        run_turn("alice", "hello", AgentDeps(layer, lambda m: reply, maintain=False, **deps))  # type: ignore[arg-type]
+    assert layer.store.count(include_archived=True) == 0
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -230,11 +239,7 @@ def test_a_reply_with_a_lone_surrogate_is_a_chat_model_error() -> None:
 @pytest.mark.parametrize("parsed", [None, "f(x=1)", ["f(x=1)"]])
 def test_a_tool_call_parser_returning_no_list_of_calls_is_an_input_error(parsed: object) -> None:
     # None was a bare TypeError; strings were passed on as if they were calls.
-    layer = make_layer()
-    deps = AgentDeps(layer, lambda m: "ok", maintain=False, tool_calls=lambda r: parsed)  # type: ignore[arg-type,return-value]
-    with pytest.raises(InputError, match="AgentDeps.tool_calls"):
-        run_turn("alice", "hello", deps)
-    assert layer.store.count(include_archived=True) == 0
+    refused("ok", "AgentDeps.tool_calls", tool_calls=lambda r: parsed)
 
 
 def test_a_reply_stating_a_held_tool_call_does_not_justify_it_next_turn() -> None:
@@ -270,12 +275,8 @@ def test_a_tool_gate_returning_no_decision_is_an_input_error(decision: object) -
         def decide(self, call, context):  # type: ignore[no-untyped-def]
             return decision
 
-    layer = make_layer()
-    deps = AgentDeps(layer, lambda m: "payments.refund(order=A-4411)", maintain=False,
-                     tool_gate=Gate())  # fmt: skip
-    with pytest.raises(InputError, match="tool_gate.decide returned .* for payments.refund"):
-        run_turn("alice", "hello", deps)
-    assert layer.store.count(include_archived=True) == 0
+    refused("payments.refund(order=A-4411)", "tool_gate.decide returned .* for payments.refund",
+            tool_gate=Gate())  # fmt: skip
 
 
 def test_a_superseded_claim_does_not_justify_a_tool_call() -> None:
@@ -300,11 +301,7 @@ def test_a_superseded_claim_does_not_justify_a_tool_call() -> None:
 def test_a_salience_function_returning_no_salience_is_named(value: object) -> None:
     # The error was remember_many's "salience must be a number in 0..1, got 2.0",
     # naming an argument the caller never passed to run_turn.
-    layer = make_layer()
-    deps = AgentDeps(layer, lambda m: "ok", maintain=False, salience=lambda t: value)  # type: ignore[arg-type,return-value]
-    with pytest.raises(InputError, match="AgentDeps.salience returned"):
-        run_turn("alice", "hello", deps)
-    assert layer.store.count(include_archived=True) == 0
+    refused("ok", "AgentDeps.salience returned", salience=lambda t: value)
 
 
 @pytest.mark.parametrize("justified_by", [(7,), (-1,), ("0",)])
@@ -318,12 +315,7 @@ def test_a_tool_gate_justifying_by_no_context_item_is_an_input_error(
         def decide(self, call, context):  # type: ignore[no-untyped-def]
             return GateDecision(call, "confirm", "ask first", justified_by)  # type: ignore[arg-type]
 
-    layer = make_layer()
-    deps = AgentDeps(layer, lambda m: "payments.refund(order=A-4411)", maintain=False,
-                     tool_gate=Gate())  # fmt: skip
-    with pytest.raises(InputError, match="justified payments.refund by"):
-        run_turn("alice", "hello", deps)
-    assert layer.store.count(include_archived=True) == 0
+    refused("payments.refund(order=A-4411)", "justified payments.refund by", tool_gate=Gate())
 
 
 @pytest.mark.parametrize(

@@ -79,30 +79,17 @@ def test_recorder_does_not_invent_a_procedure_from_a_failure(layer: MemoryLayer)
 @pytest.mark.parametrize(
     "reply",
     [
+        # negated confirmations: CONFIRMATION found "fixed" / "resolved" / "back to
+        # normal" and nothing read the negation
         "It isn't fixed.",
         "That hasn't fixed it.",
         "Nope, not resolved yet.",
         "It's not back to normal.",
+        # read as neither, so the calls' "ok" counted as success
         "It still doesn't work.",
         "That never worked.",
-    ],
-)
-def test_a_negated_confirmation_is_a_complaint(layer: MemoryLayer, reply: str) -> None:
-    # CONFIRMATION found "fixed" / "resolved" / "back to normal" in these, and
-    # nothing read the negation: the failed attempt was recorded as a success
-    # (and "doesn't work", read as neither, counted the calls' "ok" as success).
-    rec = ProcedureRecorder(layer)
-    feed(rec, "alice", [*CONVERSATION, ("user", "That did it, thanks!")])
-    feed(rec, "alice", [*CONVERSATION, ("user", reply)])
-    (proc,) = procedures(layer, "alice")
-    assert (proc.successes, proc.failures) == (1, 1)
-    feed(rec, "bob", [*CONVERSATION, ("user", reply)])
-    assert procedures(layer, "bob") == []  # a failure invents no procedure
-
-
-@pytest.mark.parametrize(
-    "reply",
-    [
+        # a failure beside a confirming word ("fixed", "worked"), and failures in
+        # words COMPLAINT lacked
         "I fixed the typo, but the webhooks still fail.",
         "That worked for one endpoint but not the other.",
         "It worked yesterday but fails today.",
@@ -112,12 +99,16 @@ def test_a_negated_confirmation_is_a_complaint(layer: MemoryLayer, reply: str) -
         "It is worse now.",
     ],
 )
-def test_a_failure_beside_a_confirming_word_is_a_complaint(layer: MemoryLayer, reply: str) -> None:
-    # "fixed" / "worked" made the first three confirmations, and the others were
-    # read as neither, so the calls' "ok" made the failed attempt a success.
+def test_a_failure_the_user_reports_is_a_complaint(layer: MemoryLayer, reply: str) -> None:
+    # Each was recorded as a success: a trusted procedure, or one more success on
+    # the stored one.
     rec = ProcedureRecorder(layer)
+    feed(rec, "alice", [*CONVERSATION, ("user", "That did it, thanks!")])
     feed(rec, "alice", [*CONVERSATION, ("user", reply)])
-    assert procedures(layer, "alice") == []
+    (proc,) = procedures(layer, "alice")
+    assert (proc.successes, proc.failures) == (1, 1)
+    feed(rec, "bob", [*CONVERSATION, ("user", reply)])
+    assert procedures(layer, "bob") == []  # a failure invents no procedure
 
 
 @pytest.mark.parametrize(
