@@ -145,6 +145,38 @@ def test_repeated_session_ids_and_questions_without_ground_truth(tmp_path: Path)
     assert "repeated haystack session ids" in msgs[0] and "no answer and no evidence" in msgs[0]
 
 
+def test_copies_of_a_repeated_answer_session_are_listed_in_haystack_order(tmp_path: Path) -> None:
+    """They came in a set's order, which changes with the process's hash seed: two
+    conversions (or runs) of one file differed, and the gate refused the second run
+    ('transcripts whose content changed')."""
+    import os
+    import subprocess
+    import sys
+
+    item = json.loads(QUIRKS.read_text())[0]
+    n = 6
+    item["haystack_sessions"] = [[{"role": "user", "content": f"hi {i}"}] for i in range(n)]
+    item["haystack_session_ids"] = ["s"] * n
+    item["haystack_dates"] = [f"2023/05/2{i} (Sat) 09:00" for i in range(n)]
+    item["answer_session_ids"] = ["s"]
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps([item]))
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore');"
+        "from memlab.lab.datasets.longmemeval import load;"
+        "print(','.join(load(sys.argv[1], progress=False)[0].turns[-1].probe.evidence_sessions))"
+    )
+    seen = set()
+    for seed in range(4):
+        env = dict(os.environ, PYTHONHASHSEED=str(seed))
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(f)], capture_output=True, text=True, env=env
+        )
+        assert out.returncode == 0, out.stderr
+        seen.add(out.stdout.strip())
+    assert seen == {"s,s#2,s#3,s#4,s#5,s#6"}
+
+
 def test_parse_date() -> None:
     assert parse_date("2023/05/28 (Sun) 19:47") == parse_ts("2023-05-28T19:47:00Z")
     assert parse_date("2023/5/8 (Mon) 9:05") == parse_ts("2023-05-08T09:05:00Z")

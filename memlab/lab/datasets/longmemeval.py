@@ -160,6 +160,7 @@ def convert_question(
     last = (min(known) - FALLBACK_GAP) if known else 0.0
     turns: list[dict[str, Any]] = []
     taken_sessions: set[str] = set()
+    listed: list[str] = []  # the haystack's session ids once unique, in its order
     evidence: list[str] = []
     renamed: dict[str, str] = {}
     for k, (raw_sid, raw_date, start, session) in enumerate(
@@ -182,6 +183,7 @@ def convert_question(
             quirks.add("repeated haystack session ids (renamed with #2...)", f"{qid} {sid}")
             renamed.setdefault(sid, unique)
         taken_sessions.add(unique)
+        listed.append(unique)
         if start is None:
             quirks.add(
                 "haystack dates that cannot be read (placed an hour after the previous session)",
@@ -233,7 +235,7 @@ def convert_question(
             last = time
     if not turns:
         raise TranscriptError(f"{where}: its haystack holds no turns")
-    probe = _probe(item, qid, evidence, taken_sessions, renamed, last, quirks, source)
+    probe = _probe(item, qid, evidence, listed, renamed, last, quirks, source)
     if probe is None:
         return None
     turns.append(probe)
@@ -250,7 +252,7 @@ def _probe(
     item: dict[str, Any],
     qid: str,
     evidence: list[str],
-    sessions: set[str],
+    sessions: list[str],
     renamed: dict[str, str],
     last: float,
     quirks: Quirks,
@@ -280,6 +282,8 @@ def _probe(
         if sid in sessions:
             answer_sessions.append(sid)
             if sid in renamed:  # a repeated id: every copy holds the answer
+                # In haystack order: a set's order changes with the process's hash
+                # seed, and with it the transcript's content hash in the fingerprint.
                 answer_sessions += [s for s in sessions if s.startswith(f"{sid}#")]
         else:
             quirks.add("answer session ids missing from the haystack (dropped)", f"{qid} {sid}")
