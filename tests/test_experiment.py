@@ -34,8 +34,31 @@ def test_store_paths_are_fresh_per_replay(tmp_path: Path, gen: Path) -> None:
     args = ["store=jsonl", "strategies=[memory]", "transcripts=dir", f"transcripts.path={gen}"]
     cfg = plan_run([*args, "progress=false", "report.charts=false"]).cfg
     run(cfg, tmp_path / "run")
+    for name in ("fingerprint.json", "summary.csv", "probes.csv", "turns.csv"):
+        (tmp_path / "run" / name).unlink()  # a folder reused without its results
     with pytest.raises(ConfigError, match="already exists; a replay needs a fresh store"):
         run(cfg, tmp_path / "run")
+
+
+def test_a_run_folder_that_holds_a_run_is_refused_before_anything_is_written(
+    tmp_path: Path, gen: Path
+) -> None:
+    """A second run into a run's folder overwrote its config.yaml and fingerprint.json
+    first; interrupted (or failing, as a file store's did), it left the first run's
+    summary.csv under the second's config, and the first run unreadable ('no summary
+    seal'). Two default runs started in one second share a folder."""
+    args = ["strategies=[sliding_window]", "transcripts=dir", f"transcripts.path={gen}"]
+    cfg = plan_run([*args, "progress=false", "report.charts=false"]).cfg
+    out = tmp_path / "run"
+    run(cfg, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    with pytest.raises(ConfigError, match=r"run folder .* already holds a run \(fingerprint.json"):
+        run(cfg, out, overrides={"budget": 100})
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    before["memlab.log"] = b""  # Hydra's, empty
+    proc = memlab("run", *args, "progress=false", f"hydra.run.dir={out}", cwd=tmp_path)
+    assert proc.returncode == 2 and "already holds a run" in proc.stderr, proc.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
 def test_run_against_an_openai_compatible_server_matches_in_process(tmp_path: Path) -> None:

@@ -326,8 +326,11 @@ def test_gate_cannot_compare_a_summary_that_is_not_utf8(
 def test_gate_refuses_a_run_that_did_not_finish(
     tmp_path: Path, tdir: Path, baseline: Path, capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """A rerun into a folder that is interrupted leaves the earlier summary.csv, but
-    not as its result: the gate refuses the folder instead of passing it."""
+    """An interrupted run's folder with a summary.csv that is not its result (copied
+    from a finished run; a rerun into a run's folder is refused, see
+    test_experiment.py): the gate refuses the folder instead of passing it."""
+    import shutil
+
     run = run_into(tmp_path / "run", tdir)
     assert main(["gate", "--baseline", str(baseline), str(run)]) == 0
 
@@ -336,10 +339,13 @@ def test_gate_refuses_a_run_that_did_not_finish(
 
     monkeypatch.setattr(experiment, "run_experiment", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_into(run, tdir)
+        run_into(tmp_path / "stopped", tdir)
     monkeypatch.undo()
+    stopped = tmp_path / "stopped"
+    for name in ("summary.csv", "probes.csv", "turns.csv"):
+        shutil.copy(run / name, stopped / name)
     capsys.readouterr()
-    assert main(["gate", "--baseline", str(baseline), str(run)]) == 2
+    assert main(["gate", "--baseline", str(baseline), str(stopped)]) == 2
     assert "holds no finished run" in capsys.readouterr().err
 
 

@@ -360,7 +360,8 @@ def run(
             is written.
 
     Raises:
-        ConfigError: the config is invalid (nothing was written).
+        ConfigError: the config is invalid, or ``out`` already holds a run (nothing
+            was written).
         ChatEndpointError: a reader's or judge's endpoint is unreachable
             (nothing was written), or failed for good during the run.
         MemlabError: the transcripts, a model or a store failed.
@@ -368,6 +369,8 @@ def run(
     started = time.perf_counter()
     v = validate(_with(cfg, overrides))
     asking = answering(v)
+    if asking is None or not asking.settings.dry_run:
+        check_fresh(out)
     try:
         if asking is not None:
             asking.check()  # an unreachable endpoint fails before anything is written
@@ -388,6 +391,28 @@ def run(
             asking.close()
             asking.reader.close()
             asking.judge.close()
+
+
+RUN_FILES = (fingerprint.FILENAME, fingerprint.SUMMARY, *fingerprint.ROWS)
+"""What a run writes into its folder that an earlier run's folder holds too."""
+
+
+def check_fresh(out: Path) -> None:
+    """A run folder must not hold another run: the new run would overwrite its
+    config.yaml and fingerprint.json first, and a new run that then failed or was
+    interrupted would leave the earlier summary.csv under a config it does not
+    belong to (and the earlier run unreadable).
+
+    Raises:
+        ConfigError: ``out`` holds a run's files (finished or not).
+    """
+    found = [name for name in RUN_FILES if (out / name).exists()]
+    if found:
+        raise ConfigError(
+            f"the run folder {out} already holds a run ({', '.join(found)}); choose another "
+            "folder (hydra.run.dir=...) or remove it first, so that no run overwrites an "
+            "earlier one"
+        )
 
 
 def _run(
