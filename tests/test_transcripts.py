@@ -115,6 +115,14 @@ def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
         load(tmp_path / "missing.json")
 
 
+def test_a_file_with_a_utf8_byte_order_mark_loads(tmp_path: Path) -> None:
+    # It was "not valid JSON at line 1, column 1: Unexpected UTF-8 BOM (decode using
+    # utf-8-sig)", though LoCoMo and LongMemEval files with one load.
+    p = tmp_path / "bom.json"
+    p.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "handmade.json").read_bytes())
+    assert load(p).to_dict() == load(FIXTURES / "handmade.json").to_dict()
+
+
 def test_a_deeply_nested_file_or_a_huge_integer_is_a_transcript_error(tmp_path: Path) -> None:
     """Both were internal errors (RecursionError; ValueError 'Exceeds the limit (4300
     digits)'), exit 3 from memlab run transcripts=dir, not a bad-input error."""

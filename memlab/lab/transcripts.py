@@ -552,7 +552,9 @@ def load(path: str | os.PathLike[str]) -> Transcript:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Notepad, PowerShell 5) is UTF-8 too, and the
+        # benchmark readers accept it; json.loads refused it as "Unexpected UTF-8 BOM".
+        text = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise TranscriptError(f"{p}: no such transcript file") from None
     except UnicodeDecodeError as exc:
