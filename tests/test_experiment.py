@@ -220,6 +220,23 @@ def test_ids_that_differ_only_in_unsafe_characters_get_their_own_stores(
     assert set(result.probes["transcript"]) == {"acme/x", "acme_x"}
 
 
+def test_a_transcript_id_too_long_for_a_file_name_gets_a_store(tmp_path: Path, gen: Path) -> None:
+    """A 300-character id failed mid-run with a file store ("I/O failure ...: File name
+    too long", exit 3), after config.yaml and fingerprint.json were written."""
+    from memlab.lab.transcripts import load_dir, save
+
+    long_ids = ["x" * 300, "x" * 299 + "y", "é" * 150]
+    names = [store_name(i) for i in long_ids]
+    assert len(set(names)) == 3 and all(len(n.encode()) <= 200 for n in names)
+    folder = tmp_path / "t"
+    for i, (t, tid) in enumerate(zip(load_dir(gen), long_ids[:2], strict=False)):
+        t.id = tid
+        save(t, folder / f"{i}.json")
+    args = ["store=jsonl", "strategies=[memory]", "transcripts=dir", f"transcripts.path={folder}"]
+    result = run(plan_run([*args, "progress=false", "report.charts=false"]).cfg, tmp_path / "run")
+    assert set(result.probes["transcript"]) == set(long_ids[:2])
+
+
 def test_a_bad_plugin_value_fails_before_anything_is_written(tmp_path: Path, gen: Path) -> None:
     cfg = compose(["transcripts=dir", f"transcripts.path={gen}", "embedder.dims=4"])
     with pytest.raises(ConfigError, match="config key 'embedder': HashEmbedder dims must be"):

@@ -211,3 +211,15 @@ def test_save_all_names_files_by_id_safely(tmp_path: Path) -> None:
     paths = save_all([a, b, c], tmp_path / "out")
     assert [p.name for p in paths] == ["conv_1.json", "conv_1-2.json", "x.json"]
     assert [load(p).id for p in paths] == ["conv/1", "conv:1", "x"]
+
+
+def test_save_all_gives_an_id_too_long_for_a_file_name_a_file(tmp_path: Path) -> None:
+    # memlab convert of a LoCoMo sample with a 300-character sample_id failed with
+    # "cannot write .../xxx...x.json: File name too long" (exit 3).
+    from memlab.lab.transcripts import save_all
+
+    a, b = (Transcript.from_dict(raw()) for _ in range(2))
+    a.id, b.id = "x" * 300, "x" * 299 + "y"
+    paths = save_all([a, b], tmp_path / "out")
+    assert len({p.name for p in paths}) == 2 and all(len(p.name.encode()) < 255 for p in paths)
+    assert [load(p).id for p in paths] == [a.id, b.id]

@@ -177,9 +177,14 @@ def store_name(transcript: str) -> str:
     a file name as ``_`` and, only when that changed it, a short hash of the id.
     Ids that differ only in those characters (``acme/x``, ``acme_x``) would
     otherwise share one store; a plain id keeps its file name (earlier runs' and
-    golden files' names do not move)."""
+    golden files' names do not move). An id too long for a file name keeps its
+    start and a hash (``files.short_stem``)."""
+    from memlab.lab.files import short_stem
+
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transcript)
-    return safe if safe == transcript else f"{safe}-{_short_hash(transcript)}"
+    return short_stem(
+        safe if safe == transcript else f"{safe}-{_short_hash(transcript)}", transcript
+    )
 
 
 def make_store(

@@ -7,6 +7,7 @@ gets. ``atomic_write`` sets the mode a plain ``open(path, "w")`` would give.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -14,6 +15,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from memlab.errors import OutputError
+
+MAX_STEM_BYTES = 200
+"""The longest file-name stem (in UTF-8 bytes) made from an id: file systems allow
+255 bytes per name, and the suffix (``.json``, ``.sqlite-wal``) and a ``-2`` need room."""
+
+
+def short_stem(stem: str, key: str) -> str:
+    """``stem``, or when it is longer than ``MAX_STEM_BYTES`` its start and a short
+    hash of ``key`` (the id it was made from), so that a long id still names one
+    file that the file system accepts ("File name too long" otherwise)."""
+    if len(stem.encode("utf-8")) <= MAX_STEM_BYTES:
+        return stem
+    digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    head = stem.encode("utf-8")[: MAX_STEM_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}-{digest}"
 
 
 def umask() -> int:

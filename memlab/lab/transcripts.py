@@ -630,16 +630,19 @@ def save(transcript: Transcript, path: str | os.PathLike[str]) -> Path:
 
 def save_all(transcripts: Iterable[Transcript], folder: str | os.PathLike[str]) -> list[Path]:
     """Write each transcript to ``folder/<id>.json`` (see ``save``); characters that
-    are unsafe in a file name become ``_``, and ids that then collide get ``-2``,
-    ``-3``... Returns the files in the order of ``transcripts``.
+    are unsafe in a file name become ``_``, an id too long for a file name keeps its
+    start and a hash, and ids that then collide get ``-2``, ``-3``... Returns the files in the order of ``transcripts``.
 
     Raises:
         OutputError: a file cannot be written.
     """
+    from memlab.lab.files import short_stem
+
     out: list[Path] = []
     names: set[str] = set()
     for t in transcripts:
         stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in t.id) or "transcript"
+        stem = short_stem(stem, t.id)  # an id too long for a file name: its start and a hash
         name, n = stem, 2
         while name in names:  # ids that differ only in unsafe characters
             name, n = f"{stem}-{n}", n + 1
