@@ -175,6 +175,10 @@ def test_every_yaml_option_of_a_plugin_group_is_registered() -> None:
         (["transcripts.limit=0"], "config key 'transcripts.limit': must be >= 1"),
         (["report.bootstrap=-1"], "config key 'report.bootstrap': must be an integer >= 0"),
         (["seed=-1"], "config key 'seed': must be an integer >= 0, got -1"),
+        *(
+            ([f"price_per_1k_tokens={bad}"], "config key 'price_per_1k_tokens': must be a finite")
+            for bad in ("-1", "nan", "inf")
+        ),
         (["embedder.dims=4"], None),  # checked when the embedder is built (see test_experiment)
         (["store=sqlite", "store.path=/tmp/x.db"], "config key 'store.path': '/tmp/x.db' lacks"),
         (["store.name=redis"], "config key 'store.name': unknown store 'redis'"),

@@ -13,6 +13,7 @@ library code never sees a config.
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -216,9 +217,9 @@ class RunConfig:
             f"must be >= 0, got {self.prompt_overhead_tokens}",
         )
         _check(
-            self.price_per_1k_tokens >= 0,
+            math.isfinite(self.price_per_1k_tokens) and self.price_per_1k_tokens >= 0,
             "price_per_1k_tokens",
-            f"must be >= 0, got {self.price_per_1k_tokens}",
+            f"must be a finite number >= 0, got {self.price_per_1k_tokens}",
         )
 
 
