@@ -371,3 +371,28 @@ def test_a_dia_id_too_long_to_read_names_no_turn(tmp_path: Path) -> None:
     f.write_text(json.dumps([sample]))
     ts, msgs = load_quiet(f)
     assert len(ts) == 1 and "evidence ids naming no turn (dropped)" in msgs[0]
+
+
+def test_nan_and_infinity_read_as_null(tmp_path: Path) -> None:
+    """pandas-style exports write NaN for a missing cell. Before, json read it as a
+    float, and a NaN answer became the gold answer "nan"."""
+    data = json.loads(QUIRKS.read_text(encoding="utf-8"))
+    data[0]["conversation"]["session_2_date_time"] = None
+    data[0]["qa"][0]["answer"] = None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    nulls = tmp_path / "a" / "locomo.json"
+    nulls.write_text(json.dumps(data), encoding="utf-8")
+    text = nulls.read_text(encoding="utf-8")
+    nan = tmp_path / "b" / "locomo.json"
+    nan.write_text(
+        text.replace('"session_2_date_time": null', '"session_2_date_time": NaN', 1).replace(
+            '"answer": null', '"answer": -Infinity', 1
+        ),
+        encoding="utf-8",
+    )
+    assert nan.read_text(encoding="utf-8").count("NaN") == 1 and "-Infinity" in nan.read_text()
+    got, warned = load_quiet(nan)
+    want, want_warned = load_quiet(nulls)
+    assert [t.to_dict() for t in got] == [t.to_dict() for t in want]
+    assert warned == [w.replace(str(nulls), str(nan)) for w in want_warned]

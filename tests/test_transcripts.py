@@ -123,6 +123,18 @@ def test_a_file_with_a_utf8_byte_order_mark_loads(tmp_path: Path) -> None:
     assert load(p).to_dict() == load(FIXTURES / "handmade.json").to_dict()
 
 
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_nan_or_infinity_is_refused_by_name(tmp_path: Path, word: str) -> None:
+    """Python's json reads these non-JSON words as floats: a NaN in meta was loaded,
+    and a NaN salience_hint was refused as 'must be a number in 0..1, got nan'."""
+    text = (FIXTURES / "handmade.json").read_text(encoding="utf-8")
+    bad = text.replace('"salience_hint": 0.9', f'"salience_hint": {word}', 1)
+    assert bad != text
+    with pytest.raises(TranscriptError, match=rf"holds {word}, which is not JSON") as err:
+        load(write(tmp_path, "nan.json", bad))
+    assert "write null or a finite number" in str(err.value)
+
+
 def test_a_deeply_nested_file_or_a_huge_integer_is_a_transcript_error(tmp_path: Path) -> None:
     """Both were internal errors (RecursionError; ValueError 'Exceeds the limit (4300
     digits)'), exit 3 from memlab run transcripts=dir, not a bad-input error."""

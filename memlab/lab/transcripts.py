@@ -542,13 +542,23 @@ def dumps(transcript: Transcript) -> str:
     return json.dumps(transcript.to_dict(), ensure_ascii=False, indent=1) + "\n"
 
 
+class _NonJsonConstant(Exception):
+    """NaN, Infinity or -Infinity in a transcript file (raised by the decoder)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    # json.loads reads these non-standard words as floats by default; a NaN
+    # timestamp or salience would then pass every comparison check unnoticed.
+    raise _NonJsonConstant(name)
+
+
 def load(path: str | os.PathLike[str]) -> Transcript:
     """Load and validate one transcript file.
 
     Raises:
         TranscriptError: naming the file, and for each problem the turn id and field
-            (also for a file that is not UTF-8, not JSON, nests too deeply or holds
-            an integer too long to read).
+            (also for a file that is not UTF-8, not JSON, nests too deeply, holds
+            an integer too long to read, or holds NaN or Infinity).
     """
     p = Path(path)
     try:
@@ -562,7 +572,12 @@ def load(path: str | os.PathLike[str]) -> Transcript:
     except OSError as exc:
         raise TranscriptError(f"{p}: cannot read ({exc.strerror})") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except _NonJsonConstant as exc:
+        raise TranscriptError(
+            f"{p}: holds {exc.args[0]}, which is not JSON (Python's json.dump writes it "
+            "for a float NaN or infinity); write null or a finite number there"
+        ) from None
     except json.JSONDecodeError as exc:
         raise TranscriptError(
             f"{p}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"

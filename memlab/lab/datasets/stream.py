@@ -96,7 +96,8 @@ def iter_json_array(
 
     Only the item being parsed (plus one read chunk) is held in memory, and the
     C JSON decoder does the parsing, so a 250 MB file streams at the decoder's
-    speed. A progress bar counts the bytes read (``progress=None``: only on a
+    speed. ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON, but written by
+    pandas-style exports for missing cells) are read as ``None``. A progress bar counts the bytes read (``progress=None``: only on a
     terminal).
 
     Raises:
@@ -105,7 +106,11 @@ def iter_json_array(
             integer too long to read (naming the item and character).
     """
     p = Path(path)
-    decoder = json.JSONDecoder()
+    # NaN and Infinity are not JSON, but pandas-style exports of benchmark files
+    # write them for missing cells: read them as null, which the adapters already
+    # handle as a missing value (and report as a quirk), rather than as a float
+    # that reaches a string or date field.
+    decoder = json.JSONDecoder(parse_constant=lambda _name: None)
     utf8 = codecs.getincrementaldecoder("utf-8-sig")()
     try:
         f = p.open("rb")
