@@ -278,6 +278,31 @@ def test_convert_writes_loadable_format_v1_files(tmp_path: Path, capsys) -> None
     assert again == direct
 
 
+def test_convert_refuses_a_folder_holding_other_transcripts_unless_forced(
+    tmp_path: Path,
+    capsys,  # type: ignore[no-untyped-def]
+) -> None:
+    """Before, convert --limit 1 into a folder of an earlier full convert left conv-b
+    there, and memlab run transcripts=dir replayed both."""
+    out = tmp_path / "conv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        assert main(["convert", "locomo", str(QUIRKS), "--out", str(out)]) == 0
+        # the same convert again rewrites its own files
+        assert main(["convert", "locomo", str(QUIRKS), "--out", str(out)]) == 0
+        capsys.readouterr()
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        assert main(["convert", "locomo", str(QUIRKS), "--out", str(out), "--limit", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "already holds 1 other *.json file(s) (conv-b.json)" in err and "--force" in err
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+        (out / "notes.txt").write_text("not a transcript")
+        assert main(["convert", "locomo", str(QUIRKS), "--out", str(out), "--ids", "conv-a"]) == 2
+        args = ["convert", "locomo", str(QUIRKS), "--out", str(out), "--limit", "1", "--force"]
+        assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["conv-a.json", "conv-b.json", "notes.txt"]
+
+
 def test_convert_errors_exit_2_without_traceback(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["convert", "locomo", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 2
     assert "no such file" in capsys.readouterr().err

@@ -118,7 +118,7 @@ def convert(args: list[str]) -> int:
     """``memlab convert DATASET FILE --out DIR``: write a benchmark file as
     format-v1 transcripts (one JSON file per transcript) for inspection."""
     from memlab.lab.datasets import DATASETS, check_path, load_source
-    from memlab.lab.transcripts import save_all
+    from memlab.lab.transcripts import file_names, iter_files, save_all
 
     files = [name for name, d in DATASETS.items() if d.reads == "file"]
     parser = ArgumentParser(prog="memlab convert", description=convert.__doc__)
@@ -127,6 +127,11 @@ def convert(args: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder to write into")
     parser.add_argument("--limit", type=int, default=None, help="only the first N transcripts")
     parser.add_argument("--ids", nargs="+", default=None, help="only these transcript ids")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that holds other *.json files (a run replays them too)",
+    )
     _no_progress(parser)
     ns = parser.parse_args(args)
     if ns.limit is not None and ns.limit < 1:
@@ -141,6 +146,18 @@ def convert(args: list[str]) -> int:
         ids=ns.ids,
         progress=False if ns.no_progress else None,
     )
+    if ns.out.is_dir() and not ns.force:
+        # memlab run transcripts=dir replays every *.json of the folder: files of an
+        # earlier convert (another dataset, another --limit) would join this one's.
+        ours = set(file_names(transcripts))
+        others = sorted(p.name for p in iter_files(ns.out) if p.name not in ours)
+        if others:
+            shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if others[3:] else "")
+            raise InputError(
+                f"--out {ns.out} already holds {len(others)} other *.json file(s) ({shown}), "
+                "which memlab run transcripts=dir would replay with these; choose an "
+                "empty folder, or pass --force to write beside them"
+            )
     save_all(transcripts, ns.out)
     turns = sum(len(t.turns) for t in transcripts)
     probes = sum(len(t.probes) for t in transcripts)

@@ -643,17 +643,14 @@ def save(transcript: Transcript, path: str | os.PathLike[str]) -> Path:
     return atomic_write_text(path, dumps(transcript), fsync=True)
 
 
-def save_all(transcripts: Iterable[Transcript], folder: str | os.PathLike[str]) -> list[Path]:
-    """Write each transcript to ``folder/<id>.json`` (see ``save``); characters that
-    are unsafe in a file name become ``_``, an id too long for a file name keeps its
-    start and a hash, and ids that then collide get ``-2``, ``-3``... Returns the files in the order of ``transcripts``.
-
-    Raises:
-        OutputError: a file cannot be written.
-    """
+def file_names(transcripts: Iterable[Transcript]) -> list[str]:
+    """The file names ``save_all`` gives ``transcripts``, in their order: ``<id>.json``,
+    where characters that are unsafe in a file name become ``_``, an id too long for
+    a file name keeps its start and a hash, and ids that then collide get ``-2``,
+    ``-3``..."""
     from memlab.lab.files import short_stem
 
-    out: list[Path] = []
+    out: list[str] = []
     names: set[str] = set()
     for t in transcripts:
         stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in t.id) or "transcript"
@@ -662,8 +659,19 @@ def save_all(transcripts: Iterable[Transcript], folder: str | os.PathLike[str]) 
         while name in names:  # ids that differ only in unsafe characters
             name, n = f"{stem}-{n}", n + 1
         names.add(name)
-        out.append(save(t, Path(folder) / f"{name}.json"))
+        out.append(f"{name}.json")
     return out
+
+
+def save_all(transcripts: Iterable[Transcript], folder: str | os.PathLike[str]) -> list[Path]:
+    """Write each transcript to ``folder`` under its ``file_names`` name (see ``save``).
+    Returns the files in the order of ``transcripts``.
+
+    Raises:
+        OutputError: a file cannot be written.
+    """
+    ts = list(transcripts)
+    return [save(t, Path(folder) / name) for t, name in zip(ts, file_names(ts), strict=True)]
 
 
 def iter_probes(transcripts: Iterable[Transcript]) -> Iterator[tuple[Transcript, int, Turn]]:
