@@ -31,6 +31,26 @@ def test_rebuild_a_run_folder(tmp_path: Path) -> None:
     assert (tmp_path / "charts" / "recall_precision.png").exists()
 
 
+def test_rebuild_resamples_as_the_run_did(tmp_path: Path) -> None:
+    """memlab report rebuilt every run with 1000 resamples and seed 0: a run made
+    with report.bootstrap=200 and seed=7 got other intervals, silently, and was
+    resealed with them."""
+    from memlab.lab.sweep import run_resampling
+
+    probes, turns = rows()
+    write_tables(tmp_path, probes, turns, summarize(probes, turns, n_boot=200, seed=7))
+    (tmp_path / "config.yaml").write_text("seed: 7\nreport:\n  bootstrap: 200\n")
+    written = (tmp_path / "summary.csv").read_bytes()
+    rebuild(tmp_path, draw=False)
+    assert (tmp_path / "summary.csv").read_bytes() == written
+    rebuild(tmp_path, n_boot=1000, seed=0, draw=False)  # what it used to do
+    assert (tmp_path / "summary.csv").read_bytes() != written
+    assert run_resampling(tmp_path, 50, None) == (50, 7)
+    assert run_resampling(tmp_path / "nowhere", None, None) == (1000, 0)
+    (tmp_path / "config.yaml").write_text("seed: -3\nreport:\n  bootstrap: many\n")
+    assert run_resampling(tmp_path, None, None) == (1000, 0)
+
+
 def test_rebuild_refuses_a_run_that_did_not_finish(tmp_path: Path) -> None:
     """A rerun into a run folder that failed wrote its config and an unsealed
     fingerprint over the earlier run's rows: rebuilding would seal those rows as

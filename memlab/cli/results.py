@@ -32,8 +32,13 @@ def report(args: list[str]) -> int:
 
     parser = ArgumentParser(prog="memlab report", description=report.__doc__)
     parser.add_argument("dir", type=Path, help="a run folder (results/runs/...) or multirun folder")
-    parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=None,
+        help="resamples (default: the run's report.bootstrap)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="default: the run's seed")
     parser.add_argument("--no-charts", action="store_true")
     parser.add_argument(
         "--heatmap",
@@ -60,7 +65,8 @@ def report(args: list[str]) -> int:
         "abstention_proxy)",
     )
     ns = parser.parse_args(args)
-    _check_resampling("report", ns.bootstrap, ns.seed)
+    if ns.bootstrap is not None or ns.seed is not None:
+        _check_resampling("report", ns.bootstrap or 0, ns.seed or 0)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a folder; pass a run or multirun folder")
     heatmap = None

@@ -20,7 +20,7 @@ from memlab.lab.summary import (
     summarize,
     write_summary,
 )
-from memlab.lab.sweep import pareto_table, recall_metric, sweep_table, wide_means
+from memlab.lab.sweep import pareto_table, recall_metric, run_resampling, sweep_table, wide_means
 
 
 def summary_table(
@@ -116,8 +116,8 @@ def sweep_report(
     path: Path,
     *,
     recompute: bool = False,
-    n_boot: int = 1000,
-    seed: int = 0,
+    n_boot: int | None = None,
+    seed: int | None = None,
     draw: bool = True,
     heatmap: tuple[str, str] | None = None,
     metric: str | None = None,
@@ -222,8 +222,8 @@ def _heatmap_strategies(strategies: Sequence[str]) -> list[str]:
 def rebuild(
     path: Path,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
+    n_boot: int | None = None,
+    seed: int | None = None,
     draw: bool = True,
     heatmap: tuple[str, str] | None = None,
     metric: str | None = None,
@@ -235,7 +235,9 @@ def rebuild(
     trust it (``memlab.lab.run_report``: differences against ``reference`` for the
     metrics ``differences``, minimum detectable differences, the ranked retrieval
     families, abstention, errata; report.md), or of every job of a multirun folder
-    plus the sweep report (``sweep_report``); return lines to print."""
+    plus the sweep report (``sweep_report``); return lines to print. ``n_boot`` and
+    ``seed``: the bootstrap's resamples and seed, None: each run's own
+    (``sweep.run_resampling``), so a rebuild reproduces the run's intervals."""
     from memlab.lab import run_report
 
     lines: list[str] = []
@@ -248,6 +250,7 @@ def rebuild(
             fingerprint.check_finished(path, fp)
             fingerprint.check_rows(path, fp)
         probes, turns = load_rows(path)
+        n_boot, seed = run_resampling(path, n_boot, seed)
         summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
         write_summary(path, summary)
         written = charts(probes, turns, summary, path / "charts") if draw else []

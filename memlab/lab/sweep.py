@@ -106,9 +106,16 @@ def swept_keys(path: Path, overrides: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def sweep_table(
-    path: Path, *, recompute: bool = False, n_boot: int = 1000, seed: int = 0, draw: bool = False
+    path: Path,
+    *,
+    recompute: bool = False,
+    n_boot: int | None = None,
+    seed: int | None = None,
+    draw: bool = False,
 ) -> tuple[pd.DataFrame, list[str], list[Path]]:
-    """One tidy table over every job of a multirun folder.
+    """One tidy table over every job of a multirun folder (a rebuilt summary
+    resamples with ``n_boot`` and ``seed``, None: the job's own, see
+    ``run_resampling``).
 
     Returns:
         (table, swept keys, failed job folders). The table has one row per job,
@@ -135,7 +142,8 @@ def sweep_table(
             if (job / fingerprint.FILENAME).exists():
                 fingerprint.check_rows(job, fingerprint.load(job), f"job {job.name}")
             probes, turns = load_rows(job)
-            summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
+            boot, job_seed = run_resampling(job, n_boot, seed)
+            summary = summarize(probes, turns, n_boot=boot, seed=job_seed)
             write_summary(job, summary)
             if draw:
                 from memlab.lab.charts import charts
@@ -171,6 +179,25 @@ def _config_value(job: Path, key: str) -> Any:
                 return value
             return str(OmegaConf.to_container(value))
     return None
+
+
+DEFAULT_BOOTSTRAP, DEFAULT_SEED = 1000, 0
+"""What a rebuild resamples with when neither the caller nor the run's config says."""
+
+
+def run_resampling(job: Path, n_boot: int | None, seed: int | None) -> tuple[int, int]:
+    """The bootstrap resamples and seed to rebuild ``job``'s summary with: the given
+    ones, else the run's own (``report.bootstrap`` and ``seed`` of its config.yaml),
+    else 1000 and 0. A rebuild then reproduces the intervals the run wrote."""
+    from memlab.lab.metrics import bootstrap_problem, seed_problem
+
+    if n_boot is None:
+        found = _config_value(job, "report.bootstrap")
+        n_boot = found if bootstrap_problem(found) is None else DEFAULT_BOOTSTRAP
+    if seed is None:
+        found = _config_value(job, "seed")
+        seed = found if seed_problem(found) is None else DEFAULT_SEED
+    return n_boot, seed
 
 
 def recall_metric(table: pd.DataFrame) -> str:
