@@ -290,3 +290,12 @@ def test_a_negative_tune_seed_is_refused() -> None:
 
     with pytest.raises(ConfigError, match=r"config key 'tune.seed': must be an integer >= 0"):
         TuneConfig(seed=-1)
+
+
+@pytest.mark.parametrize("metric", ["write_ms", "maintain_ms"])
+def test_a_per_turn_tune_metric_is_refused_before_any_trial(metric: str) -> None:
+    # The gain is paired by probe: a per-turn metric has no probe values, and the
+    # tune failed with KeyError after every trial had run.
+    with pytest.raises(ConfigError, match=r"config key 'tune.metric': must be a per-probe"):
+        validate(compose([f"tune.metric={metric}"], "tune"))
+    assert validate(compose(["tune.metric=recall_ms"], "tune")).run.tune.metric == "recall_ms"
