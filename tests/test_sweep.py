@@ -26,6 +26,16 @@ def test_pareto_front_keeps_the_undominated_points() -> None:
     assert list(front) == [False, True, True, False, False, True, False]
 
 
+def test_pareto_front_keeps_every_copy_of_a_front_point() -> None:
+    # Two strategies that answer alike (memory and memory_no_floor on the shipped
+    # set) give the same point: neither dominates the other, so both are on the
+    # front, whatever their order; only the first was before.
+    pts = pd.DataFrame({"tokens": [400, 400, 300, 500, 300], "recall": [0.9, 0.9, 0.5, 0.9, 0.4]})
+    assert list(pareto_front(pts, "tokens", "recall")) == [True, True, True, False, False]
+    flipped = pts.iloc[::-1]
+    assert list(pareto_front(flipped, "tokens", "recall")) == [False, False, True, True, True]
+
+
 def test_sweep_table_is_tidy_with_swept_columns(tmp_path: Path) -> None:
     jobs = {
         str(i): {"budget": b, "memory.half_life.episodic": h, "progress": "false"}

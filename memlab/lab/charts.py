@@ -297,15 +297,18 @@ def pareto_chart(points: pd.DataFrame, keys: Sequence[str], metric: str, out: Pa
             label="Pareto front",
         )
         several = points["strategy"].nunique() > 1
+        stacked: dict[tuple[float, float], int] = {}
         for _, row in front.iterrows():
             label = f"{row['job']}: " + ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys)
             if several:
                 label += f" ({row['strategy']})"
+            at = (float(row["prompt_tokens"]), float(row[metric]))
+            below = stacked[at] = stacked.get(at, -1) + 1  # equal points: labels one under another
             ax.annotate(
                 label.rstrip(": "),
-                (row["prompt_tokens"], row[metric]),
+                at,
                 fontsize=7,
-                xytext=(3, -9),
+                xytext=(3, -9 - 8 * below),
                 textcoords="offset points",
             )
     ax.set_xlabel("prompt tokens (mean per probe)")

@@ -219,11 +219,15 @@ def pareto_front(points: pd.DataFrame, x: str, y: str) -> pd.Series:
     flags = dict.fromkeys(points.index, False)
     valid = points[[x, y]].dropna()
     order = valid.sort_values([x, y], ascending=[True, False])
-    best = -math.inf
-    for idx, value in zip(order.index, order[y], strict=True):
+    best, best_x = -math.inf, math.nan
+    for idx, cost, value in zip(order.index, order[x], order[y], strict=True):
         if float(value) > best:
             flags[idx] = True
-            best = float(value)
+            best, best_x = float(value), float(cost)
+        elif float(value) == best and float(cost) == best_x:
+            # The same point as the last one on the front (e.g. two strategies that
+            # answer alike): neither dominates the other, so both are on it.
+            flags[idx] = True
     return pd.Series(flags, dtype=bool).reindex(points.index)
 
 
