@@ -193,6 +193,34 @@ def test_paired_gain_is_the_bootstrap_of_per_probe_differences() -> None:
     assert s.gain == pytest.approx(0.5) and s.beats
 
 
+def test_the_gains_chart_says_how_a_lower_is_better_gain_is_signed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.pyplot as plt
+
+    from memlab.lab.tune.report import gains_chart
+
+    base = [0.0, 1.0] * 20
+    drop = [0.0, 0.0] * 20  # the tuned config halves stale_rate: a gain of +0.5
+    g = paired_gain(
+        _probes(base, metric="stale_rate"),
+        _probes(drop, metric="stale_rate"),
+        set_name="held-apart",
+        metric="stale_rate",
+        direction=-1,
+        strategy="memory",
+        group="all",
+    )
+    assert g.gain == pytest.approx(0.5) and g.tuned < g.default
+    labels: list[str] = []
+    close = plt.close
+    monkeypatch.setattr(
+        plt, "close", lambda fig: (labels.append(fig.axes[0].get_ylabel()), close(fig))
+    )
+    gains_chart({"held-apart": g}, tmp_path / "g.png", "stale_rate of memory")
+    assert labels == ["gain in stale_rate (default - tuned, lower is better)"]
+
+
 def test_decision_writes_a_preset_only_beyond_noise() -> None:
     base = [1.0, 0.0] * 20
     clear = {"tuning": _gain(base, [1.0] * 40, "tuning"), "held-apart": _gain(base, [1.0] * 40)}

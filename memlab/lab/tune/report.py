@@ -57,9 +57,12 @@ def gains_chart(gains: Mapping[str, Gain], path: Path, title: str) -> Path:
     ax.set_xticks(range(len(sets)))
     ax.set_xticklabels([f"{s}\n({gains[s].probes} probes)" for s in sets])
     ax.set_xlim(-0.6, len(sets) - 0.4)
-    metric = next(iter(gains.values())).metric
-    level = next(iter(gains.values())).level
-    ax.set_ylabel(f"gain in {metric} (tuned - default)")
+    first = next(iter(gains.values()))
+    metric, level = first.metric, first.level
+    # The gain is signed so that positive is better: for a lower-is-better metric
+    # it is default - tuned, and "tuned - default" would read a drop as a rise.
+    sign = "tuned - default" if first.direction >= 0 else "default - tuned, lower is better"
+    ax.set_ylabel(f"gain in {metric} ({sign})")
     ax.set_title(f"{title}\n{level:.0%} paired bootstrap over probes", fontsize=9)
     ymin, ymax = ax.get_ylim()
     pad = 0.25 * (ymax - ymin or 0.01)
