@@ -102,6 +102,11 @@ def test_reference_and_metric_choices() -> None:
     assert diff.pick_metrics(probes) == ["evidence_recall", "stale_wins"]
     with pytest.raises(MemlabError, match=r"\['fact_recall'\] are not in this run"):
         diff.pick_metrics(probes, ["fact_recall"])
+    # Columns that are not metrics: a text one failed with an internal ValueError.
+    for column in ("category", "distance"):
+        probes[column] = probes.get(column, 3)
+        with pytest.raises(MemlabError, match=rf"\['{column}'\] are columns .* not per-probe"):
+            diff.differences(probes, metrics=[column])
     row = {"diff": 0.05, "ci_low": 0.01, "ci_high": 0.09, "shown": True}
     assert diff.interval(row) == "+0.050 [+0.010, +0.090]*"
 

@@ -38,6 +38,7 @@ import pandas as pd
 
 from memlab.errors import MemlabError
 from memlab.lab.metrics import bootstrap_ci, direction
+from memlab.lab.metrics import metrics as registered
 from memlab.lab.summary import probe_groups
 
 KEY = ["transcript", "probe"]
@@ -63,7 +64,8 @@ def pick_metrics(probes: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     ``DEFAULT_METRICS`` the rows have.
 
     Raises:
-        MemlabError: a named metric is not in the rows.
+        MemlabError: a named metric is not in the rows, or is a column of them that
+            is not a per-probe metric (``scope``, ``category``, ``distance``).
     """
     if metrics is None:
         return [m for m in DEFAULT_METRICS if m in probes and probes[m].notna().any()]
@@ -72,6 +74,15 @@ def pick_metrics(probes: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
         raise MemlabError(
             f"metrics {missing} are not in this run's probes.csv; it has e.g. "
             f"{[m for m in DEFAULT_METRICS if m in probes][:5]}"
+        )
+    # A text column failed deep in the bootstrap ("internal error: ValueError: could
+    # not convert string to float"), a number such as distance gave a meaningless table.
+    per_probe = {m.name for m in registered("probe")}
+    other = [m for m in metrics if m not in per_probe]
+    if other:
+        raise MemlabError(
+            f"{other} are columns of this run's probes.csv but not per-probe metrics; "
+            f"name metrics, e.g. {[m for m in DEFAULT_METRICS if m in probes][:5]}"
         )
     return list(metrics)
 
