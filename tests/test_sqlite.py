@@ -143,6 +143,20 @@ def test_a_missing_folder_is_an_error_unless_asked_to_create_it(tmp_path: Path) 
         assert s.count() == 0
 
 
+def test_a_path_of_memory_is_an_in_memory_store_as_the_str_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before, Path(":memory:") created a file ':memory:' in the working folder and
+    # then kept every record in memory (sqlite3 reads the Path as ":memory:")
+    monkeypatch.chdir(tmp_path)
+    with SqliteStore(Path(":memory:")) as s:
+        s.put(make_record())
+        assert s.count("alice") == 1 and s.size_bytes() == 0
+    assert list(tmp_path.iterdir()) == []
+    with SqliteStore(Path(":memory:")) as s:
+        assert s.count() == 0  # nothing was kept
+
+
 # -- issue 13: raw errors, damage, empty files, creation, small ones ---------------
 def test_a_full_disk_is_a_store_error_and_leaves_no_phantom_records(tmp_path: Path) -> None:
     """Defect 5: a full disk surfaced as sqlite3.OperationalError ('cannot rollback -

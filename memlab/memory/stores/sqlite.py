@@ -115,9 +115,10 @@ class SqliteStore:
     """A durable MemoryStore backed by SQLite.
 
     Args:
-        path: the database file, created if absent; ``":memory:"`` works too. Its
-            folder must exist unless ``create_dirs`` is true (so a mistyped path
-            raises instead of starting a new, empty store).
+        path: the database file, created if absent; ``":memory:"`` (a str or a Path)
+            keeps the store in memory, as sqlite3 does. Its folder must exist unless
+            ``create_dirs`` is true (so a mistyped path raises instead of starting a
+            new, empty store).
         timeout: seconds to wait for another process's write lock.
         create_dirs: create the folder of ``path`` (and its parents) if missing.
         scan: how a recall scans a scope's vectors: ``"float32"`` (exact, the
@@ -147,7 +148,10 @@ class SqliteStore:
         scan_min_rows: int = ScanPolicy.min_rows,
     ) -> None:
         self.scan = ScanPolicy(scan, scan_rerank, scan_min_rows)
-        memory = path == ":memory:"
+        # sqlite3 reads Path(":memory:") as ":memory:" too: before, only the str was
+        # seen as one, so a Path made a stray ':memory:' file in the working folder
+        # and then stored every record in memory, never in that file
+        memory = isinstance(path, str | os.PathLike) and os.fspath(path) == ":memory:"
         self.path = ":memory:" if memory else str(check_path(path, "SqliteStore path"))
         timeout = check_number(timeout, "SqliteStore timeout", lo=0.0)
         check_bool(create_dirs, "SqliteStore create_dirs")
