@@ -74,6 +74,33 @@ def test_parse_tool_call_reads_the_call_and_classifies_the_result() -> None:
     assert outcome_ok("three rows") is None
 
 
+@pytest.mark.parametrize(
+    ("result", "ok"),
+    [
+        # a leading success word that a qualifier or a "no" value undoes: all of
+        # these counted as a success (and raised the procedure's salience) before
+        ("completed with errors", False),
+        ("Completed with 2 errors", False),
+        ("ok, but 3 of 5 failed", False),
+        ("done, except 2 that failed", False),
+        ("ok, but slow", None),
+        ('{"ok": false, "error": "boom"}', False),
+        ("{'success': False}", False),
+        ("success=0", False),
+        # what a leading success word still means
+        ("ok, 41 failed", True),  # a listing of failures that worked
+        ("completed with no errors", True),
+        ('{"ok": true}', True),
+        ("updated: 0 rows", True),
+        ("Success: deployed v1.2", True),
+    ],
+)
+def test_a_qualified_or_negated_success_word_is_not_a_success(result: str, ok: bool | None) -> None:
+    assert outcome_ok(result) is ok
+    call = parse_tool_call(f"jobs.run(name=nightly) -> {result}")
+    assert call is not None and call.ok is ok
+
+
 def test_tool_call_checks_its_input() -> None:
     with pytest.raises(InputError, match="not a name"):
         ToolCall("rm -rf /")

@@ -78,6 +78,15 @@ _FAIL = re.compile(
     r"not found|invalid|rejected|exception|unavailable|[45]\d\d)\b",
     re.I,
 )
+# What undoes a leading success word: a key whose value says no ('{"ok": false}',
+# "success=0"), or a qualifier ("completed with errors", "ok, but 3 of 5 failed").
+_KEY_FALSE = re.compile(
+    r"""^["']?\s*[:=]\s*["']?(false|no|0|null|none|nil)["']?\s*([,;}\])]|$)""", re.I
+)
+_QUALIFIED = re.compile(
+    r"^\W*(but|except|however)\b|^\W*with\s+(?!(0|no|zero)\b)(\S+\s+)?(errors?|failures?)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -277,16 +286,26 @@ class ProcedurePolicy:
 def outcome_ok(result: str) -> bool | None:
     """Classify a tool's result: True (it reports success), False (an error), None.
 
-    The leading word decides when it is a status: success (``ok``, ``done``,
-    ``2xx``, ``updated``...) or failure (``error``, ``failed``, ``denied``,
-    ``4xx``/``5xx``...). Otherwise an error word in the first 200 characters
-    means failure, and anything else is unknown.
+    A leading success word (``ok``, ``done``, ``2xx``, ``updated``...) means
+    success ("ok, 41 failed" lists 41 failures: the call worked), unless it is a
+    key whose value says no (``{"ok": false}``, ``success=0``: failure) or a
+    qualifier follows it ("completed with errors", "ok, but 3 of 5 failed": then,
+    as for any other text, an error word (``error``, ``failed``, ``denied``,
+    ``4xx``/``5xx``...) in the first 200 characters means failure, and anything
+    else is unknown).
     """
     text = result.strip()
     if not text:
         return None
-    if _OK.match(text):
-        return True
+    ok = _OK.match(text)
+    if ok is not None:
+        rest = text[ok.end() :]
+        # both read as success before: a JSON result '{"ok": false}' and a job
+        # that "completed with errors" raised the procedure's success count
+        if _KEY_FALSE.match(rest):
+            return False
+        if not _QUALIFIED.match(rest):
+            return True
     if _FAIL.search(text[:200]):
         return False
     return None
