@@ -44,6 +44,40 @@ def test_the_value_in_force_wins() -> None:
     assert contents == ["Our standup moved to 10:00 every morning."]
 
 
+@pytest.mark.parametrize("bundle_words", [64, 0])
+def test_forgetting_a_correcting_reflection_puts_the_one_it_superseded_back(
+    bundle_words: int,
+) -> None:
+    # the pass archives the reflection a correction supersedes; forget lifted only
+    # supersession entries, so forgetting the correction left neither value in force
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=bundle_words), every=None,
+                       trigger_tokens=None)  # fmt: skip
+    say(layer, clock, "alice", [("user", "Our standup is at 9:30 every morning.")])
+    (old,) = layer.end_session("alice").reflection.written  # type: ignore[union-attr]
+    say(layer, clock, "alice", [("user", "Our standup moved to 10:00 every morning.")])
+    report = layer.end_session("alice").reflection
+    assert report is not None and report.retired == [old.id]
+    (new,) = report.written
+    assert layer.forget("alice", new.id) == 1
+    assert [r.content for r in reflections(layer, "alice")] == [old.content]
+    hits = layer.recall(RecallQuery("alice", "when is our standup")).hits
+    assert old.id in [h.record.id for h in hits]
+    assert new.meta[META_KEY]["supersedes"] == [old.id]
+
+
+def test_forgetting_an_archived_correction_puts_nothing_back() -> None:
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=0), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "Our standup is at 9:30 every morning.")])
+    layer.end_session("alice")
+    say(layer, clock, "alice", [("user", "Our standup moved to 10:00 every morning.")])
+    (new,) = layer.end_session("alice").reflection.written  # type: ignore[union-attr]
+    layer.store.mark_archived("alice", [new.id], clock())  # retired in turn
+    assert layer.forget("alice", new.id) == 1
+    assert reflections(layer, "alice") == []
+
+
 def test_reflection_runs_on_the_schedule() -> None:
     clock = Clock()
     layer = make_layer(clock, every=3, trigger_tokens=None)

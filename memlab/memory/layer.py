@@ -62,6 +62,7 @@ from memlab.memory.reflect import (
     Reflector,
     ReflectPolicy,
     is_reflection,
+    superseded_reflections,
 )
 from memlab.memory.reflection_pass import ReflectionReport, reflect_scope
 from memlab.memory.rewrite import QueryRewriter
@@ -394,18 +395,33 @@ class MemoryLayer:
     def forget(self, scope: str, ids: str | Sequence[str]) -> int:
         """Delete the scope's records with these ids; return how many existed
         (ids of other scopes are never touched). What the forgotten records
-        superseded is in force again (their entries are lifted); an id that names
-        no record of the scope lifts nothing, as forgetting it alone does (a
-        correction eviction deleted keeps what it superseded superseded)."""
+        superseded is in force again (their entries are lifted, and the earlier
+        reflections a forgotten reflection in force superseded are unarchived); an
+        id that names no record of the scope lifts nothing, as forgetting it alone
+        does (a correction eviction deleted keeps what it superseded superseded)."""
         self._check_open()
         wanted = scoped_ids(scope, ids)  # checked before anything is deleted
         # Only the ids deleted now lift: lifting by every id given brought a stale
         # value back whenever the id of a correction deleted earlier came in one
         # call with an id that did exist.
-        present = {r.id for r in self.store.get_many(scope, wanted)} if wanted else set()
+        found = self.store.get_many(scope, wanted) if wanted else []
+        present = {r.id for r in found}
+        # a reflection pass archives the reflection a new one supersedes instead of
+        # marking it, so lifting entries alone left neither value in force; an
+        # archived reflection was itself retired, and what it retired stays retired
+        retired = {
+            i for r in found if r.archived_at is None for i in superseded_reflections(r)
+        } - present
         n = self.store.delete(scope, wanted)
         if n and present:
             self._lift(scope, present)
+            back = [
+                r.copy(archived_at=None)
+                for r in self.store.get_many(scope, sorted(retired))
+                if r.archived_at is not None and is_reflection(r)
+            ]
+            if back:
+                self.store.put_many(back)
         return n
 
     def reinstate(self, scope: str, record_id: str) -> MemoryRecord:

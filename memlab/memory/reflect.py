@@ -191,6 +191,16 @@ def is_reflection(record: MemoryRecord) -> bool:
     return record.kind is MemoryKind.SEMANTIC and isinstance(record.meta.get(META_KEY), dict)
 
 
+def superseded_reflections(record: MemoryRecord) -> list[str]:
+    """Ids of the earlier reflections this reflection superseded whole (and its
+    pass archived): what forgetting it puts back in force."""
+    data = record.meta.get(META_KEY) if is_reflection(record) else None
+    ids = data.get("supersedes") if isinstance(data, dict) else None
+    if not isinstance(ids, list):
+        return []
+    return [i for i in ids if isinstance(i, str) and i]
+
+
 __all__ = [
     "LABELS",
     "META_KEY",
@@ -201,4 +211,5 @@ __all__ = [
     "Reflector",
     "ReflectorError",
     "is_reflection",
+    "superseded_reflections",
 ]

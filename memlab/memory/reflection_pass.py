@@ -290,12 +290,18 @@ def _value_in_force(
     same label (fact, preference) is ever superseded, and only reflections (the
     consolidator may name other semantic records: they stay).
 
+    A record that retires known reflections names them in its
+    ``meta["reflection"]["supersedes"]`` (so ``forget`` can put them back in force,
+    as it lifts any other supersession); one dropped for a later proposal of the
+    pass hands its names to that one.
+
     Returns the records to write, the known ids to retire, how many proposals were
     dropped, and the known reflections given stale spans (to write back)."""
     keep: list[MemoryRecord] = []
     superseded: list[str] = []
     dropped: set[str] = set()
     marked: dict[str, MemoryRecord] = {}
+    retired_by: dict[str, list[str]] = {}
     for rec in records:
         if rec.source in UNTRUSTED_SOURCES:
             keep.append(rec)  # an untrusted record never supersedes anything
@@ -322,12 +328,22 @@ def _value_in_force(
                     marked[old.id] = stale
             elif in_pass is not None:
                 dropped.add(s.old_id)
+                retired_by.setdefault(rec.id, []).extend(retired_by.pop(s.old_id, []))
             elif s.old_id not in superseded:
                 superseded.append(s.old_id)
                 marked.pop(s.old_id, None)
+                retired_by.setdefault(rec.id, []).append(s.old_id)
         keep.append(rec)
-    kept = [r for r in keep if r.id not in dropped]
+    kept = [_naming(r, retired_by.get(r.id)) for r in keep if r.id not in dropped]
     return kept, superseded, len(dropped), list(marked.values())
+
+
+def _naming(record: MemoryRecord, retired: list[str] | None) -> MemoryRecord:
+    """``record`` naming the known reflections it retired (``superseded_reflections``)."""
+    if not retired:
+        return record
+    data = {**record.meta[META_KEY], "supersedes": list(dict.fromkeys(retired))}
+    return record.copy(meta={**record.meta, META_KEY: data})
 
 
 def _top_up(
