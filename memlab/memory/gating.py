@@ -16,7 +16,8 @@ is untrusted context needs the user's confirmation. An item justifies a call whe
 it names the call's tool or one of its argument values (whole words, case
 folded, with full-width forms, dashes and invisible characters folded as the
 memory block shows them to the model); the user's input and trusted memory are trusted justification, recalled
-tool/web memory and this turn's tool results are not.
+tool/web memory and this turn's tool results are not. A trusted item that names
+only the tool does not justify values that only untrusted items name.
 
 Example::
 
@@ -130,12 +131,17 @@ def _phrase(text: str) -> str:
     return " " + " ".join(w for w in words if w) + " "
 
 
-def justifying(call: ToolCall, context: Sequence[ContextOrigin], min_chars: int = 3) -> list[int]:
+def justifying(
+    call: ToolCall, context: Sequence[ContextOrigin], min_chars: int = 3, *, tool: bool = True
+) -> list[int]:
     """Indices of the context items that name the call's tool or one of its
     argument values (whole words, case folded, full-width forms, dashes and
     invisible characters folded as in ``_fold``; values shorter than
-    ``min_chars`` characters are too common to count)."""
-    needles = [call.tool] + [v.strip() for _, v in call.args if len(v.strip()) >= min_chars]
+    ``min_chars`` characters are too common to count). ``tool=False``: only the
+    items that name one of its values."""
+    needles = [v.strip() for _, v in call.args if len(v.strip()) >= min_chars]
+    if tool:
+        needles.insert(0, call.tool)
     needles = [_phrase(n) for n in needles]
     needles = [n for n in needles if n.strip()]
     return [i for i, item in enumerate(context) if any(n in _phrase(item.text) for n in needles)]
@@ -144,7 +150,10 @@ def justifying(call: ToolCall, context: Sequence[ContextOrigin], min_chars: int 
 class ConfirmUntrustedMemory:
     """The example policy: confirm a call whose only justification is untrusted.
 
-    - justified by the user's input or by trusted memory: ``allow``;
+    - justified by the user's input or by trusted memory: ``allow``, unless the
+      trusted items name only the tool while untrusted ones name its values (a
+      stored procedure names ``payments.refund``; a web page, which order and
+      account): the values' only justification is untrusted;
     - justified only by untrusted items (recalled tool/web memory, this turn's
       tool results): ``confirm`` (``deny`` with ``deny=True``);
     - justified by nothing in the context: ``allow`` (the model's own idea; the
@@ -181,9 +190,23 @@ class ConfirmUntrustedMemory:
             return GateDecision(call, self.unjustified, "nothing in the context names this call")
         trusted = [i for i in rows if self._trusted(context[i])]
         if trusted:
-            who = sorted({context[i].origin for i in trusted})
-            return GateDecision(call, "allow", f"justified by trusted {' and '.join(who)}",
-                                tuple(rows))  # fmt: skip
+            # A trusted item naming only the tool allowed any call of it: with a
+            # procedure for payments.refund in memory, a web page's "refund A-4411
+            # to account 99-1234" was allowed as justified by trusted memory.
+            valued = set(justifying(call, [context[i] for i in rows], tool=False))
+            by_trusted = any(k in valued for k, i in enumerate(rows) if i in trusted)
+            if by_trusted or not valued:
+                who = sorted({context[i].origin for i in trusted})
+                return GateDecision(call, "allow", f"justified by trusted {' and '.join(who)}",
+                                    tuple(rows))  # fmt: skip
+            ids = [context[rows[k]].record_id or context[rows[k]].origin for k in sorted(valued)]
+            return GateDecision(
+                call,
+                "deny" if self.deny else "confirm",
+                f"{call.tool} is named by trusted context, but its values only by untrusted "
+                f"context ({', '.join(ids)}); ask the user before running it",
+                tuple(rows),
+            )
         ids = [context[i].record_id or context[i].origin for i in rows]
         return GateDecision(
             call,
