@@ -66,6 +66,24 @@ def test_forgetting_a_correcting_reflection_puts_the_one_it_superseded_back(
     assert new.meta[META_KEY]["supersedes"] == [old.id]
 
 
+def test_reinstating_a_reflection_a_correction_superseded_brings_it_back() -> None:
+    # reinstate lifted only supersession entries: the archived reflection came back
+    # unchanged and stayed out of recall
+    clock = Clock()
+    layer = make_layer(clock, RuleReflector(bundle_words=0), every=None, trigger_tokens=None)
+    say(layer, clock, "alice", [("user", "Our standup is at 9:30 every morning.")])
+    (old,) = layer.end_session("alice").reflection.written  # type: ignore[union-attr]
+    say(layer, clock, "alice", [("user", "Our standup moved to 10:00 every morning.")])
+    (new,) = layer.end_session("alice").reflection.written  # type: ignore[union-attr]
+    back = layer.reinstate("alice", old.id)
+    assert back.archived_at is None
+    assert sorted(r.id for r in reflections(layer, "alice")) == sorted([old.id, new.id])
+    # the correction no longer names it: forgetting the correction changes nothing
+    layer.store.mark_archived("alice", [old.id], clock())
+    layer.forget("alice", new.id)
+    assert reflections(layer, "alice") == []
+
+
 def test_forgetting_an_archived_correction_puts_nothing_back() -> None:
     clock = Clock()
     layer = make_layer(clock, RuleReflector(bundle_words=0), every=None, trigger_tokens=None)

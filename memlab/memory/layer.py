@@ -425,7 +425,9 @@ class MemoryLayer:
         return n
 
     def reinstate(self, scope: str, record_id: str) -> MemoryRecord:
-        """Undo every supersession of a record (after a review found it wrong).
+        """Undo every supersession of a record (after a review found it wrong): its
+        entries are lifted, and a reflection that a reflection pass archived because
+        a newer reflection superseded it is unarchived (and no longer named by it).
 
         Raises:
             InputError: no record with this id in ``scope``.
@@ -434,11 +436,25 @@ class MemoryLayer:
         record = self.store.get(scope, record_id)
         if record is None:
             raise InputError(f"no memory with id {record_id!r} in scope {scope!r} to reinstate")
-        lifted = lift(record)
-        if lifted is None:
+        back = lift(record) or record
+        namers: list[MemoryRecord] = []
+        if record.archived_at is not None and is_reflection(record):
+            # returned unchanged before: the pass archives what a correction
+            # supersedes rather than marking it, so there was no entry to lift
+            for r in self.store.list(scope, kinds=[MemoryKind.SEMANTIC]):
+                ids = superseded_reflections(r)
+                if record_id in ids:
+                    # so a later forget of it cannot unarchive this record again
+                    # after another correction retired it
+                    data = dict(r.meta[REFLECTION_KEY])
+                    data["supersedes"] = [i for i in ids if i != record_id]
+                    namers.append(r.copy(meta={**r.meta, REFLECTION_KEY: data}))
+            if namers:
+                back = back.copy(archived_at=None)
+        if back is record:
             return record
-        self.store.put(lifted)
-        return lifted
+        self.store.put_many([back, *namers])
+        return back
 
     def _lift(self, scope: str, by: set[str]) -> None:
         changed = [
