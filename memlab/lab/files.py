@@ -88,6 +88,12 @@ def atomic_write(
     except OSError as exc:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+        # mkdir under a file says "File exists", of a file that does not exist
+        blocker = next((a for a in p.parents if a.is_file()), None)
+        if blocker is not None:
+            raise OutputError(
+                f"cannot write {p}: {blocker} is a file, not a folder; choose another path"
+            ) from None
         raise OutputError(f"cannot write {p}: {exc.strerror or exc}") from None
     except BaseException:
         if tmp is not None:
