@@ -721,3 +721,26 @@ def test_numbers_written_without_a_fraction_are_still_numbers(tmp_path: Path) ->
     )
     assert type(got.created_at) is float and type(got.tokens) is int
     assert got.superseded[0].at == 1003.0 and got.superseded[0].span == (0, 2)
+
+
+def test_a_torn_line_another_handle_moved_aside_is_not_salvaged_twice(tmp_path: Path) -> None:
+    """Both handles saw the torn tail; the second one's next write moved what the
+    first had appended since (an acknowledged record) to ``.torn`` and cut it off,
+    and the log no longer opened ('line sequence jumps')."""
+    p = tmp_path / "m.jsonl"
+    ids = _fill(p, 2)
+    torn = b'{"op":"put","records":[{"id":"r9"'
+    with open(p, "ab") as f:
+        f.write(torn)
+    with pytest.warns(TornWriteWarning):
+        a = JsonlStore(p)
+        b = JsonlStore(p)
+    first, second = make_record(content="by b", id="b1"), make_record(content="by a", id="a1")
+    b.put(first)  # moves the torn bytes aside and appends over them
+    assert a.count() == 3  # a reads b's line where the torn bytes were
+    a.put(second)
+    a.close()
+    b.close()
+    assert (tmp_path / "m.jsonl.torn").read_bytes() == torn
+    with JsonlStore(p) as s:
+        assert sorted(r.id for r in s.list("alice")) == sorted([*ids, "b1", "a1"])

@@ -257,6 +257,11 @@ class JsonlStore(IndexedStore):
         complete, tail = data[:end], data[end:]
         self._apply_lines(complete)
         self._offset += len(complete)
+        if complete and self._torn_at is not None:
+            # The torn tail seen earlier is gone: another process moved it aside
+            # and appended over it. Salvaging from the old offset now would move
+            # that process's acknowledged lines to .torn and cut them off.
+            self._torn_at = None
         # Without the lock an unterminated tail may be another process's append in
         # flight, so it is left for later. Under the lock nobody is mid-append: it
         # is a torn write from a crash, dropped here and its bytes kept for the user.
