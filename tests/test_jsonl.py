@@ -744,3 +744,32 @@ def test_a_torn_line_another_handle_moved_aside_is_not_salvaged_twice(tmp_path: 
     assert (tmp_path / "m.jsonl.torn").read_bytes() == torn
     with JsonlStore(p) as s:
         assert sorted(r.id for r in s.list("alice")) == sorted([*ids, "b1", "a1"])
+
+
+@pytest.mark.parametrize(
+    ("op", "says"),
+    [
+        ({"op": "delete", "scope": "alice", "ids": "r0"}, "ids is not a list of strings"),
+        ({"op": "delete", "scope": 7, "ids": ["r0"]}, "scope is not a non-empty string"),
+        ({"op": "delete", "scope": ["alice"], "ids": ["r0"]}, "scope is not a non-empty"),
+        ({"op": "archive", "scope": "alice", "ids": "r0", "at": 5.0}, "ids is not a list"),
+        ({"op": "touch", "scope": "alice", "ids": ["r0", 5], "at": 5.0}, "ids is not a list"),
+        ({"op": "touch", "scope": "", "ids": ["r0"], "at": 5.0}, "scope is not a non-empty"),
+        ({"op": "checkpoint", "live": True}, "live is bool, not an integer"),
+    ],
+)
+def test_an_operation_field_of_the_wrong_json_type_is_corruption(
+    tmp_path: Path, op: dict[str, object], says: str
+) -> None:
+    """A checksum-valid delete whose ids were the string "r0" deleted the records "r"
+    and "0" (here: none, so the deleted record came back), a scope 7 matched no
+    record, a touch skipped the id 5, and a checkpoint's live true passed for 1: all
+    loaded silently."""
+    p = tmp_path / "m.jsonl"
+    with JsonlStore(p) as s:
+        s.put(make_record(content="fact 0", id="r0"))
+    append_chained(p, op)
+    before = p.read_bytes()
+    with pytest.raises(StoreCorrupted, match=r"line 3: .*" + re.escape(says)):
+        JsonlStore(p)
+    assert p.read_bytes() == before

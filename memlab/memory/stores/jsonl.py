@@ -78,6 +78,24 @@ class CompactionWarning(UserWarning):
     """An automatic compaction failed (e.g. a full disk); the write itself succeeded."""
 
 
+def _op_ids(obj: dict[str, Any]) -> list[str]:
+    """An operation's ``ids``, which memlab writes as a list of strings; anything
+    else is damage (a string would be read as one id per character)."""
+    ids = obj["ids"]
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise TypeError("ids is not a list of strings")
+    return ids
+
+
+def _op_scope(obj: dict[str, Any]) -> str | None:
+    """An operation's ``scope``: a string, or absent in logs written before ids were
+    scope-bound (None: the ids of any scope)."""
+    scope = obj.get("scope")
+    if scope is not None and (not isinstance(scope, str) or not scope):
+        raise TypeError("scope is not a non-empty string")
+    return scope
+
+
 @STORES.register("jsonl")
 class JsonlStore(IndexedStore):
     """A durable MemoryStore in one JSON Lines file.
@@ -304,13 +322,17 @@ class JsonlStore(IndexedStore):
             self._dims = check_dims(records, self._dims, "log")
             self._apply_put(records)
         elif op == "delete":
-            self._apply_delete(obj["ids"], obj.get("scope"))
+            self._apply_delete(_op_ids(obj), _op_scope(obj))
         elif op == "archive":
-            self._apply_archive(obj["ids"], check_time(obj["at"], "archive"), obj.get("scope"))
+            at = check_time(obj["at"], "archive")
+            self._apply_archive(_op_ids(obj), at, _op_scope(obj))
         elif op == "touch":
-            self._apply_touch(obj["ids"], check_time(obj["at"], "touch"), obj.get("scope"))
+            self._apply_touch(_op_ids(obj), check_time(obj["at"], "touch"), _op_scope(obj))
         elif op == "checkpoint":
-            if obj["live"] != len(self._records):
+            live = obj["live"]
+            if type(live) is not int:
+                raise TypeError(f"live is {type(live).__name__}, not an integer")
+            if live != len(self._records):
                 raise ValueError(
                     f"the compacted log holds {len(self._records)} records where it wrote "
                     f"{obj['live']}: lines are missing"
