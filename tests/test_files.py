@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,17 @@ def test_write_whole_without_link_replaces(tmp_path: Path) -> None:
     path.write_bytes(b"old\n")
     os.close(write_whole(path, "compact", [b"new\n"], link=False))
     assert path.read_bytes() == b"new\n"
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o660, 0o640])
+def test_write_whole_without_link_keeps_the_files_permissions(tmp_path: Path, mode: int) -> None:
+    """The replacement was created 0o644 (less the umask): a private store became
+    readable by everyone, and a group-shared one lost its group's write access."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b"old\n")
+    path.chmod(mode)
+    os.close(write_whole(path, "compact", [b"new\n"], link=False))
+    assert stat.S_IMODE(path.stat().st_mode) == mode
 
 
 def test_a_failed_write_raises_a_store_error_and_leaves_nothing(tmp_path: Path) -> None:

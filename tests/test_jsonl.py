@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -773,3 +774,20 @@ def test_an_operation_field_of_the_wrong_json_type_is_corruption(
     with pytest.raises(StoreCorrupted, match=r"line 3: .*" + re.escape(says)):
         JsonlStore(p)
     assert p.read_bytes() == before
+
+
+def test_compaction_and_the_torn_file_keep_the_logs_permissions(tmp_path: Path) -> None:
+    """A log made private (chmod 600) came back 0o644 after a compaction, and the
+    torn bytes (the user's text) were written to a 0o644 ``.torn`` file."""
+    p = tmp_path / "m.jsonl"
+    ids = _fill(p, 3)
+    p.chmod(0o600)
+    with open(p, "ab") as f:
+        f.write(b'{"op":"put","records":[{"id":"r9","content":"a private')
+    with pytest.warns(TornWriteWarning):
+        s = JsonlStore(p, compact_min_lines=1, compact_ratio=1.0)
+    s.delete("alice", ids[0])  # moves the torn bytes aside, then compacts
+    assert s.compactions == 1
+    s.close()
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "m.jsonl.torn").stat().st_mode) == 0o600

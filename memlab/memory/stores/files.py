@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import re
+import stat
 from pathlib import Path
 
 from memlab.errors import StoreError
@@ -66,7 +67,8 @@ def write_whole(path: Path, kind: str, lines: list[bytes], *, link: bool) -> int
         kind: ``"create"`` or ``"compact"`` (names the temporary file).
         lines: the file's whole content.
         link: only if ``path`` does not exist yet (a hard link, so a file another
-            program created meanwhile is never overwritten); else replace it.
+            program created meanwhile is never overwritten); else replace it,
+            keeping its permission bits.
 
     Returns:
         An fd of the new file, open for appending; the caller owns it.
@@ -79,6 +81,11 @@ def write_whole(path: Path, kind: str, lines: list[bytes], *, link: bool) -> int
     fd = -1
     try:
         fd = os.open(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        if not link:
+            # The new file takes the old one's place: a store the user made private
+            # (chmod 600) or shared with a group (660) must stay so.
+            with contextlib.suppress(FileNotFoundError):
+                os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
         view = memoryview(b"".join(lines))
         while view:
             n = os.write(fd, view)

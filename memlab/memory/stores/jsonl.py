@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -499,7 +500,10 @@ class JsonlStore(IndexedStore):
         size = os.fstat(self._fd).st_size
         tail = pread_all(self._fd, size - self._torn_at, self._torn_at)
         try:
-            with open(str(self.path) + ".torn", "ab") as out:
+            # The torn bytes are the user's data: no more readable than the log.
+            mode = stat.S_IMODE(os.fstat(self._fd).st_mode)
+            fd = os.open(str(self.path) + ".torn", os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+            with open(fd, "ab") as out:
                 out.write(tail)
                 out.flush()
                 os.fsync(out.fileno())
