@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from memlab.errors import MemlabError, StoreCorrupted, StoreError, StoreLocked
+from memlab.errors import DimensionMismatch, MemlabError, StoreCorrupted, StoreError, StoreLocked
 from memlab.memory import JsonlStore
 from memlab.memory.stores.jsonl import TornWriteWarning
 from memlab.memory.stores.logchain import crc_of, op_line
-from tests.conftest import assert_full_disk_leaves_no_phantom_records, make_record
+from tests.conftest import DIMS, assert_full_disk_leaves_no_phantom_records, make_record
 
 
 def append_chained(path: Path, op: dict[str, object]) -> None:
@@ -757,6 +757,8 @@ def test_a_torn_line_another_handle_moved_aside_is_not_salvaged_twice(tmp_path: 
         ({"op": "touch", "scope": "alice", "ids": ["r0", 5], "at": 5.0}, "ids is not a list"),
         ({"op": "touch", "scope": "", "ids": ["r0"], "at": 5.0}, "scope is not a non-empty"),
         ({"op": "checkpoint", "live": True}, "live is bool, not an integer"),
+        ({"op": "checkpoint", "live": 1, "dims": "16"}, "dims is '16', not a positive"),
+        ({"op": "checkpoint", "live": 1, "dims": 3}, "dims is 3, the records' 16"),
     ],
 )
 def test_an_operation_field_of_the_wrong_json_type_is_corruption(
@@ -791,3 +793,23 @@ def test_compaction_and_the_torn_file_keep_the_logs_permissions(tmp_path: Path) 
     s.close()
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "m.jsonl.torn").stat().st_mode) == 0o600
+
+
+def test_a_compacted_store_whose_records_were_all_deleted_keeps_its_dims(
+    tmp_path: Path,
+) -> None:
+    """The compacted file held no put line, so a reopened store had dims None and took
+    vectors of other dims, and a handle still open on it then read its own store as
+    corrupt ('bad put entry (DimensionMismatch ...)')."""
+    p = tmp_path / "m.jsonl"
+    old = JsonlStore(p)
+    old.put(make_record(content="one", id="r0"))
+    old.delete("alice", "r0")
+    old.compact()
+    with JsonlStore(p) as s:
+        assert s.dims == old.dims == DIMS
+        with pytest.raises(DimensionMismatch):
+            s.put(make_record(content="wider", id="r1", dims=DIMS * 2))
+        s.put(make_record(content="same", id="r2"))
+    assert [r.id for r in old.list("alice")] == ["r2"]
+    old.close()

@@ -338,6 +338,13 @@ class JsonlStore(IndexedStore):
                     f"the compacted log holds {len(self._records)} records where it wrote "
                     f"{obj['live']}: lines are missing"
                 )
+            dims = obj.get("dims")  # absent before checkpoints carried it
+            if dims is not None:
+                if type(dims) is not int or dims < 1:
+                    raise TypeError(f"dims is {dims!r}, not a positive integer")
+                if self._dims is not None and dims != self._dims:
+                    raise ValueError(f"dims is {dims}, the records' {self._dims}")
+                self._dims = dims
         else:
             raise ValueError(f"unknown op {op!r}")
 
@@ -475,7 +482,12 @@ class JsonlStore(IndexedStore):
         for r in self._records.values():
             lines.append(chain.next_line({"op": "put", "records": [record_to_dict(r)]}))
             chain.advance(lines[-1])
-        lines.append(chain.next_line({"op": "checkpoint", "live": len(self._records)}))
+        checkpoint: dict[str, Any] = {"op": "checkpoint", "live": len(self._records)}
+        if self._dims is not None:
+            # The dims outlive the records, as in the log this replaces: a store
+            # whose records were all deleted still refuses vectors of other dims.
+            checkpoint["dims"] = self._dims
+        lines.append(chain.next_line(checkpoint))
         chain.advance(lines[-1])
         fd = write_whole(self.path, "compact", lines, link=False)
         self._adopt(fd, chain)
