@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import sqlite3
 import threading
@@ -38,6 +39,27 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(StoreError, match="newer than this memlab"):
         SqliteStore(tmp_path / "m.db")
+
+
+@pytest.mark.parametrize("renamed", [False, True])
+def test_a_newer_schema_is_refused_before_the_file_is_touched(
+    tmp_path: Path, renamed: bool
+) -> None:
+    """Opening switched a newer store out of its journal mode into WAL (a write) before
+    refusing it, and one whose newer schema renamed a table was reported as corrupt
+    ('the memlab tables are missing') instead of asking for a newer memlab."""
+    p = tmp_path / "m.db"
+    SqliteStore(p).close()
+    with contextlib.closing(sqlite3.connect(p)) as db:
+        db.execute("PRAGMA journal_mode=DELETE")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        if renamed:
+            db.execute("ALTER TABLE records RENAME TO records_v2")
+    before = p.read_bytes()
+    with pytest.raises(StoreError, match="newer than this memlab") as err:
+        SqliteStore(p)
+    assert not isinstance(err.value, StoreCorrupted)
+    assert p.read_bytes() == before
 
 
 def test_corrupted_file_is_reported_not_replaced(tmp_path: Path) -> None:

@@ -282,9 +282,16 @@ class SqliteStore:
             raise StoreCorrupted(self.path, None, f"SQLite {pragma} failed: {detail}")
 
     def _check_schema(self) -> None:
-        """Refuse another program's database, and a memlab one missing its tables
-        (columns are checked after the migrations, which may add some)."""
+        """Refuse a newer memlab's store, another program's database, and a memlab
+        one missing its tables (columns are checked after the migrations, which may
+        add some). Runs before anything is written: switching to WAL changes the
+        file, and a newer memlab may have renamed tables."""
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"memory store {self.path} has schema version {version}, newer than this "
+                f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
+            )
         tables = {
             row[0]
             for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -391,7 +398,7 @@ class SqliteStore:
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
+        if version > SCHEMA_VERSION:  # another process upgraded it since _check_schema
             raise StoreError(
                 f"memory store {self.path} has schema version {version}, newer than this "
                 f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
