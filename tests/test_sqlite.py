@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -59,6 +60,29 @@ def test_a_newer_schema_is_refused_before_the_file_is_touched(
     with pytest.raises(StoreError, match="newer than this memlab") as err:
         SqliteStore(p)
     assert not isinstance(err.value, StoreCorrupted)
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        (-5, "the schema version (PRAGMA user_version) is -5; memlab writes 0 to"),
+        (-(2**31), "is -2147483648; memlab writes 0 to"),
+        (1, "is 1, but the tables already have a later version's changes (duplicate column"),
+    ],
+)
+def test_a_damaged_schema_version_is_corruption(tmp_path: Path, version: int, says: str) -> None:
+    """A negative user_version (a flipped sign bit) was a bare IndexError from the
+    migrations, and one reset to 1 below the tables' 3 a StoreError quoting SQLite
+    ('duplicate column name: superseded')."""
+    p = tmp_path / "m.db"
+    with SqliteStore(p) as s:
+        s.put(make_record(content="one"))
+    with contextlib.closing(sqlite3.connect(p)) as db:
+        db.execute(f"PRAGMA user_version = {version}")
+    before = p.read_bytes()
+    with pytest.raises(StoreCorrupted, match=re.escape(says)):
+        SqliteStore(p)
     assert p.read_bytes() == before
 
 

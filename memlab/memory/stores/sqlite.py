@@ -287,6 +287,13 @@ class SqliteStore:
         add some). Runs before anything is written: switching to WAL changes the
         file, and a newer memlab may have renamed tables."""
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version < 0:
+            raise StoreCorrupted(
+                self.path,
+                None,
+                f"the schema version (PRAGMA user_version) is {version}; memlab writes "
+                f"0 to {SCHEMA_VERSION}",
+            )
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"memory store {self.path} has schema version {version}, newer than this "
@@ -404,7 +411,20 @@ class SqliteStore:
                 f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
             )
         if version < SCHEMA_VERSION:
-            apply_migrations(self._db, version)
+            try:
+                apply_migrations(self._db, version)
+            except sqlite3.OperationalError as exc:
+                # A migration's own change is already there: the version was
+                # reset (or damaged) below the tables'. Each migration runs in its
+                # own transaction, and the failed one was rolled back.
+                if "duplicate column" in str(exc) or "already exists" in str(exc):
+                    raise StoreCorrupted(
+                        self.path,
+                        None,
+                        f"the schema version (PRAGMA user_version) is {version}, but the "
+                        f"tables already have a later version's changes ({exc})",
+                    ) from None
+                raise
 
     @property
     def schema_version(self) -> int:
