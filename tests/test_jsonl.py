@@ -813,3 +813,31 @@ def test_a_compacted_store_whose_records_were_all_deleted_keeps_its_dims(
         s.put(make_record(content="same", id="r2"))
     assert [r.id for r in old.list("alice")] == ["r2"]
     old.close()
+
+
+def test_a_write_interrupted_after_its_line_is_appended_keeps_the_log_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KeyboardInterrupt between appending a line and advancing the chain left the
+    handle past the line but chained before it: its next line repeated the
+    interrupted one's sequence number, and the log no longer opened ('line sequence
+    2 repeats an earlier line')."""
+    from memlab.memory.stores import logchain
+
+    p = tmp_path / "m.jsonl"
+    s = JsonlStore(p)
+    s.put(make_record(content="one", id="r0"))
+    real = logchain.Chain.advance
+
+    def interrupted(self: logchain.Chain, line: bytes) -> None:
+        monkeypatch.setattr(logchain.Chain, "advance", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(logchain.Chain, "advance", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        s.put(make_record(content="two", id="r1"))
+    assert [r.id for r in s.list("alice")] == ["r0", "r1"]  # its line is in the file
+    s.put(make_record(content="three", id="r2"))
+    s.close()
+    with JsonlStore(p) as again:
+        assert [r.id for r in again.list("alice")] == ["r0", "r1", "r2"]

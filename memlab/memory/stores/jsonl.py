@@ -263,12 +263,16 @@ class JsonlStore(IndexedStore):
                     "the store was open); reopen the store"
                 )
         except BaseException:
-            # Forget the half-read state: the next call reads the file again.
-            self._close_fd()
-            self._reset_state()
-            self._offset, self._chain, self._torn_at = 0, Chain(), None
+            self._forget()  # the half-read state: the next call reads the file again
             raise
         return None
+
+    def _forget(self) -> None:
+        """Drop this handle's view (records, offset, chain): the next call reads the
+        file again from its start."""
+        self._close_fd()
+        self._reset_state()
+        self._offset, self._chain, self._torn_at = 0, Chain(), None
 
     def _consume(self, fd: int, size: int, locked: bool) -> None:
         data = pread_all(fd, size - self._offset, self._offset)
@@ -410,13 +414,28 @@ class JsonlStore(IndexedStore):
         """
         with self._mutex:
             self._check_open()
-            with self._locked():
+            with self._locked(), self._interruptible():
                 self._sync_locked()
                 if check():
                     self._commit(op)
                 result = apply()
                 self._maybe_compact()
                 return result
+
+    @contextlib.contextmanager
+    def _interruptible(self) -> Iterator[None]:
+        """Forget this handle's view when a write is interrupted (KeyboardInterrupt,
+        SystemExit): between appending a line and recording it (its offset, its
+        place in the chain, its records) the view no longer matches the file, and
+        the next line would be chained after the wrong one. The file is the truth,
+        so the next call reads it again. An ordinary error leaves the view right."""
+        try:
+            yield
+        except Exception:
+            raise
+        except BaseException:
+            self._forget()
+            raise
 
     def _commit(self, op: dict[str, Any]) -> None:
         """Make ``op`` durable: create the file with it, or append it."""
@@ -618,7 +637,7 @@ class JsonlStore(IndexedStore):
         """
         with self._mutex:
             self._check_open()
-            with self._locked():
+            with self._locked(), self._interruptible():
                 self._sync_locked()
                 if self._fd is None:
                     return  # no file yet: nothing to compact
