@@ -499,3 +499,39 @@ def test_superseded_by_reads_the_partial_index_of_marked_records(tmp_path: Path)
         assert n == 1  # the index holds the marked record only
     finally:
         db.close()
+
+
+def test_a_delete_by_another_thread_right_after_a_commit_leaves_no_phantom_in_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """put_many updated the column cache after releasing the handle's lock: a thread
+    that deleted the record in between (database and cache) was followed by the
+    writer's stale upsert, so candidates() kept returning a record get() no longer
+    found, until another process wrote to the file."""
+    from memlab.memory.stores import indexed
+
+    with SqliteStore(tmp_path / "m.db") as s:
+        s.put(make_record(content="kept", id="r0"))
+        s.candidates("alice")  # the scope is cached
+        real = indexed.ScopeIndex.upsert
+        committed, deleted = threading.Event(), threading.Event()
+
+        def upsert(self: indexed.ScopeIndex, r: object) -> None:
+            if threading.current_thread().name == "writer":
+                committed.set()
+                deleted.wait(0.5)  # the deleter runs here unless the lock keeps it out
+            real(self, r)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(indexed.ScopeIndex, "upsert", upsert)
+        writer = threading.Thread(
+            target=lambda: s.put(make_record(content="gone", id="r1")), name="writer"
+        )
+        writer.start()
+        assert committed.wait(5)
+        deleter = threading.Thread(target=lambda: (s.delete("alice", "r1"), deleted.set()))
+        deleter.start()
+        writer.join()
+        deleter.join()
+        c = s.candidates("alice")
+        assert s.get("alice", "r1") is None
+        assert [i for i, m in zip(c.ids, c.mask, strict=True) if m] == ["r0"]

@@ -490,74 +490,78 @@ class SqliteStore:
             return
         dims = check_dims(records, None, where)  # a bad record fails before the transaction
         assert dims is not None
-        with self._tx() as db:
-            # Read dims under the write lock: another process may have set them.
-            current = self._read_dims()
-            if current is not None and current != dims:
-                raise DimensionMismatch(current, dims, f"{where}, record {records[0].id}")
-            if current is None:
-                db.execute("INSERT INTO meta (key, value) VALUES ('dims', ?)", (str(dims),))
-            existing: dict[str, str] = {}
-            ids = [r.id for r in records]
-            for chunk in _chunks(ids):
-                q = f"SELECT id, scope FROM records WHERE id IN ({','.join('?' * len(chunk))})"
-                existing.update(db.execute(q, chunk).fetchall())
-            foreign_ids(records, existing)  # raises inside the transaction: rolled back
-            db.executemany(
-                f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({PLACEHOLDERS})",
-                [record_to_row(r) for r in records],
-            )
-        self._dims = dims
-        for r in records:
-            idx = self._cache.get(r.scope)
-            if idx is not None:
-                idx.upsert(r)
+        with self._mutex:  # the commit and the cache update, as one step
+            with self._tx() as db:
+                # Read dims under the write lock: another process may have set them.
+                current = self._read_dims()
+                if current is not None and current != dims:
+                    raise DimensionMismatch(current, dims, f"{where}, record {records[0].id}")
+                if current is None:
+                    db.execute("INSERT INTO meta (key, value) VALUES ('dims', ?)", (str(dims),))
+                existing: dict[str, str] = {}
+                ids = [r.id for r in records]
+                for chunk in _chunks(ids):
+                    q = f"SELECT id, scope FROM records WHERE id IN ({','.join('?' * len(chunk))})"
+                    existing.update(db.execute(q, chunk).fetchall())
+                foreign_ids(records, existing)  # raises inside the transaction: rolled back
+                db.executemany(
+                    f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES ({PLACEHOLDERS})",
+                    [record_to_row(r) for r in records],
+                )
+            self._dims = dims
+            for r in records:
+                idx = self._cache.get(r.scope)
+                if idx is not None:
+                    idx.upsert(r)
 
     def delete(self, scope: str, ids: str | Sequence[str]) -> int:
         ids = scoped_ids(scope, ids)
         n = 0
-        with self._tx() as db:
-            for chunk in _chunks(ids):
-                cur = db.execute(
-                    by_ids("DELETE FROM records", len(chunk)),
-                    (scope, *chunk),
-                )
-                n += cur.rowcount
-        idx = self._cache.get(scope)
-        if idx is not None:
-            for rid in ids:
-                idx.remove(rid)
+        with self._mutex:  # the commit and the cache update, as one step
+            with self._tx() as db:
+                for chunk in _chunks(ids):
+                    cur = db.execute(
+                        by_ids("DELETE FROM records", len(chunk)),
+                        (scope, *chunk),
+                    )
+                    n += cur.rowcount
+            idx = self._cache.get(scope)
+            if idx is not None:
+                for rid in ids:
+                    idx.remove(rid)
         return n
 
     def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
         at = check_time(at, "mark_archived")
-        with self._tx() as db:
-            cur = db.executemany(
-                "UPDATE records SET archived_at = ? WHERE scope = ? AND id = ?",
-                [(at, scope, i) for i in ids],
-            )
-            n = cur.rowcount
-        idx = self._cache.get(scope)
-        if idx is not None:
-            for rid in ids:
-                idx.set_archived(rid, at)
+        with self._mutex:  # the commit and the cache update, as one step
+            with self._tx() as db:
+                cur = db.executemany(
+                    "UPDATE records SET archived_at = ? WHERE scope = ? AND id = ?",
+                    [(at, scope, i) for i in ids],
+                )
+                n = cur.rowcount
+            idx = self._cache.get(scope)
+            if idx is not None:
+                for rid in ids:
+                    idx.set_archived(rid, at)
         return n
 
     def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
         at = check_time(at, "touch")
-        with self._tx() as db:
-            cur = db.executemany(
-                "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
-                "WHERE scope = ? AND id = ?",
-                [(at, scope, i) for i in ids],
-            )
-            n = cur.rowcount
-        idx = self._cache.get(scope)
-        if idx is not None:
-            for rid in ids:
-                idx.touch(rid, at)
+        with self._mutex:  # the commit and the cache update, as one step
+            with self._tx() as db:
+                cur = db.executemany(
+                    "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
+                    "WHERE scope = ? AND id = ?",
+                    [(at, scope, i) for i in ids],
+                )
+                n = cur.rowcount
+            idx = self._cache.get(scope)
+            if idx is not None:
+                for rid in ids:
+                    idx.touch(rid, at)
         return n
 
     # -- reads --------------------------------------------------------------------
