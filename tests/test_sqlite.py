@@ -535,3 +535,28 @@ def test_a_delete_by_another_thread_right_after_a_commit_leaves_no_phantom_in_re
         c = s.candidates("alice")
         assert s.get("alice", "r1") is None
         assert [i for i, m in zip(c.ids, c.mask, strict=True) if m] == ["r0"]
+
+
+def test_a_cache_update_interrupted_after_the_commit_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KeyboardInterrupt between a put's commit and its cache upsert left the scope's
+    cached columns without the record: count() and get() found it, candidates()
+    (recall) never did, until another process wrote to the file."""
+    from memlab.memory.stores import indexed
+
+    with SqliteStore(tmp_path / "m.db") as s:
+        s.put(make_record(content="one", id="r0"))
+        s.candidates("alice")  # the scope is cached
+        real = indexed.ScopeIndex.upsert
+
+        def interrupted(self: indexed.ScopeIndex, r: object) -> None:
+            monkeypatch.setattr(indexed.ScopeIndex, "upsert", real)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(indexed.ScopeIndex, "upsert", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            s.put(make_record(content="two", id="r1"))
+        assert s.count("alice") == 2  # committed
+        c = s.candidates("alice")
+        assert sorted(i for i, m in zip(c.ids, c.mask, strict=True) if m) == ["r0", "r1"]

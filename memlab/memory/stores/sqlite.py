@@ -28,7 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from memlab.errors import DimensionMismatch, InputError, StoreCorrupted, StoreError, StoreLocked
+from memlab.errors import (
+    DimensionMismatch,
+    InputError,
+    MemlabError,
+    StoreCorrupted,
+    StoreError,
+    StoreLocked,
+)
 from memlab.memory.checks import check_bool, check_number, check_path
 from memlab.memory.records import MemoryKind, MemoryRecord, check_scope
 from memlab.memory.stores.base import (
@@ -465,6 +472,26 @@ class SqliteStore:
                     raise self._db_error(exc) from None
                 raise
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the handle's lock across a write's commit and its cache update.
+
+        When the update is cut short after the commit (KeyboardInterrupt,
+        MemoryError), the cache would miss the write for as long as no other
+        process changes the file: it is dropped, with the dims, and the next call
+        reads them again. A MemlabError comes before the commit (the transaction
+        was rolled back) and leaves the cache right.
+        """
+        with self._mutex:
+            try:
+                yield
+            except MemlabError:
+                raise
+            except BaseException:
+                self._cache.clear()
+                self._data_version = -1  # never a real data_version: _check reloads
+                raise
+
     def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._mutex:
             self._check()
@@ -490,7 +517,7 @@ class SqliteStore:
             return
         dims = check_dims(records, None, where)  # a bad record fails before the transaction
         assert dims is not None
-        with self._mutex:  # the commit and the cache update, as one step
+        with self._writing():
             with self._tx() as db:
                 # Read dims under the write lock: another process may have set them.
                 current = self._read_dims()
@@ -517,7 +544,7 @@ class SqliteStore:
     def delete(self, scope: str, ids: str | Sequence[str]) -> int:
         ids = scoped_ids(scope, ids)
         n = 0
-        with self._mutex:  # the commit and the cache update, as one step
+        with self._writing():
             with self._tx() as db:
                 for chunk in _chunks(ids):
                     cur = db.execute(
@@ -534,7 +561,7 @@ class SqliteStore:
     def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
         at = check_time(at, "mark_archived")
-        with self._mutex:  # the commit and the cache update, as one step
+        with self._writing():
             with self._tx() as db:
                 cur = db.executemany(
                     "UPDATE records SET archived_at = ? WHERE scope = ? AND id = ?",
@@ -550,7 +577,7 @@ class SqliteStore:
     def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
         at = check_time(at, "touch")
-        with self._mutex:  # the commit and the cache update, as one step
+        with self._writing():
             with self._tx() as db:
                 cur = db.executemany(
                     "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
