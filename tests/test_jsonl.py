@@ -841,3 +841,22 @@ def test_a_write_interrupted_after_its_line_is_appended_keeps_the_log_intact(
     s.close()
     with JsonlStore(p) as again:
         assert [r.id for r in again.list("alice")] == ["r0", "r1", "r2"]
+
+
+def test_a_handle_reports_damage_appended_after_another_writers_line_the_same_each_time(
+    tmp_path: Path,
+) -> None:
+    """A handle that read another handle's good line and a damaged one after it in one
+    catch-up applied the good line, kept its offset before it, and from its second
+    call on blamed the wrong line for the wrong cause ('line 5: line sequence 2
+    repeats an earlier line')."""
+    p = tmp_path / "m.jsonl"
+    a = JsonlStore(p)
+    a.put(make_record(content="one", id="r0"))
+    with JsonlStore(p) as b:
+        b.put(make_record(content="two", id="r1"))
+    append_chained(p, {"op": "delete", "scope": "alice", "ids": "r0"})
+    for _ in range(2):
+        with pytest.raises(StoreCorrupted, match="line 4: bad 'delete' entry"):
+            a.count()
+    a.close()

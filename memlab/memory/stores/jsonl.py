@@ -210,7 +210,14 @@ class JsonlStore(IndexedStore):
                 raise StoreCorrupted(
                     self.path, None, f"the file shrank from {self._offset} to {st.st_size} bytes"
                 )
-            self._consume(self._fd, st.st_size, locked)
+            try:
+                self._consume(self._fd, st.st_size, locked)
+            except BaseException:
+                # The lines before a bad one are applied and chained, but the offset
+                # is still before them: read from the start next time, which reports
+                # the same line again (not a "replayed" line after it).
+                self._forget()
+                raise
             return
         self._reload(locked)
 
