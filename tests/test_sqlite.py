@@ -560,3 +560,23 @@ def test_a_cache_update_interrupted_after_the_commit_is_read_again(
         assert s.count("alice") == 2  # committed
         c = s.candidates("alice")
         assert sorted(i for i, m in zip(c.ids, c.mask, strict=True) if m) == ["r0", "r1"]
+
+
+def test_a_store_is_created_on_a_file_system_without_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """os.link fails with EPERM on FAT and exFAT; creating a store there raised
+    'cannot create memory store m.db: Operation not permitted', though a JsonlStore
+    in the same folder is created (files.write_whole renames instead)."""
+    import errno
+    import os
+
+    def no_link(src: object, dst: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    with SqliteStore(tmp_path / "m.db") as s:
+        s.put(make_record(content="one", id="r0"))
+    with SqliteStore(tmp_path / "m.db") as s:
+        assert [r.id for r in s.list("alice")] == ["r0"]
+    assert not [p for p in tmp_path.iterdir() if ".create-" in p.name]

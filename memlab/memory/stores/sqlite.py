@@ -241,7 +241,8 @@ class SqliteStore:
 
     def _create(self, file: Path, timeout: float) -> None:
         """Build a new store under a temporary name, then link it into place (a
-        process that loses a race to create the same file uses the winner's)."""
+        process that loses a race to create the same file uses the winner's; a
+        file system without hard links gets a rename)."""
         tmp = file.with_name(f"{file.name}.create-{os.getpid()}")
         try:
             for leftover in _sidecars(tmp):
@@ -252,8 +253,16 @@ class SqliteStore:
                 apply_migrations(db, 0)
             finally:
                 db.close()  # checkpoints the WAL into the file and removes it
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.link(tmp, file)
+            except FileExistsError:
+                pass  # another process created it first: this one uses that file
+            except OSError:
+                # A file system without hard links (FAT, exFAT: EPERM): rename,
+                # unless another process created the file meanwhile, as
+                # files.write_whole does for the JSONL store.
+                if not file.exists():
+                    os.replace(tmp, file)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot create memory store {file}: {exc}") from None
         except OSError as exc:
