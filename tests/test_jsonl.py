@@ -860,3 +860,35 @@ def test_a_handle_reports_damage_appended_after_another_writers_line_the_same_ea
         with pytest.raises(StoreCorrupted, match="line 4: bad 'delete' entry"):
             a.count()
     a.close()
+
+
+@pytest.mark.parametrize(
+    ("op", "says"),
+    [
+        ({"op": "delete", "ids": ["r0"]}, "the scope is missing"),
+        ({"op": "archive", "ids": ["r0"], "at": 5.0}, "the scope is missing"),
+        ({"op": "touch", "scope": None, "ids": ["r0"], "at": 5.0}, "the scope is missing"),
+        ("move", "record 'r0' moves to another scope"),
+    ],
+)
+def test_a_format_2_line_that_crosses_scopes_is_corruption(
+    tmp_path: Path, op: dict[str, object] | str, says: str
+) -> None:
+    """Format 2 came after ids were bound to their scope, and memlab never writes a
+    scope-less operation or a put that moves an id in it; such a checksum-valid line
+    was replayed as in a format-1 log: a delete without scope deleted the id in
+    whatever scope held it, and a put moved alice's record to mallory."""
+    from memlab.memory.stores.codec import record_to_dict
+
+    p = tmp_path / "m.jsonl"
+    with JsonlStore(p) as s:
+        s.put(make_record(content="alice's note", id="r0"))
+    if op == "move":
+        moved = record_to_dict(make_record("mallory", "taken", id="r0"))
+        op = {"op": "put", "records": [moved]}
+    assert isinstance(op, dict)
+    append_chained(p, op)
+    before = p.read_bytes()
+    with pytest.raises(StoreCorrupted, match=r"line 3: .*" + re.escape(says)):
+        JsonlStore(p)
+    assert p.read_bytes() == before

@@ -88,10 +88,13 @@ def _op_ids(obj: dict[str, Any]) -> list[str]:
     return ids
 
 
-def _op_scope(obj: dict[str, Any]) -> str | None:
-    """An operation's ``scope``: a string, or absent in logs written before ids were
-    scope-bound (None: the ids of any scope)."""
+def _op_scope(obj: dict[str, Any], version: int) -> str | None:
+    """An operation's ``scope``: a string, or absent in format-1 logs written before
+    ids were scope-bound (None: the ids of any scope). Format 2 came after, and
+    every one of its operations names its scope."""
     scope = obj.get("scope")
+    if scope is None and version >= 2:
+        raise ValueError("the scope is missing (every format-2 operation names it)")
     if scope is not None and (not isinstance(scope, str) or not scope):
         raise TypeError("scope is not a non-empty string")
     return scope
@@ -332,14 +335,24 @@ class JsonlStore(IndexedStore):
         if op == "put":
             records = [record_from_dict(d) for d in obj["records"]]
             self._dims = check_dims(records, self._dims, "log")
+            if self._chain.version >= 2:  # ids were scope-bound before format 2
+                for r in records:
+                    old = self._records.get(r.id)
+                    if old is not None and old.scope != r.scope:
+                        raise ValueError(
+                            f"record {r.id[:80]!r} moves to another scope, which memlab "
+                            "never writes"
+                        )
             self._apply_put(records)
         elif op == "delete":
-            self._apply_delete(_op_ids(obj), _op_scope(obj))
+            self._apply_delete(_op_ids(obj), _op_scope(obj, self._chain.version))
         elif op == "archive":
             at = check_time(obj["at"], "archive")
-            self._apply_archive(_op_ids(obj), at, _op_scope(obj))
+            self._apply_archive(_op_ids(obj), at, _op_scope(obj, self._chain.version))
         elif op == "touch":
-            self._apply_touch(_op_ids(obj), check_time(obj["at"], "touch"), _op_scope(obj))
+            self._apply_touch(
+                _op_ids(obj), check_time(obj["at"], "touch"), _op_scope(obj, self._chain.version)
+            )
         elif op == "checkpoint":
             live = obj["live"]
             if type(live) is not int:
