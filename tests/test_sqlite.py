@@ -580,3 +580,33 @@ def test_a_store_is_created_on_a_file_system_without_hard_links(
     with SqliteStore(tmp_path / "m.db") as s:
         assert [r.id for r in s.list("alice")] == ["r0"]
     assert not [p for p in tmp_path.iterdir() if ".create-" in p.name]
+
+
+def _killed_writer(path: str) -> None:
+    import os
+    import signal
+
+    s = SqliteStore(path)
+    for i in range(5):
+        s.put(make_record("old", f"a note of the deleted store {i}", id=f"old{i}"))
+    os.kill(os.getpid(), signal.SIGKILL)  # before any checkpoint: the writes are in -wal
+
+
+def test_a_deleted_store_s_write_ahead_log_is_not_replayed_into_a_new_one(
+    tmp_path: Path,
+) -> None:
+    """A store removed after a crash (rm m.db, its -wal and -shm left) came back: the
+    new, empty store SQLite opened under that name replayed the old -wal and held the
+    deleted store's five records."""
+    p = tmp_path / "m.db"
+    proc = mp.get_context("fork").Process(target=_killed_writer, args=(str(p),))
+    proc.start()
+    proc.join()
+    assert (tmp_path / "m.db-wal").stat().st_size > 0
+    p.unlink()
+    with pytest.raises(StoreCorrupted, match=r"m\.db-wal, the uncheckpointed writes"):
+        SqliteStore(p)
+    assert not p.exists()
+    (tmp_path / "m.db-wal").unlink()  # moved aside, as the message says
+    with SqliteStore(p) as s:
+        assert s.count() == 0 and s.scopes() == []

@@ -91,6 +91,14 @@ def _is_utf8(value: bytes) -> bool:
     return True
 
 
+def _size(path: Path) -> int:
+    """The size of ``path`` in bytes, 0 if it does not exist."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _sidecars(db_file: Path) -> list[Path]:
     return [db_file.with_name(db_file.name + s) for s in ("", "-wal", "-shm", "-journal")]
 
@@ -178,6 +186,7 @@ class SqliteStore:
             try:
                 size = file.stat().st_size
             except FileNotFoundError:
+                self._check_no_orphans(file)
                 self._create(file, timeout)
             except OSError as exc:
                 raise StoreError(f"memory store {self.path}: {exc.strerror or exc}") from None
@@ -237,6 +246,28 @@ class SqliteStore:
                 None,
                 f"the file is only {size} bytes, shorter than the smallest SQLite database "
                 f"({_MIN_DB_BYTES} bytes, one page), and memlab creates its file whole",
+            )
+
+    def _check_no_orphans(self, file: Path) -> None:
+        """Refuse to create ``file`` beside another database's leftovers.
+
+        A store deleted after a crash leaves its ``-wal`` (or a rollback
+        ``-journal``), holding committed transactions. SQLite replays a ``-wal``
+        into whatever file next has the name, so the new, empty store would open
+        holding the deleted one's records. A ``-wal`` appears only once its file
+        exists, so one seen while the file is still missing is such a leftover,
+        not another process's store in the making. (SQLite rebuilds a ``-shm``;
+        an empty ``-wal`` holds nothing.)
+        """
+        names = [p.name for p in _sidecars(file)[1:] if _size(p) and not p.name.endswith("-shm")]
+        if names and not file.exists():
+            raise StoreCorrupted(
+                self.path,
+                None,
+                f"the file is missing, but {' and '.join(names)}, the uncheckpointed "
+                "writes of a store by that name, remained when it was deleted; SQLite "
+                "would replay them into a new file and bring back that store's records. "
+                "Move them aside too, or restore the file they belong to",
             )
 
     def _create(self, file: Path, timeout: float) -> None:
