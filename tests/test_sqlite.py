@@ -245,6 +245,10 @@ def _damaged(tmp_path: Path, sql: str) -> tuple[Path, bytes]:
         "UPDATE records SET content = '' WHERE id = 'bad'",
         "UPDATE records SET created_at = 'yesterday' WHERE id = 'bad'",
         "UPDATE records SET archived_at = 'later' WHERE id = 'bad'",
+        # values no memlab write makes: were loaded (content as bytes, then a bare
+        # TypeError in recall; a time past the year 9999)
+        "UPDATE records SET content = CAST(content AS BLOB) WHERE id = 'bad'",
+        "UPDATE records SET created_at = 1e300 WHERE id = 'bad'",
     ],
 )
 def test_a_damaged_row_is_store_corrupted_naming_the_record(tmp_path: Path, sql: str) -> None:

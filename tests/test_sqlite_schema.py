@@ -68,6 +68,31 @@ def test_a_damaged_value_is_a_decoding_error(column: int, value: object, match: 
         row_to_record(tuple(row))
 
 
+@pytest.mark.parametrize(
+    ("column", "value", "match"),
+    [
+        (0, b"r1", "id is bytes, not text"),
+        (1, b"alice", "scope is bytes, not text"),
+        (3, b"we deploy on GKE", "content is bytes, not text"),
+        (0, "x" * 257, "the id has 257 characters, more than 256"),
+        (7, 1e300, "not epoch seconds within the years 1..9999"),
+        (8, -1e15, "not epoch seconds within the years 1..9999"),
+        (10, 1e13, "not epoch seconds within the years 1..9999"),
+    ],
+)
+def test_a_value_no_write_could_make_is_a_decoding_error(
+    column: int, value: object, match: str
+) -> None:
+    """A BLOB id or content (written outside memlab) was loaded as bytes: list()
+    returned a record with id b'r1' and a recall of its scope was a bare TypeError
+    ('cannot use a string pattern on a bytes-like object'); a created_at of 1e300 or
+    a 257-character id, which validate() refuses and the JSONL store reports, loaded."""
+    row = list(record_to_row(make_record()))
+    row[column] = value
+    with pytest.raises(ValueError, match=match):
+        row_to_record(tuple(row))
+
+
 def test_an_embedding_of_other_dimensions_is_a_decoding_error() -> None:
     row = record_to_row(make_record())
     with pytest.raises(ValueError, match="dimensions"):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.memory.checks import MAX_EPOCH, MAX_ID_CHARS, MIN_EPOCH
 from memlab.memory.records import MemoryRecord
 from memlab.memory.stores.codec import superseded_from_list, superseded_to_list
 
@@ -68,6 +69,9 @@ def row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecord
         ValueError, TypeError, KeyError, InputError: the row is damaged (the
             caller reports it as StoreCorrupted).
     """
+    for col, name in ((0, "id"), (1, "scope"), (3, "content")):
+        if not isinstance(row[col], str):  # a BLOB, or a number SQLite kept as one
+            raise ValueError(f"{name} is {type(row[col]).__name__}, not text")
     blob = row[4]
     if not isinstance(blob, bytes) or not blob or len(blob) % 4:
         raise ValueError(f"embedding is not a float32 vector ({type(blob).__name__})")
@@ -110,13 +114,15 @@ def row_to_record(row: tuple[Any, ...], dims: int | None = None) -> MemoryRecord
     # (valid unicode, JSON-encodable meta), since every row of a scope passes here.
     if not row[0] or not row[1] or not row[3] or not row[3].strip():
         raise ValueError("an empty id, scope or content")
+    if len(row[0]) > MAX_ID_CHARS:
+        raise ValueError(f"the id has {len(row[0])} characters, more than {MAX_ID_CHARS}")
     if not (0.0 <= row[5] <= 1.0) or row[6] < 0 or row[9] < 0:
         raise ValueError(
             f"salience {row[5]}, tokens {row[6]} or access_count {row[9]} is out of range"
         )
     times = (row[7], row[8], 0.0 if row[10] is None else row[10])
-    if not all(math.isfinite(t) for t in times):
-        raise ValueError(f"a time is not finite: {times}")
+    if not all(MIN_EPOCH <= t <= MAX_EPOCH for t in times):  # NaN fails too
+        raise ValueError(f"a time is not epoch seconds within the years 1..9999: {times}")
     if not all(isinstance(p, str) for p in provenance):
         raise ValueError("provenance holds a non-string")
     if not math.isfinite(float(record.embedding.sum(dtype=np.float64))):
