@@ -892,3 +892,25 @@ def test_a_format_2_line_that_crosses_scopes_is_corruption(
     with pytest.raises(StoreCorrupted, match=r"line 3: .*" + re.escape(says)):
         JsonlStore(p)
     assert p.read_bytes() == before
+
+
+def test_a_format_1_copy_restored_under_an_open_handle_is_refused(tmp_path: Path) -> None:
+    """A handle on a format-2 log whose file was replaced by a format-1 copy (an old
+    backup restored while the store was open) silently switched to it: the records
+    written since disappeared from its view. A format-2 replacement of a generation
+    not newer than the handle's was already refused."""
+    import shutil
+
+    from tests.conftest import FIXTURES
+
+    p = tmp_path / "m.jsonl"
+    s = JsonlStore(p)
+    s.put(make_record(content="newer", id="n0"))
+    assert s.count() == 1
+    shutil.copy(FIXTURES / "store-format1.jsonl", tmp_path / "old.jsonl")
+    (tmp_path / "old.jsonl").replace(p)
+    with pytest.raises(StoreError, match="replaced by another file"):
+        s.count()
+    s.close()
+    with JsonlStore(p) as again:  # a new handle reads the restored copy
+        assert again.get("alice", "r0") is not None

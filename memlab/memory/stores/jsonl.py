@@ -265,7 +265,8 @@ class JsonlStore(IndexedStore):
                     "the log ends after its header; memlab never writes such a file "
                     "(lines are missing)",
                 )
-            if before and self._chain.generation <= before and self._chain.version >= 2:
+            # (a format-1 file is older than any format-2 one, whatever its generation)
+            if before and (self._chain.version < 2 or self._chain.generation <= before):
                 raise StoreError(
                     f"memory store {self.path} was replaced by another file (generation "
                     f"{self._chain.generation}, not newer than the generation {before} this "
