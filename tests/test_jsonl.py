@@ -914,3 +914,24 @@ def test_a_format_1_copy_restored_under_an_open_handle_is_refused(tmp_path: Path
     s.close()
     with JsonlStore(p) as again:  # a new handle reads the restored copy
         assert again.get("alice", "r0") is not None
+
+
+def test_a_relative_path_keeps_naming_the_store_after_a_change_of_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store opened as JsonlStore("m.jsonl") stat'ed and locked "m.jsonl" in the
+    current directory at every call: after os.chdir every write raised 'memory store
+    m.jsonl was removed while open', and the lock it took was a new file elsewhere."""
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    s = JsonlStore("m.jsonl")
+    s.put(make_record(content="one", id="r0"))
+    monkeypatch.chdir(elsewhere)
+    s.put(make_record(content="two", id="r1"))
+    assert s.count() == 2
+    s.close()
+    assert list(elsewhere.iterdir()) == []
+    with JsonlStore(here / "m.jsonl") as again:
+        assert [r.id for r in again.list("alice")] == ["r0", "r1"]

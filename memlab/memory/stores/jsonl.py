@@ -154,6 +154,10 @@ class JsonlStore(IndexedStore):
             # the old records, and later writes never reached it), and the lock file
             # next to the link was not the one next to the file.
             self.path = Path(os.path.realpath(self.path))
+        # Absolute: every call stats the path and takes the lock beside it, and a
+        # relative one would name another file once the process changes its
+        # working directory ("removed while open", a lock nobody else takes).
+        self.path = Path(os.path.abspath(self.path))
         self.create_dirs = check_bool(create_dirs, "JsonlStore create_dirs")
         self.fsync = check_bool(fsync, "JsonlStore fsync")
         self.compact_min_lines = check_number(
