@@ -614,3 +614,32 @@ def test_a_deleted_store_s_write_ahead_log_is_not_replayed_into_a_new_one(
     (tmp_path / "m.db-wal").unlink()  # moved aside, as the message says
     with SqliteStore(p) as s:
         assert s.count() == 0 and s.scopes() == []
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_store_file_removed_or_replaced_while_open_is_refused(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection kept the old file open: after rm m.db (or a backup copied over
+    it) a put was acknowledged into a file no later open sees, so it was lost, and
+    reads kept showing the old file. JsonlStore already refused both."""
+    import shutil
+
+    p = tmp_path / "m.db"
+    monkeypatch.chdir(tmp_path)
+    s = SqliteStore("m.db")  # a relative path: a change of directory is no removal
+    s.put(make_record(content="one", id="r0"))
+    monkeypatch.chdir(tmp_path.parent)
+    assert s.count() == 1
+    if how == "removed":
+        p.unlink()
+    else:
+        with SqliteStore(tmp_path / "copy.db") as other:
+            other.put(make_record(content="the copy", id="c0"))
+        shutil.copy(tmp_path / "copy.db", tmp_path / "tmp.db")
+        (tmp_path / "tmp.db").replace(p)
+    with pytest.raises(StoreError, match=f"m.db was {how}.* while open; reopen the store"):
+        s.put(make_record(content="two", id="r1"))
+    with pytest.raises(StoreError, match="while open"):
+        s.count()
+    s.close()

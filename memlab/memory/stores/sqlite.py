@@ -167,7 +167,9 @@ class SqliteStore:
         # seen as one, so a Path made a stray ':memory:' file in the working folder
         # and then stored every record in memory, never in that file
         memory = isinstance(path, str | os.PathLike) and os.fspath(path) == ":memory:"
-        self.path = ":memory:" if memory else str(check_path(path, "SqliteStore path"))
+        # Absolute: the file is stat'ed at every call (and measured), and a relative
+        # path would name another file once the process changes its directory.
+        self.path = ":memory:" if memory else os.path.abspath(check_path(path, "SqliteStore path"))
         timeout = check_number(timeout, "SqliteStore timeout", lo=0.0)
         check_bool(create_dirs, "SqliteStore create_dirs")
         if integrity not in INTEGRITY_CHECKS:
@@ -178,6 +180,7 @@ class SqliteStore:
         self._mutex = threading.RLock()
         self._cache: dict[str, ScopeIndex] = {}
         self._closed = True  # until the connection is open
+        self._ident: tuple[int, int] | None = None  # the file opened (device, inode)
         self.temp_files_removed = 0
         if not memory:
             file = Path(self.path)
@@ -217,6 +220,7 @@ class SqliteStore:
                     self.path, None, "records are stored but their dimensions are not"
                 )
             self._data_version = self._read_data_version()
+            self._ident = self._file_ident()
         except BaseException as exc:
             # the error is described before closing: describing it may read the file
             error = self._db_error(exc) if isinstance(exc, sqlite3.Error) else None
@@ -481,10 +485,31 @@ class SqliteStore:
     def _read_data_version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
+    def _file_ident(self) -> tuple[int, int] | None:
+        """The (device, inode) of the file at ``path``; None for ``:memory:`` or a
+        missing file."""
+        if self.path == ":memory:":
+            return None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino
+
     def _check(self) -> None:
-        """Fail if closed; drop caches when another connection changed the file."""
+        """Fail if closed, or if the file was removed or replaced since it was opened;
+        drop caches when another connection changed the file."""
         if self._closed:
             raise StoreError(f"memory store {self.path} is closed")
+        if self._ident is not None and self._file_ident() != self._ident:
+            # The connection still holds the old file: what it wrote from now on
+            # would go to a file no later open sees (JsonlStore refuses the same).
+            gone = not os.path.exists(self.path)
+            raise StoreError(
+                f"memory store {self.path} was "
+                + ("removed" if gone else "replaced by another file (a copy restored?)")
+                + " while open; reopen the store"
+            )
         version = self._read_data_version()
         if version != self._data_version:
             self._data_version = version
