@@ -306,6 +306,23 @@ def test_body_nested_too_deep_for_json() -> None:
         api.post("x", {})
 
 
+def test_text_that_is_not_valid_unicode_is_an_error() -> None:
+    # JSON may escape half a surrogate pair (an answer cut inside an emoji); the str
+    # json decodes cannot be encoded as UTF-8, so the model cache's write (or a
+    # store's, or a results file's) failed with a bare UnicodeEncodeError.
+    cut = b'{"choices": [{"message": {"content": "Tea \\ud83d"}}]}'
+    for body in (cut, b'{"a": ["x", {"\\udc00": 1}]}', b'["\xed\xa0\xbd"]'):
+        api, _ = make_api(Recorder(httpx.Response(200, content=body)))
+        with pytest.raises(
+            EmbedderError, match=r"HTTP 200 with JSON text that is not valid Unicode"
+        ):
+            api.post("x", {})
+    # a whole pair, escaped or not, is a character like any other
+    pair = '{"t": "Tea \\ud83c\\udf75 \U0001f375"}'.encode()
+    api, _ = make_api(Recorder(httpx.Response(200, content=pair)))
+    assert api.post("x", {}) == {"t": "Tea \U0001f375 \U0001f375"}
+
+
 def test_unretryable_transport_error() -> None:
     rec = Recorder(httpx.UnsupportedProtocol("bad scheme"))
     api, _ = make_api(rec)

@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +43,11 @@ _SNIPPET = 300
 # them: a reply nested a few thousand levels deep ("[[[[...") exhausts the
 # decoder's recursion limit instead of raising a ValueError.
 JSON_FAILURES = (ValueError, UnicodeDecodeError, RecursionError)
+# Where a decoded reply can hold a lone surrogate: a string escape of half a pair
+# ("\ud83d", e.g. an answer cut between the two halves of an emoji), or a
+# surrogate encoded as UTF-8 bytes, which ``json.loads`` decodes with
+# "surrogatepass". Such a str cannot be encoded as UTF-8 again.
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 def is_retryable_status(status: int) -> bool:
@@ -118,6 +124,33 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
         return None
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
+
+
+def _may_hold_surrogates(content: bytes) -> bool:
+    """Whether a JSON body may decode to a lone surrogate (a cheap test on its bytes,
+    so a large reply without one is not walked)."""
+    if json.detect_encoding(content) not in ("utf-8", "utf-8-sig"):
+        return True  # a UTF-16/32 body: its code units are not matched here, walk it
+    return _SURROGATE_HINT.search(content) is not None
+
+
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a str (a key or a value) with a lone
+    surrogate; iterative, as the reply may be nested deep."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def check_base_url(base_url: str, who: str) -> httpx.URL:
@@ -408,7 +441,7 @@ class JsonApi:
 
     def _decode(self, resp: httpx.Response, where: str) -> Any:
         try:
-            return json.loads(resp.content)
+            body = json.loads(resp.content)
         except JSON_FAILURES:
             # scrubbed before it is clipped: a key cut at the edge would escape redact()
             snippet = self.redact(resp.text)[:_SNIPPET]
@@ -417,6 +450,16 @@ class JsonApi:
                 f"JSON ({snippet!r}); check that base_url points at an OpenAI-compatible API "
                 "(it usually ends in /v1)"
             ) from None
+        if _may_hold_surrogates(resp.content) and _holds_surrogate(body):
+            # Such text fails, as a bare UnicodeEncodeError, wherever it is written
+            # next: the model cache, a store, a results file.
+            raise self.error(
+                f"{self.who}: {where} answered HTTP {resp.status_code} with JSON text that is "
+                "not valid Unicode (a lone surrogate, e.g. the escape \\ud83d without its "
+                "pair); the endpoint is misbehaving: check its version, or report it to its "
+                "maintainers"
+            )
+        return body
 
     def server_message(self, resp: httpx.Response) -> str:
         """The error message a server put in its answer (OpenAI's ``error.message``,
