@@ -103,6 +103,8 @@ def test_none_add_and_unknown_ids_supersede_nothing(
         {"memory": [{"id": "0", "event": "NONE"}, {"id": "1", "event": "ADD"},
                     {"id": "99", "event": "UPDATE"}, {"id": "x", "event": "DELETE"},
                     {"id": "²", "event": "UPDATE"},  # a digit int() refuses: ValueError
+                    {"id": "1" * 5000, "event": "UPDATE"},  # int() refuses > 4,300 digits
+                    {"id": "0002", "event": "NONE"},
                     {"id": "2", "event": "MERGE"}], "new": "ADD"},
     )  # fmt: skip
     store, new = setup()
@@ -110,6 +112,7 @@ def test_none_add_and_unknown_ids_supersede_nothing(
         assert make(server).decide(new, ScopeReader(store, "alice")) == []
     assert "'99', which it was not shown" in caplog.text and "unknown event 'MERGE'" in caplog.text
     assert "'²', which it was not shown" in caplog.text
+    assert f"'{'1' * 40}', which it was not shown" in caplog.text  # the id clipped
 
 
 def test_no_request_without_candidates_or_for_untrusted_records(server: FakeOpenAI) -> None:

@@ -304,13 +304,20 @@ class OpenAIConsolidator(JsonChatClient):
             if event not in EVENTS:
                 log.warning("%s: ignoring unknown event %r for memory %r", self._who, event, raw_id)
                 continue
-            # isdigit() alone admits "²", which int() refuses with a ValueError
-            if not (raw_id.isascii() and raw_id.isdigit()) or int(raw_id) >= n:
+            # isdigit() alone admits "²", and int() refuses it, or a string of more
+            # than 4,300 digits, with a ValueError: only a shown id is converted
+            digits = raw_id.lstrip("0") or "0"
+            if not (
+                raw_id.isascii()
+                and raw_id.isdigit()
+                and len(digits) <= len(str(n))
+                and int(digits) < n
+            ):
                 if event in ("UPDATE", "DELETE"):
                     log.warning("%s: the model named memory %r, which it was not shown; ignored",
-                                self._who, raw_id)  # fmt: skip
+                                self._who, raw_id[:40])  # fmt: skip
                 continue
-            out[int(raw_id)] = event
+            out[int(digits)] = event
         return out
 
 
