@@ -14,6 +14,7 @@ import pytest
 from memlab.errors import ConfigError, EmbedderError, InputError, SummarizerError
 from memlab.memory import (
     CachedEmbedder,
+    CachedSummarizer,
     Embedder,
     HashEmbedder,
     InMemoryStore,
@@ -431,6 +432,21 @@ def test_truncated_answer_is_kept_with_a_warning(caplog: pytest.LogCaptureFixtur
     s = make_summarizer(Endpoint(chat_answer("The user deploys on", finish="length")), max_tokens=5)
     assert s.summarize(NOTES) == "The user deploys on"
     assert "cut at max_tokens=5" in caplog.text
+
+
+def test_an_empty_answer_cut_at_max_tokens_is_an_error_not_nothing(tmp_path: Path) -> None:
+    # A reasoning model that spends max_tokens thinking answers "" with finish_reason
+    # "length". Read as "nothing worth keeping", the episodes were archived without a
+    # note (gone from recall) and the "" was cached for every rerun.
+    s = make_summarizer(Endpoint(chat_answer("", finish="length")), max_tokens=64)
+    cached = CachedSummarizer(s, ModelCache(tmp_path / "c.sqlite"))
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(DIMS), summarizer=cached)
+    for text in NOTES:
+        layer.remember("alice", text)
+    with pytest.raises(SummarizerError, match=r"reply is empty, cut at max_tokens=64"):
+        layer.maybe_summarize("alice", force=True)
+    assert layer.store.count("alice") == len(NOTES)  # nothing archived
+    assert cached.cache.info()["summaries"] == 0  # nothing cached
 
 
 def test_name_repr_settings_and_no_key(caplog: pytest.LogCaptureFixture) -> None:

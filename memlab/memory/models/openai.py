@@ -408,6 +408,14 @@ class OpenAISummarizer:
             raise SummarizerError(
                 f"{self._who}: the response's choices[0].message.content is not a string"
             )
+        if choice.get("finish_reason") == "length" and not content.strip():
+            # Not "nothing worth keeping" (that is NOTHING): the budget ran out before
+            # any note was written. As "" the episodes would be archived without one.
+            raise SummarizerError(
+                f"{self._who}: the reply is empty, cut at max_tokens={self.max_tokens} before "
+                "any note was written (a reasoning model may spend the budget thinking); "
+                "raise max_tokens, or leave it unset"
+            )
         if choice.get("finish_reason") == "length":
             log.warning(
                 "%s: the summary was cut at max_tokens=%s; raise max_tokens",
