@@ -449,6 +449,18 @@ def test_an_empty_answer_cut_at_max_tokens_is_an_error_not_nothing(tmp_path: Pat
     assert cached.cache.info()["summaries"] == 0  # nothing cached
 
 
+def test_a_note_cut_at_max_tokens_is_not_served_once_it_is_raised(tmp_path: Path) -> None:
+    # The warning says "raise max_tokens"; with the budget out of the cache key, the
+    # cut note stayed cached and every rerun with a larger budget got it again.
+    cache = ModelCache(tmp_path / "c.sqlite")
+    cut = make_summarizer(Endpoint(chat_answer("The user deploys on", finish="length")),
+                          max_tokens=5)  # fmt: skip
+    assert CachedSummarizer(cut, cache).summarize(NOTES) == "The user deploys on"
+    whole = make_summarizer(Endpoint(chat_answer("The user deploys on GKE.")), max_tokens=500)
+    assert CachedSummarizer(whole, cache).summarize(NOTES) == "The user deploys on GKE."
+    assert whole.name.endswith("-120w-500t@llm.example.test/v1")
+
+
 def test_name_repr_settings_and_no_key(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     s = make_summarizer(

@@ -344,14 +344,18 @@ class OpenAISummarizer:
             seed=seed,
         )
         self._who = f"{who} at {display_url(self.api.base_url)}"  # as the embedder's
+        # max_tokens is part of the cache key: a note cut at a small budget must not be
+        # served again once the budget is raised (the advice its warning gives).
+        budget = "" if max_tokens is None else f"-{max_tokens}t"
         self._name = (
-            f"openai-chat-{model}-prompt-v{PROMPT_VERSION}-{max_words}w"
+            f"openai-chat-{model}-prompt-v{PROMPT_VERSION}-{max_words}w{budget}"
             f"@{display_url(self.api.base_url)}"
         )
 
     @property
     def name(self) -> str:
-        """``openai-chat-<model>-prompt-v<N>-<max_words>w@<host>/<path>`` (the cache key)."""
+        """``openai-chat-<model>-prompt-v<N>-<max_words>w[-<max_tokens>t]@<host>/<path>``
+        (the cache key; ``-<max_tokens>t`` only when ``max_tokens`` is set)."""
         return self._name
 
     @property
