@@ -6,6 +6,7 @@ import email.utils
 import json
 import logging
 import random
+import time
 from collections.abc import Callable
 
 import httpx
@@ -119,6 +120,23 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({"retry-after": date}, now=now) == pytest.approx(7.0)
     past = email.utils.formatdate(now - 60, usegmt=True)
     assert parse_retry_after({"retry-after": past}, now=now) == 0.0
+
+
+def test_a_retry_after_date_without_a_zone_is_gmt(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The asctime form of an HTTP date names no zone; it was read as local time, so
+    # on a machine five hours behind UTC a 7 s wait became 18,007 s (more than
+    # max_delay: the request failed at once), and ahead of UTC an immediate retry.
+    monkeypatch.setenv("TZ", "XYZ+5")  # POSIX: UTC-5, needs no zone database
+    time.tzset()
+    try:
+        now = 1_800_000_000.0
+        later = time.gmtime(now + 7)
+        for form in ("%a %b %d %H:%M:%S %Y", "%a, %d %b %Y %H:%M:%S -0000"):
+            date = time.strftime(form, later)
+            assert parse_retry_after({"retry-after": date}, now=now) == pytest.approx(7.0)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_check_base_url() -> None:

@@ -16,6 +16,7 @@ same rules:
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import json
 import logging
@@ -122,6 +123,10 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
         return None
     if when is None:
         return None
+    if when.tzinfo is None:
+        # An HTTP date is in GMT, and the asctime form ("Sun Nov  6 08:49:37 1994")
+        # names no zone: read as local time it was off by the machine's UTC offset.
+        when = when.replace(tzinfo=datetime.UTC)
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
 
