@@ -76,6 +76,11 @@ def test_answers_are_cached_and_priced(server: FakeOpenAI, tmp_path: Path) -> No
 def test_bad_settings() -> None:
     with pytest.raises(ConfigError, match="bad placeholder"):
         OpenAIReader("http://127.0.0.1:1/v1", api_key_env=None, system_prompt="It is {today}")
+    # a field of {now} (a string) was an AttributeError, or a method's repr in the prompt
+    for prompt in ("It is {now.year}", "It is {now.upper}", "It is {now[0]}", "{}"):
+        with pytest.raises(ConfigError, match="bad placeholder"):
+            OpenAIReader("http://127.0.0.1:1/v1", api_key_env=None, system_prompt=prompt)
+    assert OpenAIReader(api_key_env=None, system_prompt="{now:>30} {{now}}").system_prompt
     with pytest.raises(ConfigError, match="price_per_1k_input must be a number >= 0"):
         OpenAIReader("http://127.0.0.1:1/v1", api_key_env=None, price_per_1k_input=-1)
     with pytest.raises(ConfigError, match="MEMLAB_TEST_UNSET_KEY is not set"):

@@ -3,6 +3,7 @@ Azure, vLLM, Ollama, llama.cpp, LiteLLM, ...), at temperature 0, cached."""
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -82,6 +83,12 @@ class OpenAIReader:
         seed: int | None = None,
     ) -> None:
         try:
+            # "{now.year}" or "{now[0]}" name a field of {now}, which is a string:
+            # AttributeError, or a prompt that shows a method's repr
+            named = [f for _, f, _, _ in string.Formatter().parse(system_prompt) if f]
+            other = next((f for f in named if f != "now"), None)
+            if other is not None:
+                raise KeyError(other)
             system_prompt.format(now="")
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(
