@@ -341,6 +341,26 @@ def test_text_that_is_not_valid_unicode_is_an_error() -> None:
     assert api.post("x", {}) == {"t": "Tea \U0001f375 \U0001f375"}
 
 
+def test_a_200_that_carries_an_error_object_reports_the_server_message() -> None:
+    # Some proxies answer a failure with a 200 and OpenAI's error object: it came
+    # back as a result, and each caller said "no 'data' list (got an object with
+    # keys [error])", losing what the server said (the endpoint check even passed).
+    for body in ({"error": {"message": f"Provider returned error for {KEY}", "code": 502}},
+                 {"error": "model not loaded"}):  # fmt: skip
+        rec = Recorder(ok(body))
+        api, _ = make_api(rec)
+        with pytest.raises(
+            EmbedderError, match=r"HTTP 200 with an error instead of a result: "
+        ) as info:
+            api.post("x", {})
+        assert KEY not in str(info.value) and len(rec.requests) == 1
+    assert "model not loaded" in str(info.value)
+    # an empty or null error next to a result is a result
+    for body in ({"error": None, "data": []}, {"error": {}, "choices": [1]}):
+        api, _ = make_api(Recorder(ok(body)))
+        assert api.post("x", {}) == body
+
+
 def test_unretryable_transport_error() -> None:
     rec = Recorder(httpx.UnsupportedProtocol("bad scheme"))
     api, _ = make_api(rec)

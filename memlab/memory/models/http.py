@@ -48,6 +48,8 @@ JSON_FAILURES = (ValueError, UnicodeDecodeError, RecursionError)
 # ("\ud83d", e.g. an answer cut between the two halves of an emoji), or a
 # surrogate encoded as UTF-8 bytes, which ``json.loads`` decodes with
 # "surrogatepass". Such a str cannot be encoded as UTF-8 again.
+# The keys of OpenAI's results (embeddings and the model list: data; chat: choices).
+_RESULTS = frozenset({"data", "choices"})
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
@@ -463,6 +465,14 @@ class JsonApi:
                 "not valid Unicode (a lone surrogate, e.g. the escape \\ud83d without its "
                 "pair); the endpoint is misbehaving: check its version, or report it to its "
                 "maintainers"
+            )
+        if isinstance(body, dict) and body.get("error") and not body.keys() & _RESULTS:
+            # Some proxies answer a failure with a 200 and OpenAI's error object: the
+            # caller would report a reply "of the wrong shape" and lose the message.
+            raise self.error(
+                f"{self.who}: {where} answered HTTP {resp.status_code} with an error instead "
+                f"of a result: {self.server_message(resp)}; check base_url, the model name "
+                "and the key"
             )
         return body
 
