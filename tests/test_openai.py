@@ -118,6 +118,18 @@ def test_normalizes_rows_the_server_did_not() -> None:
     assert np.allclose(out, HASH.embed(TEXTS[:2]), atol=1e-6)
 
 
+@pytest.mark.parametrize("factor", [1e37, 1e-31], ids=["huge", "tiny"])
+def test_rows_of_huge_or_tiny_values_are_normalized_too(factor: float) -> None:
+    # Scaled in float32, the squares overflowed (a row of values near 3e38 became
+    # all zeros) or underflowed (norm 0: a row of 1e-31 was kept, far from unit).
+    def scale(i: int, answer: dict) -> None:
+        for item in answer["data"]:
+            item["embedding"] = [factor * x for x in item["embedding"]]
+
+    out = make(FakeEndpoint(scale)).embed(TEXTS[:2])
+    assert np.allclose(out, HASH.embed(TEXTS[:2]), atol=1e-6)
+
+
 def test_send_dims_and_empty_input() -> None:
     ep = FakeEndpoint()
     emb = make(ep, send_dims=True)

@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 
 from memlab.errors import ConfigError, EmbedderError, InputError, SummarizerError
-from memlab.memory.models.embedder import EMBEDDERS, check_texts, l2_normalize
+from memlab.memory.models.embedder import EMBEDDERS, check_texts
 from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
 from memlab.memory.models.http import describe as _describe
 from memlab.memory.models.summarizer import SUMMARIZERS
@@ -31,11 +31,15 @@ _UNIT_TOLERANCE = 1e-4
 
 
 def _normalize_rows(arr: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(arr.astype(np.float64), axis=1)
+    # Scaled in float64: in float32 the squares of a row of large values overflow
+    # (3e38: the row became all zeros) and those of tiny values underflow (1e-30:
+    # the norm was 0 and the row was kept as it came, far from unit length).
+    wide = arr.astype(np.float64)
+    norms = np.linalg.norm(wide, axis=1)
     off = (norms > 0) & (np.abs(norms - 1.0) > _UNIT_TOLERANCE)
     if off.any():
         arr = arr.copy()
-        arr[off] = l2_normalize(arr[off])
+        arr[off] = (wide[off] / norms[off, None]).astype(np.float32)
     return arr
 
 
