@@ -55,6 +55,20 @@ def test_request_is_temperature_zero_with_max_tokens_and_usage_is_read() -> None
     assert chat.name == "openai-chat-m@h.test/v1"
 
 
+def test_a_key_echoed_in_a_malformed_answer_is_scrubbed_from_the_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The keys of a reply of the wrong shape are quoted in the error: a key the
+    # server echoed there was printed as it came.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    for body in ({KEY: 1}, answer({f"auth {KEY}": 1})):
+        chat = OpenAIChat("https://h.test/v1", "m", api_key_env=KEY_ENV,
+                          transport=httpx.MockTransport(lambda r, b=body: httpx.Response(200, json=b)))  # fmt: skip
+        with pytest.raises(ChatEndpointError, match=r"malformed answer.*\[redacted\]") as info:
+            chat.complete(MESSAGES)
+        assert KEY not in str(info.value)
+
+
 def test_missing_usage_is_estimated_and_flagged() -> None:
     chat = mock(lambda r: httpx.Response(200, json=answer("twelve chars")))
     got = chat.complete(MESSAGES)

@@ -259,6 +259,24 @@ def test_a_failing_later_batch_stores_nothing(tmp_path: Path) -> None:
     assert store.count("alice") == 0 and cache.info()["embeddings"] == 0
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"data": [{"index": 0, "embedding": [f"Bearer {KEY}"] + [0.1] * (DIMS - 1)}]},
+        {KEY: "echoed"},  # an echo of the request headers, say
+        {"data": [{"index": 0, "embedding": {f"auth {KEY}": 1}}]},
+    ],
+    ids=["a-value", "a-key", "a-vector-key"],
+)
+def test_a_key_echoed_in_a_malformed_reply_is_scrubbed_from_the_error(answer: dict) -> None:
+    # What a reply of the wrong shape holds is quoted in the error: a key the server
+    # echoed there was printed as it came, unlike in the server's own messages.
+    emb = make(FakeEndpoint(lambda i, a: answer), max_batch=1)
+    with pytest.raises(EmbedderError, match=r"\[redacted\]") as info:
+        emb.embed(TEXTS[:1])
+    assert KEY not in str(info.value)
+
+
 def test_name_repr_and_settings(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     emb = make(FakeEndpoint())

@@ -251,7 +251,7 @@ class OpenAIChat:
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ChatEndpointError(
-                f"{who}: malformed answer: no 'choices' list (got {_describe(body)}); is "
+                f"{who}: malformed answer: no 'choices' list (got {_describe(body, self.api.redact)}); is "
                 "base_url an OpenAI-compatible API with /chat/completions?"
             )
         choice = choices[0]
@@ -264,7 +264,7 @@ class OpenAIChat:
         if not isinstance(content, str):
             raise ChatEndpointError(
                 f"{who}: malformed answer: choices[0].message.content is "
-                f"{_describe(content)}, not a string"
+                f"{_describe(content, self.api.redact)}, not a string"
             )
         finish = choice.get("finish_reason")
         if finish == "length":

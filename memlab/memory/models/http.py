@@ -179,15 +179,22 @@ def check_base_url(base_url: str, who: str) -> httpx.URL:
     return url
 
 
-def describe(value: Any) -> str:
+def describe(value: Any, scrub: Callable[[str], str] | None = None) -> str:
     """A short description of a JSON value for error messages (keys of an object,
-    the length of a list, or a clipped repr)."""
+    the length of a list, or a clipped repr).
+
+    Args:
+        value: the value a reply held.
+        scrub: applied to the keys and the repr before they are clipped (a
+            ``JsonApi``'s ``redact``: a server may echo the key back in any field).
+    """
+    scrub = scrub or (lambda text: text)
     if isinstance(value, dict):
         keys = ", ".join(sorted(map(str, value))[:8])
-        return f"an object with keys [{keys}]"
+        return f"an object with keys [{scrub(keys)}]"
     if isinstance(value, list):
         return f"a list of {len(value)}"
-    text = repr(value)
+    text = scrub(repr(value))
     return text if len(text) <= 60 else text[:60] + "…"
 
 

@@ -181,7 +181,7 @@ class OpenAIEmbedder:
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             raise EmbedderError(
-                f"{who}: the response has no 'data' list (got {_describe(body)}); is base_url "
+                f"{who}: the response has no 'data' list (got {_describe(body, self.api.redact)}); is base_url "
                 "an OpenAI-compatible API?"
             )
         if len(data) != n:
@@ -204,7 +204,7 @@ class OpenAIEmbedder:
             if not isinstance(vector, list):
                 raise EmbedderError(
                     f"{who}: response item {pos} is not a list of floats (got "
-                    f"{_describe(vector)}); memlab requests encoding_format=float"
+                    f"{_describe(vector, self.api.redact)}); memlab requests encoding_format=float"
                 )
             if len(vector) != self._dims:
                 raise EmbedderError(
@@ -217,7 +217,7 @@ class OpenAIEmbedder:
             bad = [x for x in vector if type(x) is not float and type(x) is not int][:1]
             if bad:
                 raise EmbedderError(
-                    f"{who}: response item {pos} holds a non-numeric value ({_describe(bad[0])}); "
+                    f"{who}: response item {pos} holds a non-numeric value ({_describe(bad[0], self.api.redact)}); "
                     "is base_url an OpenAI-compatible embeddings API?"
                 )
             rows[index] = vector
