@@ -183,6 +183,11 @@ def test_long_episode_lists_are_sent_in_chunks(server: FakeOpenAI) -> None:
         # nested deeper than json's recursion limit: RecursionError escaped before
         ("[" * 100_000, "not JSON"),
         ({"reflections": "nope"}, "no 'reflections' list"),
+        # half a surrogate pair: cached, then the embedder's InputError on every rerun
+        (
+            {"reflections": [{"text": "The user likes tea \ud83c", "sources": ["e0"]}]},
+            "holds text that is not valid Unicode",
+        ),
     ],
 )
 def test_a_bad_answer_is_a_clear_error_and_nothing_is_written(

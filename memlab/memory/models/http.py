@@ -141,7 +141,7 @@ def _may_hold_surrogates(content: bytes) -> bool:
     return _SURROGATE_HINT.search(content) is not None
 
 
-def _holds_surrogate(value: Any) -> bool:
+def holds_surrogate(value: Any) -> bool:
     """Whether a decoded JSON value holds a str (a key or a value) with a lone
     surrogate; iterative, as the reply may be nested deep."""
     stack = [value]
@@ -464,7 +464,7 @@ class JsonApi:
                 f"JSON ({snippet!r}); check that base_url points at an OpenAI-compatible API "
                 "(it usually ends in /v1)"
             ) from None
-        if _may_hold_surrogates(resp.content) and _holds_surrogate(body):
+        if _may_hold_surrogates(resp.content) and holds_surrogate(body):
             # Such text fails, as a bare UnicodeEncodeError, wherever it is written
             # next: the model cache, a store, a results file.
             raise self.error(

@@ -29,7 +29,7 @@ import httpx
 
 from memlab.errors import ConfigError
 from memlab.memory.models.cache import ModelCache, texts_key
-from memlab.memory.models.http import JSON_FAILURES
+from memlab.memory.models.http import JSON_FAILURES, holds_surrogate
 from memlab.memory.models.json_chat import JsonChatClient
 from memlab.memory.records import MemoryRecord
 from memlab.memory.reflect import (
@@ -249,6 +249,14 @@ class OpenAIReflector(JsonChatClient):
         if not isinstance(data, dict) or not isinstance(data.get("reflections", []), list):
             raise ReflectorError(
                 f"{self._who}: the model's answer has no 'reflections' list ({self.api.redact(text)[:200]!r})"
+            )
+        if holds_surrogate(data):
+            # its JSON escapes half a surrogate pair ("\\ud83c"): as a reflection's text
+            # it failed the embedder's check, and from the cache on every rerun
+            raise ReflectorError(
+                f"{self._who}: the model's answer holds text that is not valid Unicode (a "
+                "lone surrogate escape such as \\ud83c without its pair); nothing was cached: "
+                "retry, or use another model"
             )
         return data
 
