@@ -19,6 +19,21 @@ class MemlabError(Exception):
 
     exit_code = 2  # bad input; the I/O and environment classes below use 3
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickling rebuilds an exception as type(*args), args being the message
+        # alone: the classes below with their own __init__ arguments could not be
+        # unpickled, and a worker process that raised one (memlab embed --workers)
+        # left the parent waiting for a result forever.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[MemlabError], args: tuple[Any, ...], state: dict[str, Any]) -> MemlabError:
+    """A pickled MemlabError, restored without calling its ``__init__``."""
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 class EnvironmentFailure(MemlabError):
     """Not the user's input but the machine: a folder, a server, a dependency."""
