@@ -98,6 +98,21 @@ def test_retry_policy_rejects_bad_values() -> None:
         RetryPolicy(backoff=-0.1)
     with pytest.raises(ConfigError, match="max_delay"):
         RetryPolicy(max_delay=float("nan"))
+    # inf passed, and the first long wait was time.sleep(inf): OverflowError
+    for bad in (float("inf"), "1"):
+        with pytest.raises(ConfigError, match="max_delay must be a finite number"):
+            RetryPolicy(max_delay=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="backoff must be a finite number"):
+            RetryPolicy(backoff=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), "30", True, 0, -1])
+def test_a_timeout_that_is_not_a_finite_positive_number_is_refused(timeout: object) -> None:
+    # nan and inf were accepted, then every request failed with a bare ValueError
+    # ("Invalid value NaN") or OverflowError ("timestamp out of range") from the
+    # socket layer; "30" was a bare TypeError
+    with pytest.raises(ConfigError, match=r"timeout must be a finite number > 0 seconds"):
+        make_api(Recorder(ok()), timeout=timeout)
 
 
 def test_retryable_statuses() -> None:

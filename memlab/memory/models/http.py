@@ -21,6 +21,7 @@ import email.utils
 import json
 import logging
 import math
+import numbers
 import os
 import random
 import re
@@ -53,6 +54,11 @@ _RESULTS = frozenset({"data", "choices"})
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
+def _finite(value: object) -> bool:
+    """A real number (not a bool), neither NaN nor infinite."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def is_retryable_status(status: int) -> bool:
     """True for the statuses worth retrying: 408, 409, 429 and every 5xx."""
     return status in RETRY_STATUSES or 500 <= status <= 599
@@ -81,10 +87,10 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise ConfigError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
-        if not self.backoff >= 0:
-            raise ConfigError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
-        if not self.max_delay >= 0:
-            raise ConfigError(f"max_delay must be >= 0 seconds, got {self.max_delay!r}")
+        for name, value in (("backoff", self.backoff), ("max_delay", self.max_delay)):
+            # inf passed "value >= 0", and then time.sleep(inf) raised OverflowError
+            if not _finite(value) or value < 0:
+                raise ConfigError(f"{name} must be a finite number >= 0 seconds, got {value!r}")
 
     def backoff_delay(self, retry: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (0-based), with jitter."""
@@ -259,8 +265,12 @@ class JsonApi:
         self.max_response_bytes = max_response_bytes
         self.error = error
         self.base_url = check_base_url(base_url, who)
-        if not timeout or timeout <= 0:
-            raise ConfigError(f"{who}: timeout must be > 0 seconds, got {timeout!r}")
+        # nan and inf passed "timeout > 0", then every request failed with a bare
+        # ValueError / OverflowError from the socket layer
+        if not _finite(timeout) or timeout <= 0:
+            raise ConfigError(
+                f"{who}: timeout must be a finite number > 0 seconds, got {timeout!r}"
+            )
         self.timeout = float(timeout)
         self.retry = retry or RetryPolicy()
         self.api_key_env = api_key_env or None
