@@ -396,6 +396,10 @@ def test_nothing_and_empty_input() -> None:
     assert s.summarize(["thanks!", "ok"]) == ""
     assert s.summarize(["cool"]) == ""
     assert s.summarize(["bye"]) == ""
+    # markdown or another case was kept as a note that says nothing
+    for dressed in ("**NOTHING**", "Nothing.", "`nothing`", "_NOTHING_!"):
+        assert make_summarizer(Endpoint(chat_answer(dressed))).summarize(["hi"]) == ""
+    assert make_summarizer(Endpoint(chat_answer("Nothing changed."))).summarize(["hi"])
     calls = len(ep.bodies)
     assert s.summarize([]) == "" and s.summarize(["  ", ""]) == ""
     assert len(ep.bodies) == calls  # nothing to send, no request

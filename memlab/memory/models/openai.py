@@ -431,7 +431,9 @@ class OpenAISummarizer:
                 self.max_tokens,
             )
         text = content.strip()
-        return "" if text.strip(" .\"'`") == NOTHING else text
+        # Chat models often dress the word up ("**NOTHING**", "Nothing."): kept as a
+        # note, it replaced the episodes it was asked about with a note saying nothing.
+        return "" if text.strip(" .!\"'`*_").upper() == NOTHING else text
 
     def close(self) -> None:
         """Close the HTTP client if this summarizer created it."""
