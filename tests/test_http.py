@@ -195,6 +195,19 @@ def test_other_key_header_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "authorization" not in rec.requests[-1].headers
 
 
+@pytest.mark.parametrize("header", [None, "", "api key", "x\nY", "Ä", "x:y", 5])
+def test_a_key_header_that_is_not_a_header_name_is_a_config_error(header: object) -> None:
+    # It failed only at the first request: None as a bare AttributeError, "Ä" as a
+    # bare UnicodeEncodeError, "api key" as an EmbedderError (exit 3, not 2).
+    with pytest.raises(ConfigError, match="api_key_header must be an HTTP header name"):
+        make_api(Recorder(ok()), api_key_header=header)
+
+
+def test_no_key_needs_no_key_header() -> None:
+    api, _ = make_api(Recorder(ok()), api_key_env=None, api_key_header=None)
+    assert api.post("x", {}) == {"ok": True}
+
+
 def test_missing_or_unusable_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV)
     with pytest.raises(ConfigError, match=f"{KEY_ENV} is not set"):

@@ -49,6 +49,8 @@ JSON_FAILURES = (ValueError, UnicodeDecodeError, RecursionError)
 # ("\ud83d", e.g. an answer cut between the two halves of an emoji), or a
 # surrogate encoded as UTF-8 bytes, which ``json.loads`` decodes with
 # "surrogatepass". Such a str cannot be encoded as UTF-8 again.
+# An HTTP header name: a "token" of RFC 9110.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # The keys of OpenAI's results (embeddings and the model list: data; chat: choices).
 _RESULTS = frozenset({"data", "choices"})
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
@@ -274,6 +276,15 @@ class JsonApi:
         self.timeout = float(timeout)
         self.retry = retry or RetryPolicy()
         self.api_key_env = api_key_env or None
+        if self.api_key_env is not None and not (
+            isinstance(api_key_header, str) and _HEADER_NAME.fullmatch(api_key_header)
+        ):
+            # Checked before the first request: None was a bare AttributeError there,
+            # "Ä" a bare UnicodeEncodeError, and "api key" an EmbedderError (exit 3).
+            raise ConfigError(
+                f"{who}: api_key_header must be an HTTP header name (letters, digits and "
+                f"-, e.g. Authorization or api-key), got {api_key_header!r}"
+            )
         self.api_key_header = api_key_header
         self._api_key()  # fail now, not halfway through a run
         self._sleep = sleep or time.sleep
