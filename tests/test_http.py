@@ -339,6 +339,19 @@ def test_body_that_is_not_json() -> None:
         api.post("x", {})
 
 
+def test_a_body_in_the_charset_it_declares_is_read_in_it() -> None:
+    # Valid JSON in ISO-8859-1, declared so, was read as UTF-8 only and reported as
+    # "a body that is not JSON".
+    body = '{"t": "caf\u00e9"}'.encode("latin-1")
+    declared = {"content-type": "application/json; charset=ISO-8859-1"}
+    api, _ = make_api(Recorder(httpx.Response(200, content=body, headers=declared)))
+    assert api.post("x", {}) == {"t": "caf\u00e9"}
+    # undeclared, it is not UTF-8: said so
+    api, _ = make_api(Recorder(httpx.Response(200, content=body)))
+    with pytest.raises(EmbedderError, match=r"a body that is not UTF-8 \(nor in a charset"):
+        api.post("x", {})
+
+
 def test_body_nested_too_deep_for_json() -> None:
     # json.loads raises RecursionError (not ValueError) past ~1,000 levels; a
     # broken or hostile server's body must still be a clear EmbedderError, both

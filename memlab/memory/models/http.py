@@ -168,6 +168,20 @@ def holds_surrogate(value: Any) -> bool:
     return False
 
 
+def _loads(resp: httpx.Response) -> Any:
+    """The JSON body of a reply: UTF-8 (or UTF-16/32, as ``json.loads`` detects), or
+    in the charset its Content-Type declares."""
+    try:
+        return json.loads(resp.content)
+    except UnicodeDecodeError:
+        # e.g. "application/json; charset=ISO-8859-1" from a Java server: valid JSON,
+        # and read as UTF-8 it was reported as "a body that is not JSON"
+        encoding = (resp.encoding or "utf-8").lower().replace("_", "-")
+        if resp.charset_encoding is None or encoding in ("utf-8", "utf8"):
+            raise
+        return json.loads(resp.text)
+
+
 def check_base_url(base_url: str, who: str) -> httpx.URL:
     """Parse and validate a base URL (http/https, a host, no credentials in it)."""
     try:
@@ -476,13 +490,16 @@ class JsonApi:
 
     def _decode(self, resp: httpx.Response, where: str) -> Any:
         try:
-            body = json.loads(resp.content)
-        except JSON_FAILURES:
+            body = _loads(resp)
+        except JSON_FAILURES as exc:
             # scrubbed before it is clipped: a key cut at the edge would escape redact()
             snippet = self.redact(resp.text)[:_SNIPPET]
+            what = (
+                "UTF-8 (nor in a charset it declares)" if isinstance(exc, UnicodeError) else "JSON"
+            )
             raise self.error(
                 f"{self.who}: {where} answered HTTP {resp.status_code} with a body that is not "
-                f"JSON ({snippet!r}); check that base_url points at an OpenAI-compatible API "
+                f"{what} ({snippet!r}); check that base_url points at an OpenAI-compatible API "
                 "(it usually ends in /v1)"
             ) from None
         if _may_hold_surrogates(resp.content) and holds_surrogate(body):
