@@ -23,7 +23,7 @@ from memlab.memory import (
     ModelCache,
     default_cache_path,
 )
-from memlab.memory.models.cache import default_cache_dir, text_key, texts_key
+from memlab.memory.models.cache import default_cache_dir, request_key, text_key, texts_key
 from tests.test_cached import DIMS, Counting
 
 
@@ -245,6 +245,36 @@ def test_a_cache_missing_its_tables_is_corrupted_and_kept(tmp_path: Path, table:
     before = digest(path)
     with pytest.raises(CacheCorrupted, match=rf"tables \['{table}'\] are missing.*not modified"):
         ModelCache(path).get_embeddings("m", 4, [text_key("a")])
+    assert digest(path) == before
+
+
+@pytest.mark.parametrize(
+    "stored, match",
+    [
+        ('{"text": "x", "prompt_tokens": "many"}', "prompt_tokens='many', not a count"),
+        ('{"text": "x", "completion_tokens": [1]}', r"completion_tokens=\[1\], not a count"),
+        ('{"text": "x", "prompt_tokens": 1e400}', "prompt_tokens=inf, not a count"),
+        ('{"text": 5}', "a text of type int"),
+        ("[" * 100_000, "not a JSON object"),
+    ],
+)
+def test_a_damaged_cached_completion_is_corrupted_and_kept(
+    tmp_path: Path, stored: str, match: str
+) -> None:
+    # CachedChat made a Completion of it: a bare ValueError (int("many")),
+    # TypeError, OverflowError or RecursionError on every rerun.
+    path = tmp_path / "c.sqlite"
+    cache = ModelCache(path)
+    key = request_key({"messages": []})
+    cache.put_completion("chat", key, {"text": "hi", "prompt_tokens": 3})
+    assert cache.get_completion("chat", key) == {"text": "hi", "prompt_tokens": 3}
+    db = sqlite3.connect(path)
+    db.execute("UPDATE completions SET response = ?", (stored,))
+    db.commit()
+    db.close()
+    before = digest(path)
+    with pytest.raises(CacheCorrupted, match=match):
+        cache.get_completion("chat", key)
     assert digest(path) == before
 
 

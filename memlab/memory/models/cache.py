@@ -149,6 +149,24 @@ def _select_keys(
         ).fetchall()
 
 
+def _completion_fault(value: dict[str, Any]) -> str | None:
+    """What is wrong with a stored completion's fields (None: nothing). Absent fields
+    take their defaults; present ones must have the types ``Completion`` writes."""
+    text = value.get("text", "")
+    if not isinstance(text, str):
+        return f"a text of type {type(text).__name__}"
+    for key in ("prompt_tokens", "completion_tokens"):
+        count = value.get(key)
+        if count is not None and (type(count) is not int or count < 0):
+            return f"{key}={count!r:.40}, not a count"
+    finish = value.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        return f"a finish_reason of type {type(finish).__name__}"
+    if not isinstance(value.get("usage_estimated", False), bool):
+        return "a usage_estimated that is not true or false"
+    return None
+
+
 class ModelCache:
     """The on-disk cache of embeddings and summaries (see the module docstring).
 
@@ -446,7 +464,9 @@ class ModelCache:
         model ``name``, as the dict it was stored as, or None.
 
         Raises:
-            CacheCorrupted: the stored value is not a JSON object.
+            CacheCorrupted: the stored value is not a JSON object, or not a completion
+                as ``Completion.as_dict`` writes it (a damaged entry would fail later
+                as a bare ValueError or TypeError).
         """
         with self._conn() as db:
             model = self._model_id(db, "chat", name, 0, create=False)
@@ -459,10 +479,13 @@ class ModelCache:
             return None
         try:
             value = json.loads(row[0])
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
             raise self._corrupted(f"a cached completion of {name} is not a JSON object")
+        wrong = _completion_fault(value)
+        if wrong is not None:
+            raise self._corrupted(f"a cached completion of {name} has {wrong}")
         return value
 
     def put_completion(self, name: str, key: bytes, response: dict[str, Any]) -> None:
