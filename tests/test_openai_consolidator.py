@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from memlab.errors import ConfigError
+from memlab.errors import CacheCorrupted, ConfigError
 from memlab.memory import HashEmbedder, InMemoryStore, MemoryRecord, ModelCache
 from memlab.memory.consolidate import (
     CONSOLIDATORS,
@@ -145,6 +146,24 @@ def test_the_cache_replays_decisions(server: FakeOpenAI, tmp_path: Path) -> None
     assert again.name == f"openai-consolidate-fake-llm-prompt-v{PROMPT_VERSION}@" + (
         server.base_url.removeprefix("http://")
     )
+
+
+@pytest.mark.parametrize("stored", ["[1]", '{"x": "UPDATE"}', '{"99": "UPDATE"}', "zz"])
+def test_a_damaged_cached_decision_is_corrupted(
+    server: FakeOpenAI, tmp_path: Path, stored: str
+) -> None:
+    # Replayed as it was: a bare AttributeError, ValueError (int("x")), IndexError
+    # (a memory it was not shown) or JSONDecodeError on every rerun.
+    server.on_chat("memory manager", consolidation_answer({"Heroku": "UPDATE"}))
+    store, new = setup()
+    path = tmp_path / "cache.sqlite"
+    make(server, cache=path).decide(new, ScopeReader(store, "alice"))
+    db = sqlite3.connect(path)
+    db.execute("UPDATE summaries SET summary = ?", (stored,))
+    db.commit()
+    db.close()
+    with pytest.raises(CacheCorrupted, match="a cached decision of openai-consolidate-fake-llm"):
+        make(server, cache=path).decide(new, ScopeReader(store, "alice"))
 
 
 def test_retries_then_succeeds(server: FakeOpenAI) -> None:

@@ -220,6 +220,11 @@ class ModelCache:
     def _corrupted(self, detail: str) -> CacheCorrupted:
         return CacheCorrupted(self.path, detail, elsewhere=self._elsewhere())
 
+    def corrupted(self, detail: str) -> CacheCorrupted:
+        """The error to raise for a damaged entry a caller found in this cache (its
+        advice names the setting that chose the file)."""
+        return self._corrupted(detail)
+
     def _error(self, exc: sqlite3.Error) -> CacheError:
         msg = str(exc)
         if "locked" in msg or "busy" in msg:

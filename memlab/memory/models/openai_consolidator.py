@@ -258,10 +258,28 @@ class OpenAIConsolidator(JsonChatClient):
         key = texts_key([f"v{PROMPT_VERSION}", new, *memories])
         cached = self.cached(key)
         if cached is not None:
-            return {int(k): v for k, v in json.loads(cached).items()}
+            return self._replay(cached, len(memories))
         answer = self._parse(self.post_chat(build_messages(new, memories)), len(memories))
         self.keep(key, json.dumps({str(k): v for k, v in answer.items()}))
         return answer
+
+    def _replay(self, cached: str, n: int) -> dict[int, str]:
+        """The decisions stored for a request with ``n`` memories, checked: a damaged
+        entry was a bare ValueError, AttributeError or IndexError."""
+        try:
+            stored = json.loads(cached)
+        except JSON_FAILURES:
+            stored = None
+        if isinstance(stored, dict) and all(
+            isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= len(str(n))
+            and int(k) < n and v in EVENTS
+            for k, v in stored.items()
+        ):  # fmt: skip
+            return {int(k): v for k, v in stored.items()}
+        assert self.cache is not None  # a cached answer came from it
+        raise self.cache.corrupted(
+            f"a cached decision of {self.name} is not one memlab stored ({cached[:80]!r})"
+        )
 
     def _parse(self, body: Any, n: int) -> dict[int, str]:
         """memory index -> event, from the chat answer (unknown ids are dropped with a
