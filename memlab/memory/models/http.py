@@ -146,6 +146,8 @@ def _may_hold_surrogates(content: bytes) -> bool:
     so a large reply without one is not walked)."""
     if json.detect_encoding(content) not in ("utf-8", "utf-8-sig"):
         return True  # a UTF-16/32 body: its code units are not matched here, walk it
+    if b"\\u" not in content and b"\xed" not in content:
+        return False  # the common case, found at memchr speed (a regex took 0.16 s on 8 MB)
     return _SURROGATE_HINT.search(content) is not None
 
 
