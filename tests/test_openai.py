@@ -483,6 +483,15 @@ def test_an_empty_answer_cut_at_max_tokens_is_an_error_not_nothing(tmp_path: Pat
     assert cached.cache.info()["summaries"] == 0  # nothing cached
 
 
+def test_an_empty_answer_the_endpoint_stopped_is_an_error_not_nothing() -> None:
+    # Azure answers a filtered request with finish_reason "content_filter" and no
+    # text: read as "nothing worth keeping", the episodes were archived without a note.
+    s = make_summarizer(Endpoint(chat_answer("", finish="content_filter")))
+    with pytest.raises(SummarizerError, match=r"finish_reason='content_filter' before any"):
+        s.summarize(NOTES)
+    assert make_summarizer(Endpoint(chat_answer("  ", finish="stop"))).summarize(NOTES) == ""
+
+
 def test_a_note_cut_at_max_tokens_is_not_served_once_it_is_raised(tmp_path: Path) -> None:
     # The warning says "raise max_tokens"; with the budget out of the cache key, the
     # cut note stayed cached and every rerun with a larger budget got it again.

@@ -416,7 +416,8 @@ class OpenAISummarizer:
             raise SummarizerError(
                 f"{self._who}: the response's choices[0].message.content is not a string"
             )
-        if choice.get("finish_reason") == "length" and not content.strip():
+        finish = choice.get("finish_reason")
+        if finish == "length" and not content.strip():
             # Not "nothing worth keeping" (that is NOTHING): the budget ran out before
             # any note was written. As "" the episodes would be archived without one.
             raise SummarizerError(
@@ -424,7 +425,14 @@ class OpenAISummarizer:
                 "any note was written (a reasoning model may spend the budget thinking); "
                 "raise max_tokens, or leave it unset"
             )
-        if choice.get("finish_reason") == "length":
+        if finish not in (None, "stop") and not content.strip():
+            # the same for an answer the endpoint stopped (Azure's content filter)
+            raise SummarizerError(
+                f"{self._who}: the reply is empty, stopped with finish_reason={finish!r:.40} "
+                "before any note was written; check the endpoint's filters, or use another "
+                "model"
+            )
+        if finish == "length":
             log.warning(
                 "%s: the summary was cut at max_tokens=%s; raise max_tokens",
                 self._who,
