@@ -346,6 +346,11 @@ def test_a_body_in_the_charset_it_declares_is_read_in_it() -> None:
     declared = {"content-type": "application/json; charset=ISO-8859-1"}
     api, _ = make_api(Recorder(httpx.Response(200, content=body, headers=declared)))
     assert api.post("x", {}) == {"t": "caf\u00e9"}
+    # an error's message too (the whole body was quoted instead)
+    error_body = '{"error": {"message": "mod\u00e8le inconnu", "type": "x"}}'.encode("latin-1")
+    api, _ = make_api(Recorder(httpx.Response(404, content=error_body, headers=declared)))
+    with pytest.raises(EmbedderError, match="answered HTTP 404: mod\u00e8le inconnu; check"):
+        api.post("x", {})
     # undeclared, it is not UTF-8: said so
     api, _ = make_api(Recorder(httpx.Response(200, content=body)))
     with pytest.raises(EmbedderError, match=r"a body that is not UTF-8 \(nor in a charset"):

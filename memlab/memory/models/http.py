@@ -528,7 +528,7 @@ class JsonApi:
         or ``message``/``detail``, else the start of the body), key scrubbed."""
         msg: Any = None
         try:
-            body = json.loads(resp.content)
+            body = _loads(resp)  # in the charset it declares, as a result's body
         except JSON_FAILURES:
             body = None
         if isinstance(body, dict):
