@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,16 @@ def test_pack_skips_and_continues() -> None:
     assert pack(scores, tokens, 100, max_hits=1) == [0]
     assert pack(scores, tokens, 10) == []
     assert pack(scores, tokens, 1000, min_score=0.75) == [0, 1]
+
+
+def test_pack_takes_a_budget_of_sys_maxsize_as_no_limit() -> None:
+    # budget + 1 (the "smallest row" start) overflowed int64: a recall with
+    # token_budget=sys.maxsize was a bare OverflowError
+    scores = np.array([0.9, 0.8, 0.7])
+    tokens = np.array([50, 60, 30])
+    for budget in (sys.maxsize, 10**30):
+        assert pack(scores, tokens, budget) == [0, 1, 2]
+        assert pack(scores, tokens, budget, max_hits=2) == [0, 1]
 
 
 def test_pack_breaks_ties_by_newer_then_id() -> None:

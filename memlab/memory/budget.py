@@ -187,7 +187,9 @@ def _pack_plain(
     if not n_rankable:
         return []
     # the smallest row that could still be taken: once less than it is left, stop
-    smallest = int(np.min(tokens, where=rankable, initial=budget + 1))
+    # (some row is rankable, so the initial value is never the answer; budget + 1
+    # overflowed int64 for a budget of sys.maxsize, the natural "no limit")
+    smallest = int(np.min(tokens, where=rankable, initial=np.iinfo(np.int64).max))
     batches: Iterator[np.ndarray]
     if prior is not None:
         batches = prior.again(scores)
