@@ -118,6 +118,17 @@ def test_pack_with_neighbors_respects_budget_and_never_duplicates() -> None:
     assert only_first == [0, 1, 2, 4, 3]  # 3 comes in by its own score, not as a neighbour
 
 
+def test_pack_never_takes_a_row_scored_minus_inf_as_a_neighbour() -> None:
+    # the recall guard leaves a row out by scoring it -inf; as the neighbour of a
+    # hit it was packed all the same
+    scores = np.array([0.9, -np.inf, 0.8])
+    tokens = np.array([10, 10, 10])
+    anchors: dict[int, int] = {}
+    chosen = pack(scores, tokens, 100, expand=lambda r: [1] if r == 0 else [], neighbor_of=anchors)
+    assert chosen == [0, 2]
+    assert anchors == {}
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

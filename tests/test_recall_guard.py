@@ -14,6 +14,7 @@ from memlab.memory import (
     InMemoryStore,
     MemoryLayer,
     MemoryRecord,
+    NeighborPolicy,
     RecallQuery,
     ScopeReader,
     SupersedePolicy,
@@ -117,6 +118,22 @@ def test_a_down_weighted_record_is_weighed_down_once_and_hits_stay_in_score_orde
         if old in by_id:
             h = by_id[old]
             assert h.score == pytest.approx(0.25 * sum(h.contributions.values()))
+
+
+def test_what_the_guard_leaves_out_is_not_packed_back_as_a_neighbour() -> None:
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(), clock=lambda: T0 + 100, consolidator=FirstWord(),
+        neighbors=NeighborPolicy(after=1),
+    )  # fmt: skip
+    layer.remember("alice", "lunch office question: where is the office now?", created_at=T0,
+                   id="q", salience=0.9)  # fmt: skip
+    layer.remember("alice", "office in Oslo", created_at=T0 + 1, id="old")  # q's next turn
+    layer.remember("alice", "office in Rome", created_at=T0 + 2, id="new")
+    res = layer.recall(RecallQuery("alice", "office", token_budget=200), touch=False)
+    assert [old for old, _, _ in res.guarded] == ["old"]
+    # before, "old" came back as q's neighbour, with score -inf, beside "new"
+    assert [h.record.id for h in res.hits] == ["q", "new"]
+    assert all(np.isfinite(h.score) for h in res.hits)
 
 
 class AnyScopeFirstWord(FirstWord):

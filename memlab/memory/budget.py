@@ -260,7 +260,8 @@ def pack(
 
     With ``expand``, right after each of the first ``expand_top`` chosen rows its
     ``expand(row)`` rows (e.g. the turns next to it) are tried too, under the same
-    budget and skip rule; ``neighbor_of`` (if given) receives neighbour -> anchor.
+    budget and skip rule (whatever their score, except -inf: such a row is never
+    chosen); ``neighbor_of`` (if given) receives neighbour -> anchor.
 
     With ``conflict`` (row -> the row of the record that superseded it, or None),
     a row and the row that superseded it never both end up chosen: a superseded
@@ -318,6 +319,10 @@ def pack(
             for nb in expand(row):
                 if len(chosen) >= limit or remaining < smallest:
                     break
+                # a row scored -inf is out of this packing (the recall guard left it
+                # out, or it is masked): next to a hit it came back all the same
+                if not np.isfinite(scores[nb]):
+                    continue
                 if take(nb) and neighbor_of is not None:
                     neighbor_of[nb] = row
         if len(chosen) >= limit or remaining < smallest:
