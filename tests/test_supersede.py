@@ -236,6 +236,41 @@ def test_a_stale_claim_is_cut_from_a_multi_fact_record(store: MemoryStore) -> No
     assert "9:00" in layer.explain(everything, width=200)
 
 
+def test_a_record_with_every_claim_superseded_spends_no_budget(store: MemoryStore) -> None:
+    multi = "The standup is at 9:00. Invoices go to ap@acme.example."
+    spans = {"standup moved to 9:30": (0, 23), "invoices go to billing@acme": (24, 55)}
+
+    class Claims(Scripted):
+        def decide(self, new: MemoryRecord, reader: ScopeReader) -> list[Supersession]:
+            span = spans.get(new.content)
+            if span is None:
+                return []
+            (old,) = [
+                r for r in reader.get_many(list(reader.candidates().ids)) if r.content == multi
+            ]
+            return [Supersession(old.id, new.id, EXPLICIT, 0.9, partial=True, span=span)]
+
+    layer = make_layer(store, Claims(lambda new, reader: []))
+    old = layer.remember("alice", multi, salience=1.0, created_at=T0)
+    layer.remember("alice", "standup moved to 9:30", salience=0.0, created_at=T0 + 1)
+    layer.remember("alice", "invoices go to billing@acme", salience=0.0, created_at=T0 + 2)
+    kept = store.get("alice", old.id)
+    assert kept is not None and kept.invalid_at is None and kept.text_at() == ""
+    budget = old.tokens  # the multi-fact record alone, or both corrections
+    for mode in ("exclude", "downweight"):
+        got = recalled(layer, "standup invoices", token_budget=budget, superseded=mode)
+        # before, the record with nothing in force was packed first, then dropped
+        # from the hits: the recall came back empty
+        assert sorted(got) == ["invoices go to billing@acme", "standup moved to 9:30"]
+    assert recalled(layer, "standup invoices", token_budget=budget, superseded="include") == [multi]
+    # as of a time when one claim was still in force, the record gives that claim
+    then = layer.recall(
+        RecallQuery("alice", "standup invoices", token_budget=budget, as_of=T0 + 1.5),
+        touch=False,
+    )
+    assert [h.text for h in then if h.record.id == old.id] == ["Invoices go to ap@acme.example."]
+
+
 def test_packing_never_puts_a_record_next_to_its_superseder(store: MemoryStore) -> None:
     layer = make_layer(
         store, by_content({NEW: OLD}), supersede=SupersedePolicy(recall="downweight", factor=1.0)

@@ -155,7 +155,7 @@ def hits_of(
         record = records.get(row)
         if record is None:  # vanished meanwhile
             continue
-        shown = record.content if mode == "include" else record.text_at(as_of)
+        shown = shown_text(record, mode, as_of)
         if not shown:
             continue  # every claim in it is superseded
         components = dict(zip(names, values_of[i], strict=True))
@@ -173,6 +173,13 @@ def hits_of(
             )
         )
     return hits
+
+
+def shown_text(record: MemoryRecord, mode: str, as_of: float | None) -> str:
+    """What a hit of ``record`` carries: its whole content with ``mode ==
+    "include"``, else its text without the claims superseded by ``as_of``
+    (empty when every claim is)."""
+    return record.content if mode == "include" else record.text_at(as_of)
 
 
 def threshold(scores: np.ndarray, query: RecallQuery) -> float:

@@ -12,7 +12,13 @@ import numpy as np
 
 from memlab.memory.budget import Repack, ranked
 from memlab.memory.layer_types import Ranking, RecallResult
-from memlab.memory.packing import hits_of, neighbor_expander, pack_rows, superseder_rows
+from memlab.memory.packing import (
+    hits_of,
+    neighbor_expander,
+    pack_rows,
+    shown_text,
+    superseder_rows,
+)
 from memlab.memory.query import RecallQuery
 from memlab.memory.rank import Scored
 from memlab.memory.records import MemoryRecord, untrusted_mask
@@ -71,6 +77,14 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
             for rec in layer.store.get_many(scope, list(wanted)):
                 if rec.scope == scope and rec.id in wanted:
                     records[wanted[rec.id]] = rec
+        # a record in force whose every claim is superseded (a note both of whose
+        # facts were corrected) has no text to give and is dropped from the hits:
+        # packed, it spent the budget that a record with something to say fits in
+        empty = [r for r in rows if r in records and not shown_text(records[r], mode, as_of)]
+        if empty:
+            scores = scores.copy()
+            scores[empty] = -np.inf
+            continue
         if layer.guard is None or mode == "include" or checks == GUARD_PASSES:
             break  # after the last check the packing above applied what it found
         top = [records[r] for r in rows if r in records]
