@@ -90,6 +90,42 @@ def test_pack_property(items: list[tuple[float, int]], budget: int, max_hits: in
     assert row_by_row == expected
 
 
+def test_the_budget_a_superseded_row_held_goes_to_the_next_row_in_ranking_order() -> None:
+    # 0 is superseded by 2. Taking 0 first left 5 tokens, so 1 (8) was skipped; 2
+    # then took 0 out, and its 10 tokens went to 3 instead of 1: [2, 3], 8 tokens
+    scores = np.array([0.9, 0.8, 0.7, 0.6])
+    tokens = np.array([10, 8, 5, 3])
+    assert pack(scores, tokens, 15, conflict=lambda r: 2 if r == 0 else None) == [1, 2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(1, 12), st.one_of(st.none(), st.integers(0, 11))),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 40),
+    st.one_of(st.none(), st.integers(1, 6)),
+)
+def test_pack_with_superseders_is_a_greedy_packing_without_the_stale_rows_it_left_out(
+    items: list[tuple[int, int, int | None]], budget: int, max_hits: int | None
+) -> None:
+    n = len(items)
+    scores = np.array([s for s, _, _ in items], dtype=np.float64)
+    tokens = np.array([t for _, t, _ in items], dtype=np.int64)
+    newer = {i: by for i, (_, _, by) in enumerate(items) if by is not None and by < n and by != i}
+    ids = [f"{i:02d}" for i in range(n)]
+    chosen = pack(scores, tokens, budget, ids=ids, max_hits=max_hits, conflict=newer.get)
+    assert sum(int(tokens[i]) for i in chosen) <= budget and len(set(chosen)) == len(chosen)
+    assert not any(newer.get(i) in chosen for i in chosen)  # never next to its superseder
+    # the superseded rows left out changed nothing else: every other row was packed
+    # by skip-and-continue in ranking order
+    left_out = {i for i in newer if i not in chosen}
+    order = sorted((i for i in range(n) if i not in left_out), key=lambda i: (-scores[i], ids[i]))
+    assert chosen == greedy(order, tokens, budget, max_hits)
+
+
 def test_adjacent_rows_in_time_order_with_masks_and_ties() -> None:
     from memlab.memory.budget import adjacent_rows
 

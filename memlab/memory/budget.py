@@ -265,8 +265,9 @@ def pack(
 
     With ``conflict`` (row -> the row of the record that superseded it, or None),
     a row and the row that superseded it never both end up chosen: a superseded
-    row is skipped once its superseder is chosen, and taken out again (its tokens
-    given back) when its superseder is chosen after it.
+    row is skipped once its superseder is chosen, and when its superseder is
+    chosen after it, packing starts again without it (so the budget it held goes
+    to the rows in ranking order).
 
     With ``repack`` (only read without ``expand`` and ``conflict``), packing the
     same ranking again with rows taken out reuses the first packing's order (see
@@ -285,15 +286,52 @@ def pack(
     # the smallest row that could still be taken: once less than it is left, stop
     # (masked rows score -inf and are never taken, so they must not set it)
     smallest = int(tokens[rows].min())
+    # superseded rows whose superseder was chosen after them: packing starts again
+    # without them, so the budget they held goes to the rows in ranking order (taken
+    # out in place, their tokens went to whatever came next, and a better row skipped
+    # while they held the budget stayed out though it fitted)
+    banned: set[int] = set()
+    while True:
+        chosen, anchor_of, dropped = _pack_once(
+            rows, scores, tokens, budget, ids, tiebreak, limit, smallest, expand, expand_top,
+            conflict, banned,
+        )  # fmt: skip
+        if dropped is None:
+            break
+        banned.add(dropped)
+    if neighbor_of is not None:
+        neighbor_of.update(anchor_of)
+    return chosen
+
+
+def _pack_once(
+    rows: np.ndarray,
+    scores: np.ndarray,
+    tokens: np.ndarray,
+    budget: int,
+    ids: Sequence[str] | None,
+    tiebreak: np.ndarray | None,
+    limit: int,
+    smallest: int,
+    expand: Callable[[int], Sequence[int]] | None,
+    expand_top: int | None,
+    conflict: Callable[[int], int | None] | None,
+    banned: set[int],
+) -> tuple[list[int], dict[int, int], int | None]:
+    """One packing of ``pack`` with neighbours or superseders, never taking a row of
+    ``banned``: (the chosen rows, neighbour -> anchor, None), or, as soon as a row
+    is chosen after a chosen row it superseded, ([], {}, that superseded row)."""
     chosen: list[int] = []
     taken: set[int] = set()
+    anchor_of: dict[int, int] = {}
     remaining = budget
     anchors = 0
     waiting: dict[int, list[int]] = {}  # superseder row -> chosen rows it superseded
+    dropped: int | None = None
 
     def take(row: int) -> bool:
-        nonlocal remaining
-        if row in taken or int(tokens[row]) > remaining:
+        nonlocal remaining, dropped
+        if row in taken or row in banned or int(tokens[row]) > remaining:
             return False
         if conflict is not None:
             newer = conflict(row)
@@ -306,14 +344,14 @@ def pack(
         remaining -= int(tokens[row])
         for older in waiting.pop(row, ()):
             if older in taken:
-                chosen.remove(older)
-                taken.discard(older)
-                remaining += int(tokens[older])
+                dropped = older
         return True
 
     for row in _best_first(rows, scores, ids, tiebreak):
         if not take(row):
             continue
+        if dropped is not None:
+            return [], {}, dropped
         if expand is not None and (expand_top is None or anchors < expand_top):
             anchors += 1
             for nb in expand(row):
@@ -323,11 +361,13 @@ def pack(
                 # out, or it is masked): next to a hit it came back all the same
                 if not np.isfinite(scores[nb]):
                     continue
-                if take(nb) and neighbor_of is not None:
-                    neighbor_of[nb] = row
+                if take(nb):
+                    if dropped is not None:
+                        return [], {}, dropped
+                    anchor_of[nb] = row
         if len(chosen) >= limit or remaining < smallest:
             break
-    return chosen
+    return chosen, anchor_of, None
 
 
 def adjacent_rows(
