@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from memlab.errors import InputError
@@ -57,6 +58,22 @@ def test_layered_scopes_keep_their_order_and_a_single_one_is_a_string() -> None:
         RecallQuery(["alice", "team"], "x", split=[1.0])  # one share per scope
     with pytest.raises(InputError):
         RecallQuery([], "x")
+
+
+def test_numpy_numbers_are_numbers() -> None:
+    # a sweep's budgets from np.arange: refused as "token_budget must be a positive
+    # integer, got np.int64(800)", and np.float32 shares as "split values must be
+    # numbers >= 0"
+    q = RecallQuery(["alice", "team"], "x", token_budget=np.int64(800), max_hits=np.int64(3),
+                    split=[np.float32(3), np.int64(1)])  # fmt: skip
+    assert q.token_budget == 800 and type(q.token_budget) is int
+    assert q.max_hits == 3 and type(q.max_hits) is int
+    assert q.split == (0.75, 0.25)
+    for bad in (np.bool_(True), np.int64(0)):
+        with pytest.raises(InputError, match="token_budget must be a positive integer"):
+            RecallQuery("alice", "x", token_budget=bad)
+    with pytest.raises(InputError, match="split values"):
+        RecallQuery(["alice", "team"], "x", split=[np.float32("nan"), 1])
 
 
 def test_superseded_modes() -> None:

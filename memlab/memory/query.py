@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,9 +72,15 @@ class RecallQuery:
             raise InputError(f"query text must be a string, got {type(self.text).__name__}")
         check_unicode(self.text, "query text")
         budget = self.token_budget
+        # a numpy integer (a sweep over np.arange budgets) is an integer too; it was
+        # refused as "must be a positive integer, got np.int64(800)"
+        if isinstance(budget, numbers.Integral) and not isinstance(budget, int | bool):
+            budget = int(budget)
+            object.__setattr__(self, "token_budget", budget)
         if type(budget) is not int or budget < 1:
             raise InputError(f"token_budget must be a positive integer, got {budget!r}")
-        check_number(self.max_hits, "max_hits", lo=1, integer=True, none=True)
+        max_hits = check_number(self.max_hits, "max_hits", lo=1, integer=True, none=True)
+        object.__setattr__(self, "max_hits", max_hits)
         check_number(self.min_score, "min_score")
         check_number(self.min_score_ratio, "min_score_ratio", lo=0.0, hi=1.0)
         if not isinstance(self.include_untrusted, bool):

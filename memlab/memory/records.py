@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import secrets
 import threading
 import time
@@ -160,7 +161,7 @@ def check_split(split: object, n_layers: int) -> tuple[float, ...] | None:
         raise InputError(f"split must be a list of numbers, one per scope, got {split!r}")
     values = []
     for v in split:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
             raise InputError(f"split values must be numbers >= 0, got {v!r}")
         values.append(float(v))
     if len(values) != n_layers:
