@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from memlab.memory import HashEmbedder, InMemoryStore, MemoryLayer, RankWeights, RecallQuery
+from memlab.memory.checks import MAX_EPOCH, MIN_EPOCH
 from memlab.memory.timeparse import DAY, TimeWindow, parse_time, time_signal
 
 NOW = datetime(2023, 10, 20, 15, 0, tzinfo=UTC).timestamp()  # a Friday
@@ -68,3 +70,25 @@ def test_signal_is_one_inside_and_halves_per_width_outside() -> None:
     w = TimeWindow(day(2023, 5, 1), day(2023, 5, 3), "x")
     created = np.array([day(2023, 5, 2), day(2023, 5, 5), day(2023, 4, 29), day(2023, 5, 9)])
     np.testing.assert_allclose(time_signal(created, w), [1.0, 0.5, 0.5, 0.125])
+
+
+@pytest.mark.parametrize(
+    ("text", "now"),
+    [
+        ("what did I say on 9999-12-31?", NOW),  # its day ends in year 10000
+        ("31 December 9999", NOW),
+        ("in December 9999", NOW),
+        ("this month", MAX_EPOCH),
+        ("yesterday", MIN_EPOCH),
+        ("last year", MIN_EPOCH),
+        ("in May", MIN_EPOCH),
+    ],
+)
+def test_a_period_outside_the_years_1_to_9999_is_no_period(text: str, now: float) -> None:
+    # before, a bare OverflowError or ValueError ('year 10000 is out of range') from
+    # datetime, and every recall of such a query with the time signal on failed
+    assert parse_time(text, now) is None
+    layer = MemoryLayer(InMemoryStore(), HashEmbedder(), weights=RankWeights(time=0.3))
+    layer.remember("alice", "We deploy on GKE.", created_at=NOW)
+    res = layer.recall(RecallQuery("alice", text, now=now), touch=False)
+    assert res.window is None and len(res.hits) == 1

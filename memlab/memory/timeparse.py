@@ -76,12 +76,25 @@ def parse_time(text: str, now: float) -> TimeWindow | None:
     "last <weekday>"; "N days/weeks/months/years ago" (N a number or a word such
     as "two", "a couple of", "a few"); "recently", "lately" (the last 14 days).
 
+    A period that reaches outside the years 1..9999 (what ``datetime``, and so
+    every record's time, can hold: "December 9999", "yesterday" on 1 January of
+    year 1) is no period here: None, so the recall keeps its recency prior.
+
     Raises:
         InputError: ``text`` is not a string or ``now`` is not finite epoch seconds.
     """
     check_text(text, "text", empty=True)
     now = check_time(now, "now")
-    s = text.lower()
+    try:
+        return _parse(text.lower(), now)
+    except (OverflowError, ValueError):
+        # datetime's range ends at years 1 and 9999: a query's own words ("what did I
+        # say on 9999-12-31?") failed every recall with a bare OverflowError
+        return None
+
+
+def _parse(s: str, now: float) -> TimeWindow | None:
+    """``parse_time`` of lower-cased, checked text."""
     now_dt = datetime.fromtimestamp(now, tz=UTC)
     today = _day_start(now_dt)
 
