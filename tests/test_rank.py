@@ -22,6 +22,19 @@ def test_weights_are_validated() -> None:
         HalfLives(episodic=0)
 
 
+@pytest.mark.parametrize("weight", [1e39, 1e31, 1e-31, 1e-46])
+def test_a_weight_beyond_the_range_of_float32_signals_is_refused(weight: float) -> None:
+    # before, similarity=1e39 made every product with a float32 signal inf (and
+    # inf * 0 NaN): recall returned nothing; 1e-46 made them 0, every score tied
+    with pytest.raises(InputError, match="weights.similarity must be 0 or within 1e-30..1e"):
+        RankWeights(similarity=weight)
+    edge = RankWeights(similarity=1e30, recency=1e-30, salience=0, usage=0)
+    ranker = HybridRanker(edge)
+    records = [make_record(content=f"r{i}", embedding=vec(i), created_at=0.0) for i in range(3)]
+    scores = ranker.score(Candidates.from_records(records, len(vec(1))), vec(1), 0.0).scores
+    assert np.isfinite(scores).all() and int(np.argmax(scores)) == 1
+
+
 def test_each_signal_follows_its_formula() -> None:
     now = 1_000_000.0
     q = vec(1)

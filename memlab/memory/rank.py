@@ -44,9 +44,15 @@ SIGNALS = ("similarity", "lexical", "recency", "time", "salience", "usage")
 FUSIONS = ("weighted", "rrf")
 
 
+#: The range of a positive weight (see ``RankWeights``).
+WEIGHT_MIN = 1e-30
+WEIGHT_MAX = 1e30
+
+
 @dataclass(frozen=True)
 class RankWeights:
-    """Non-negative weights of the hybrid score; at least one must be positive.
+    """Non-negative weights of the hybrid score; at least one must be positive, and
+    each positive one within ``WEIGHT_MIN`` .. ``WEIGHT_MAX`` (1e-30 .. 1e30).
 
     ``lexical`` and ``time`` default to 0, which keeps the four-signal score of
     the original design.
@@ -61,7 +67,15 @@ class RankWeights:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            check_number(getattr(self, f.name), f"weights.{f.name}", lo=0.0)
+            w = check_number(getattr(self, f.name), f"weights.{f.name}", lo=0.0)
+            # float32 signals times the weight: above float32's range the products
+            # were inf, and inf * 0 NaN (recall returned nothing); far below it they
+            # were 0 (every score tied)
+            if w and not WEIGHT_MIN <= w <= WEIGHT_MAX:
+                raise InputError(
+                    f"weights.{f.name} must be 0 or within {WEIGHT_MIN:g}..{WEIGHT_MAX:g}, "
+                    f"got {w!r}; only the weights' ratios matter, so scale them all"
+                )
         if sum(self.as_dict().values()) <= 0:
             raise InputError("weights are all zero; give at least one signal a positive weight")
 
