@@ -314,6 +314,30 @@ def test_summaries_fold_only_what_is_in_force() -> None:
     assert "9:30" in folded and "9:00" not in folded
 
 
+def test_as_of_before_a_fold_gives_the_episodes_not_the_note(store: MemoryStore) -> None:
+    from memlab.memory import ExtractiveSummarizer, SummarizePolicy
+
+    layer = make_layer(
+        store,
+        summarize=SummarizePolicy(trigger_tokens=1, keep_recent=0, min_records=2),
+        summarizer=ExtractiveSummarizer(),
+    )
+    layer.remember("alice", "Our office is in Oslo.", created_at=T0)
+    layer.remember("alice", "We deploy on GKE.", created_at=T0 + 60)
+    (note,) = layer.maybe_summarize("alice", now=T0 + 86400)
+    assert note.created_at == T0 + 60  # dated by its newest episode, written a day later
+
+    def at(t: float, **kw: object) -> list[str]:
+        res = layer.recall(RecallQuery("alice", "office deploy", as_of=t, **kw), touch=False)  # type: ignore[arg-type]
+        return sorted(h.record.kind.value for h in res)
+
+    # before, the note (not written yet) came back beside the two episodes it repeats
+    assert at(T0 + 3600) == ["episodic", "episodic"]
+    assert at(T0 + 3600, kinds=["semantic"]) == []
+    assert at(T0 + 86400) == at(T0 + 2 * 86400) == ["semantic"]
+    assert at(T0 + 86400, kinds=["semantic"]) == ["semantic"]
+
+
 # -- property: default recall never returns a superseded record -----------------------
 WORDS = ["standup", "office", "invoices", "deploy", "lisbon", "porto", "9:00", "9:30", "vendor"]
 

@@ -6,11 +6,13 @@ packed rows into hits."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memlab.memory.budget import Repack, ranked
+from memlab.memory.checks import MAX_ID_CHARS
 from memlab.memory.layer_types import Ranking, RecallResult
 from memlab.memory.packing import (
     hits_of,
@@ -23,6 +25,7 @@ from memlab.memory.query import RecallQuery
 from memlab.memory.rank import Scored
 from memlab.memory.records import MemoryRecord, untrusted_mask
 from memlab.memory.scopes import Layered
+from memlab.memory.stores.base import MemoryStore
 from memlab.memory.supersede import mode_of, valid_at_for
 from memlab.memory.timeparse import TimeWindow, parse_time
 
@@ -64,6 +67,15 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
     # first one's order (a down-weighted row moves: rank afresh then)
     repack = Repack() if mode == "exclude" and layer.guard is not None else None
     checks = 0
+    # a note's fold time, by row (read once: the loop may pack a note again)
+    folded_at: dict[int, float | None] = {}
+
+    def written_by(row: int, t: float) -> bool:
+        if row not in folded_at:
+            folded_at[row] = fold_time(layer.store, records[row], cands.scopes)
+        at = folded_at[row]
+        return at is None or at <= t
+
     while True:  # the guard may leave hits out: pack again without them
         neighbor_rows.clear()
         rows = pack_rows(
@@ -81,6 +93,8 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
         # facts were corrected) has no text to give and is dropped from the hits:
         # packed, it spent the budget that a record with something to say fits in
         empty = [r for r in rows if r in records and not shown_text(records[r], mode, as_of)]
+        if as_of is not None:
+            empty += [r for r in rows if r in records and not written_by(r, as_of)]
         if empty:
             scores = scores.copy()
             scores[empty] = -np.inf
@@ -109,6 +123,24 @@ def recall(layer: MemoryLayer, query: RecallQuery, touch: bool) -> RecallResult:
         for scope, ids in touched.items():
             layer.store.touch(scope, ids, now)
     return RecallResult(query, hits, now, cands.n_active, text, window, mode, guarded)
+
+
+def fold_time(store: MemoryStore, record: MemoryRecord, scopes: Sequence[str]) -> float | None:
+    """When a summary note was written, or None when it is no note (or that cannot be
+    told). A note is dated by the newest episode it folds, but written when the fold
+    ran, which archived its episodes at that moment: the earliest ``archived_at`` of
+    those episodes. Read only from the recall's own scopes (a note's ``from_scope``
+    outside them is not looked at)."""
+    folded = record.meta.get("summary_of")
+    if not isinstance(folded, list) or not folded:
+        return None
+    source = record.meta.get("from_scope", record.scope)
+    if source not in scopes:
+        return None
+    # a summary_of written by hand may hold anything: only what can be an id is read
+    ids = [i for i in folded if isinstance(i, str) and 0 < len(i) <= MAX_ID_CHARS]
+    times = [r.archived_at for r in store.get_many(source, ids) if r.archived_at is not None]
+    return min(times) if times else None
 
 
 def rank(layer: MemoryLayer, query: RecallQuery) -> Ranking:
