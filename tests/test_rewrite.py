@@ -36,3 +36,31 @@ def test_untouched_queries_keep_their_exact_text(query: str) -> None:
 def test_protocol() -> None:
     assert isinstance(MemoryQuestionRewriter(), QueryRewriter)
     assert NoRewrite().rewrite("What did I tell you about X?") == "What did I tell you about X?"
+
+
+def test_the_tail_pattern_never_reads_more_than_the_end_of_a_long_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # _TAIL is anchored at the end only: over a whole 48k-character message of
+    # " again" repeated it was tried from every position (98 s for one rewrite)
+    import memlab.memory.rewrite as rewrite
+
+    seen: list[int] = []
+    real = rewrite._TAIL
+
+    class Spy:
+        def sub(self, repl: str, text: str) -> str:
+            seen.append(len(text))
+            return real.sub(repl, text)
+
+    monkeypatch.setattr(rewrite, "_TAIL", Spy())
+    worst = " again" * 2000 + " x"  # no tail: every position scanned to the end
+    assert MemoryQuestionRewriter().rewrite(worst) == worst
+    long = "what is our wifi password" + " again" * 8000
+    out = MemoryQuestionRewriter().rewrite(long)
+    assert max(seen) <= rewrite.TAIL_WINDOW
+    # what it strips comes from the window (the phrases before it are kept)
+    assert 0 < len(long) - len(out) <= rewrite.TAIL_WINDOW and long.startswith(out)
+    assert MemoryQuestionRewriter().rewrite("Where do we deploy, if you recall?") == (
+        "Where do we deploy"
+    )

@@ -49,6 +49,24 @@ _TAIL = re.compile(
 )
 
 
+#: How much of a query's end ``_TAIL`` reads (see ``strip_tail``).
+TAIL_WINDOW = 1024
+
+
+def strip_tail(q: str) -> str:
+    """``q`` without its trailing "again", "if you recall", ... phrases, looked for
+    in its last ``TAIL_WINDOW`` characters.
+
+    ``_TAIL`` is anchored at the end only, so over a whole text it is tried from
+    every position, each time scanning to the end: a 48k-character message of
+    " again" repeated took 98 s to rewrite. A question about memory is far shorter
+    than the window, so for every text up to it the result is the same; a longer
+    text keeps what phrases it ends with before its last ``TAIL_WINDOW`` characters.
+    """
+    cut = max(0, len(q) - TAIL_WINDOW)
+    return q[:cut] + _TAIL.sub("", q[cut:])
+
+
 class MemoryQuestionRewriter:
     """Strips fillers and "what did I tell you about ..." frames from a query.
 
@@ -69,7 +87,7 @@ class MemoryQuestionRewriter:
             if m:
                 q, framed = m.group("topic"), True
                 break
-        q = _TAIL.sub("", q).strip()
+        q = strip_tail(q).strip()
         if q == text.strip():
             return (
                 text  # nothing applied: keep the exact text (punctuation matters to some embedders)
