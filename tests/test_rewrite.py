@@ -64,3 +64,15 @@ def test_the_tail_pattern_never_reads_more_than_the_end_of_a_long_text(
     assert MemoryQuestionRewriter().rewrite("Where do we deploy, if you recall?") == (
         "Where do we deploy"
     )
+
+
+def test_a_long_run_of_spaces_is_no_catastrophic_backtracking() -> None:
+    # the tail pattern had "\s*" twice side by side: 1,000 spaces before the last
+    # word took a minute (the run split between them every way at every step)
+    import time
+
+    text = "where do we deploy" + " " * 1000 + "x"
+    start = time.perf_counter()
+    assert MemoryQuestionRewriter().rewrite(text) == text
+    assert time.perf_counter() - start < 5.0  # about 0.2 s; a minute before
+    assert MemoryQuestionRewriter().rewrite("Where do we deploy , again ?!") == "Where do we deploy"

@@ -42,9 +42,16 @@ FILLERS = re.compile(
     r"good (?:morning|afternoon|evening)|hi again|hey again|sorry|question)\b[\s,:;.!-]*(?:but\s+)?)+",
     re.I,
 )
+_PHRASE = (
+    r"(?:again|if you recall|if you remember|as i said|as i mentioned|earlier|before|"
+    r"by any chance|please|per what i (?:told|said to) you|from what i (?:told you|said))"
+)
+# \s*(?:,?\s*PHRASE)+\s*[?.!]*\s*$ written without two \s* side by side (the first
+# unit's "\s*,?\s*" without a comma, "\s*[?.!]*\s*" without a mark): a run of k spaces
+# could be split between them k ways at every step of backtracking, so 1,000
+# spaces before a last word took a minute to rewrite
 _TAIL = re.compile(
-    r"\s*(?:,?\s*(?:again|if you recall|if you remember|as i said|as i mentioned|earlier|before|"
-    r"by any chance|please|per what i (?:told|said to) you|from what i (?:told you|said)))+\s*[?.!]*\s*$",
+    rf"\s*(?:,\s*)?{_PHRASE}(?:,?\s*{_PHRASE})*\s*(?:[?.!]+\s*)?$",
     re.I,
 )
 
