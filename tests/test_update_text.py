@@ -3,6 +3,8 @@ compare (the word level: test_update_tokens.py; the rules: test_clause_rules.py)
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from memlab.memory.update_cues import OLD_VALUE_PATTERNS
 from memlab.memory.update_text import (
     _PATTERN_NEEDS,
     _VALUE_TRIGGER,
+    _cuts,
     _looks_like_code,
     parse,
     parse_said,
@@ -215,3 +218,48 @@ def test_blocks_is_blocked_against_looked_up() -> None:
     for new in clauses:
         for old in clauses:
             assert new.blocks(old) == bool(new.blocked_against(old)), (new.text, old.text)
+
+
+# The clause cuts as the regex found them before ``_cuts`` replaced it (its dash branch
+# was tried from every position of a whitespace run: quadratic in the run's length).
+_CUTS_REGEX = re.compile(
+    r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])"
+    r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
+)
+_CUT_PIECES = [" ", "  ", "\n", "\n\n", "\t", "\u00a0", "\u2028", "—", "–", ".", ";", "!",
+               "?", "a", "B", "it", "it's", "that is", "They", "which will", "x", ",", "7"]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_CUT_PIECES), max_size=30))
+def test_cuts_are_the_regexs(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert _cuts(text) == [m.span() for m in _CUTS_REGEX.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We moved to Rome — two years ago. Then\n — Oslo",
+        "a \n — B",
+        "ok.  \n\n  — now Lisbon",
+        "the plan — it's Pro now — Team next",
+        "",
+        "   ",
+        "x — \n y",
+    ],
+)
+def test_cuts_on_hand_written_texts(text: str) -> None:
+    assert _cuts(text) == [m.span() for m in _CUTS_REGEX.finditer(text)]
+
+
+def test_a_long_whitespace_run_is_cut_in_linear_time() -> None:
+    """remember('5' + 100,000 spaces + 'x') with the rule consolidator took about 200 s
+    in the regex; these parse at once (and a hung parse fails the run's timeout)."""
+    spaces = "5" + " " * 200_000 + "x"
+    assert _cuts(spaces) == []
+    assert [(c.text[0], c.text[-1]) for c in parse(spaces).clauses] == [("5", "x")]
+    lines = "5" + " \n" * 100_000 + "x — Oslo"
+    cuts = _cuts(lines)
+    assert len(cuts) == 100_001 and lines[cuts[-1][0] : cuts[-1][1]] == " — "
+    assert parse(lines).clauses[-1].text == "x — Oslo"  # a short value after a dash joins

@@ -66,10 +66,55 @@ from memlab.memory.update_tokens import (
 
 # A dash ends a clause, unless what follows refers back to it ("small update on our
 # log retention — it's 13 months now": the topic before the dash, the value after).
-_SENTENCE = re.compile(
-    r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])"
+# Where a text is cut into clauses: a whitespace run after ".!?;", a run of newlines,
+# or a dash between spaces that starts a new statement (not "— it's ...", which goes
+# on the same one). ``_cuts`` finds what ``re.finditer`` of this alternation would,
+# in linear time: the regex tried its dash branch from every position of a
+# whitespace run, so 100,000 spaces took minutes.
+_WHITESPACE = re.compile(r"\s+")
+_NEWLINES = re.compile(r"\n+")
+_DASH_TAIL = re.compile(
+    r"[—–]\s+(?=[A-Za-z])"
     r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
 )
+
+
+def _cuts(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each cut, in order: what ``re.finditer`` gives for
+    ``(?<=[.!?;])\\s+|\\n+|\\s+[—–]\\s+(?=[A-Za-z])(?!...)``, the three branches
+    tried in that order at each position. Every branch starts on whitespace, so
+    each maximal whitespace run is read once: the first branch can start only at
+    the run's first character (after the punctuation) and takes the run; the
+    second takes each run of newlines; the third matches from any position of a
+    run or from none (its whitespace reaches the run's end, where the dash must
+    be), and its match ends past the whitespace after the dash."""
+    out: list[tuple[int, int]] = []
+    pos = 0  # where the scan goes on: nothing before it can start a cut
+    for run in _WHITESPACE.finditer(text):
+        a, b = run.span()
+        if a < pos:
+            continue  # the whitespace after a dash, taken by that cut
+        if a > 0 and text[a - 1] in ".!?;":
+            out.append((a, b))
+            continue
+        tail = _DASH_TAIL.match(text, b)
+        p = a
+        while p < b:
+            if text[p] == "\n":
+                q = _NEWLINES.match(text, p).end()  # type: ignore[union-attr]
+                out.append((p, q))
+                p = q
+                continue
+            if tail is not None:
+                out.append((p, tail.end()))
+                pos = tail.end()
+                break
+            # no branch starts here: on to the next newline of the run, if any
+            nl = text.find("\n", p, b)
+            if nl < 0:
+                break
+            p = nl
+    return out
 
 
 def _alternation(phrases: list[str]) -> re.Pattern[str]:
@@ -419,10 +464,10 @@ def parse(text: str) -> Parsed:
     spans: list[tuple[int, int]] = []
     pos = 0
     dash = False  # whether the span was cut off from the one before by a dash
-    for m in _SENTENCE.finditer(text):
-        _add_span(text, spans, pos, m.start(), dash)
-        dash = m.group(0).strip() in ("—", "–")
-        pos = m.end()
+    for start, end in _cuts(text):
+        _add_span(text, spans, pos, start, dash)
+        dash = text[start:end].strip() in ("—", "–")
+        pos = end
     _add_span(text, spans, pos, len(text), dash)
     clauses: list[Clause] = []
     lent: list[str] = []  # cues of a cue-only clause, lent to the clauses after it
