@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlab.memory.update_text import contains
 from memlab.memory.update_tokens import (
+    TOKEN,
     key,
     looks_like_value,
     loose,
@@ -91,3 +96,31 @@ def test_keys_tokens_and_value_types() -> None:
     assert value_type("europe-west1") == value_type("europe-west4") != value_type("us-east-1")
     assert value_type("heroku") is None
     assert contains(loose("We deploy on GKE."), "gke") and not contains(loose("GKE2"), "gke")
+
+
+# TOKEN as it was before its e-mail branch was anchored to the start of a run (tried
+# from every position of a run of dots, it was quadratic: 100,000 dots took 28 s).
+_TOKEN_BEFORE = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|https?://\S+"
+    r"|[$€£]?\d[\d,.:/]*\d%?|[$€£]?\d%?"
+    r"|[#@]?\w+(?:['’]\w+|[.\-/+&]\w+)*",
+    re.UNICODE,
+)
+_TOKEN_PIECES = ["a", "Zé", "1", "42", ".", "+", "-", "_", "@", "b@c.io", "x.y", " ", "'",
+                 "’", "#", "$", "€", "/", "&", ":", ",", "%", "http://h/p", "\n"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_TOKEN_PIECES), max_size=24))
+def test_token_finds_what_it_found_before(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert [m.span() for m in TOKEN.finditer(text)] == [
+        m.span() for m in _TOKEN_BEFORE.finditer(text)
+    ]
+
+
+def test_a_run_of_dots_tokenizes_in_linear_time() -> None:
+    """remember('.' * 100,000) with the rule consolidator took 28 s in TOKEN."""
+    assert TOKEN.findall("." * 200_000 + " ops@acme.io") == ["ops@acme.io"]
+    assert TOKEN.findall("+-" * 100_000) == []
