@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memlab.errors import ConfigError
+from memlab.errors import CacheCorrupted, ConfigError
 from memlab.memory import (
     REFLECTORS,
     HashEmbedder,
@@ -157,6 +157,37 @@ def test_the_cache_replays_answers_without_calling_the_model(
             "merged",
         ]
         assert (r.calls, r.hits) == ((1, 0) if run == 0 else (0, 1))
+        cache.close()
+    assert len(server.calls("chat/completions")) == 1
+
+
+@pytest.mark.parametrize("stored", ["not json {", '{"reflections": 5}', "[1, 2]"])
+def test_a_damaged_cached_answer_is_cache_corruption(
+    server: FakeOpenAI, tmp_path: Path, stored: str
+) -> None:
+    """It was a ReflectorError telling the user to 'use a model that follows JSON
+    instructions', though the model's answer had been checked before it was cached."""
+    import sqlite3
+
+    server.on_chat("long-term memory of one user", lift_everything)
+    path = tmp_path / "cache.db"
+    clock = [1000.0]
+    for attempt in range(2):
+        cache = ModelCache(path)
+        layer = layer_with(make(server, cache=cache), clock)
+        layer.remember("alice", "We deploy on Fly.io.", created_at=1.0)
+        if attempt == 0:
+            layer.end_session("alice")
+            cache.close()
+            db = sqlite3.connect(path)
+            assert db.execute("UPDATE summaries SET summary = ?", (stored,)).rowcount == 1
+            db.commit()
+            db.close()
+            continue
+        with pytest.raises(CacheCorrupted, match="a cached answer of openai-reflect") as err:
+            layer.end_session("alice")
+        assert "use a model" not in str(err.value)
+        assert reflections(layer, "alice") == []
         cache.close()
     assert len(server.calls("chat/completions")) == 1
 

@@ -213,6 +213,15 @@ class OpenAIReflector(JsonChatClient):
         key = texts_key([f"v{PROMPT_VERSION}", messages[1]["content"]])
         cached = self.cached(key)
         if cached is not None:
+            try:
+                self._decode(cached)
+            except ReflectorError:
+                # only decoded answers are cached: this one was damaged in the file,
+                # and blaming the model ("use a model that follows JSON") misled
+                assert self.cache is not None  # a cached answer came from it
+                raise self.cache.corrupted(
+                    f"a cached answer of {self.name} is not one memlab stored ({cached[:80]!r})"
+                ) from None
             return cached
         text = self._content(self.post_chat(messages))
         self._decode(text)  # a broken answer raises here and is never cached
