@@ -91,3 +91,23 @@ def test_a_single_strategy_run_has_no_differences(tmp_path: Path, folder: Path) 
                                          draw=False)  # fmt: skip
     assert not any(s.title.startswith("Differences") for s in sections) and written == []
     assert (tmp_path / run_report.REPORT).read_text().startswith("# How far to trust this run")
+
+
+@pytest.mark.parametrize(
+    "option", [{"reference": "memroy"}, {"differences": ["fact_recal"]}], ids=["ref", "metric"]
+)
+def test_a_misspelt_reference_or_metric_rewrites_nothing(
+    tmp_path: Path, folder: Path, option: dict[str, object]
+) -> None:
+    import shutil
+
+    from memlab.errors import MemlabError
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(folder, run_dir)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    with pytest.raises(MemlabError, match="memroy|fact_recal"):
+        rebuild(run_dir, n_boot=10, seed=3, draw=True, **option)  # type: ignore[arg-type]
+    after = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    assert after == before
+    assert not (run_dir / "charts").exists()

@@ -250,6 +250,9 @@ def rebuild(
             fingerprint.check_finished(path, fp)
             fingerprint.check_rows(path, fp)
         probes, turns = load_rows(path)
+        # A misspelt --reference or --differences must not cost the folder its
+        # summary.csv and charts, rewritten with this call's resampling.
+        run_report.check_options(probes, reference=reference, metrics=differences)
         n_boot, seed = run_resampling(path, n_boot, seed)
         summary = summarize(probes, turns, n_boot=n_boot, seed=seed)
         write_summary(path, summary)

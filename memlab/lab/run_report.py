@@ -239,6 +239,21 @@ def errata_section(path: Path) -> Section | None:
     return section
 
 
+def check_options(
+    probes: pd.DataFrame, *, reference: str | None = None, metrics: Sequence[str] | None = None
+) -> None:
+    """Check ``build``'s reference and metrics against a run's rows, before anything
+    is written (``build`` compares only a run of several strategies).
+
+    Raises:
+        MemlabError: an unknown reference or metric.
+    """
+    if probes.empty or probes["strategy"].nunique() < 2:
+        return
+    diff.reference_of(probes, reference)
+    diff.pick_metrics(probes, metrics)
+
+
 def build(
     path: Path,
     probes: pd.DataFrame,
