@@ -145,3 +145,19 @@ def test_progress_bars_only_on_a_terminal_and_never_with_no_progress(tmp_path: P
     )  # fmt: skip
     assert piped.returncode == 0, piped.stderr
     assert not bar.search(piped.stderr) and "written:" in piped.stdout
+
+
+def test_an_unreachable_postgresql_server_is_reported_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, dropping the bench schema after the failed cell failed too, and its
+    psycopg error replaced the cell's: "internal error: OperationalError: connection
+    failed ... please report it"."""
+    pytest.importorskip("psycopg")
+    args = ["--sizes", "100", "--backends", "pgvector", "--queries", "2", "--single", "5"]
+    dsn = "postgresql://memlab@127.0.0.1:1/nowhere"
+    code = cli(["bench", "store", *args, "--dsn", dsn, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err.count("\n") == 1 and "cannot reach PostgreSQL at 127.0.0.1:1" in err, err
+    assert "internal error" not in err and not (tmp_path / "out").exists()

@@ -27,6 +27,7 @@ Timings depend on the machine and on what else runs on it.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import resource
@@ -376,9 +377,13 @@ def run(s: Settings) -> tuple[Any, Any]:
                     cells.update()
                 os.unlink(path)
             cells.close()
-    finally:
-        if "pgvector" in s.backends:
+    except BaseException:
+        # The failure to report is the cell's (an unreachable server, ...): dropping
+        # the schema then fails the same way, and must not replace it.
+        with contextlib.suppress(Exception):
             cleanup()
+        raise
+    cleanup()
     return pd.DataFrame(rows), pd.DataFrame(pool_rows)
 
 
