@@ -199,3 +199,24 @@ def test_lenient_script_is_what_it_says() -> None:
                           "Gold answer: a lake\nGenerated answer: she likes to paint\n\n"}]}  # fmt: skip
     assert json.loads(lenient_judge(body))["label"] == "CORRECT"
     assert json.loads(strict_judge(body))["label"] == "WRONG"
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, every answer was graded (a model judge's calls paid for) and then the
+    write failed: "cannot write .../afile/graded.csv: File exists"."""
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("graded")
+
+    monkeypatch.setattr(calibration, "grade", never)
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for out in (afile, afile / "sub"):
+        args = ["judge", "calibrate", "--specific", str(SPECIFIC), "--vague", str(VAGUE),
+                "--out", str(out), "judge=exact", "--no-progress"]  # fmt: skip
+        assert main(args) == 3
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--out {out}: {afile} is a file, not a folder" in err
+    assert afile.read_text() == ""

@@ -212,6 +212,7 @@ def judge(args: list[str]) -> int:
 
     from memlab.lab import calibration
     from memlab.lab.experiment import calibration_judge
+    from memlab.lab.files import writable_folder
     from memlab.lab.fingerprint import file_sha256
     from memlab.lab.judges import provenance
 
@@ -251,6 +252,9 @@ def judge(args: list[str]) -> int:
     if ns.max_cost is not None and not ns.max_cost > 0:
         raise InputError(f"judge calibrate: --max-cost must be > 0, got {ns.max_cost}")
     calibration.check_threshold(ns.threshold)
+    out = ns.out or Path("results/calibration") / clock.strftime("%Y-%m-%d_%H-%M-%S")
+    # Checked now, not when the files are written: a model judge's calls cost money.
+    writable_folder(out, "--out")
     items = calibration.load_answers(files["specific"], files["vague"])
     if ns.limit is not None:
         keep = list(dict.fromkeys(i.question_id for i in items))[: ns.limit]
@@ -270,7 +274,6 @@ def judge(args: list[str]) -> int:
     finally:
         grader.close()
     summary = calibration.summarize(graded)
-    out = ns.out or Path("results/calibration") / clock.strftime("%Y-%m-%d_%H-%M-%S")
     origin = {
         "judge": identity,
         "threshold": ns.threshold,
