@@ -389,3 +389,19 @@ def test_bad_tune_config_is_one_line(tmp_path: Path, capsys) -> None:  # type: i
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "s").exists()  # nothing ran
+
+
+def test_a_storage_that_cannot_be_opened_leaves_no_tune_folder(
+    transcripts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, tune.out was created, and left empty, before the storage failed."""
+    from memlab.cli import main
+
+    out = tmp_path / "tune"
+    storage = f"sqlite:///{tmp_path / 'missing' / 'study.db'}"
+    args = ["tune", "transcripts=dir", f"transcripts.path={transcripts}",
+            f"tune.out={out}", f"tune.storage={storage}", "progress=false"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "config key 'tune.storage': cannot open" in err, err
+    assert not out.exists()

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 from dataclasses import dataclass, field
@@ -136,6 +137,7 @@ def plan(args: list[str], *, worker: bool = False) -> Plan:
     )
     storage = tc.storage or f"sqlite:///{(out / 'study.db').resolve()}"
     resumed = 0
+    created = not out.exists()
     if not worker:
         writable_folder(out, "tune.out")
         if (
@@ -164,7 +166,15 @@ def plan(args: list[str], *, worker: bool = False) -> Plan:
     if not worker:
         from memlab.lab.tune.study import open_study
 
-        resumed = counted(open_study(ctx))
+        try:
+            resumed = counted(open_study(ctx))
+        except BaseException:
+            # A storage that cannot be opened (or holds another study) leaves no
+            # empty tune folder behind.
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()
+            raise
     return Plan(ctx, cfg, transcripts, tuning_ids, holdout, groups, resumed)
 
 
