@@ -439,3 +439,44 @@ def test_note_marks_that_are_no_lists_of_ids_are_ignored() -> None:
             assert notes == [] and held.meta["absorbs"] == [r.id for r in eps]
         else:
             assert len(notes) == 1 and "absorbs" not in held.meta
+
+
+class Replies:
+    """A summarizer that answers each fold with the next of ``replies``."""
+
+    name = "replies"
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        return self.replies.pop(0)
+
+
+def test_maintenance_report_lists_everything_folding_archived() -> None:
+    """``MaintenanceReport.archived`` names every record a fold archived: before, it
+    held only a new note's ``summary_of``, so the episodes of a cluster with nothing
+    worth a note, or whose note an older note absorbed, were archived unreported
+    (``archived == []``), and so was an older note a new note retired."""
+    policy = SummarizePolicy(trigger_tokens=1, chunk_tokens=400, keep_recent=0)
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(64), clock=Clock(2e9), summarize=policy,
+        summarizer=Replies("", "We deploy on GKE. We like tea.", "We deploy on GKE.",
+                           "We deploy on GKE. We like tea."),
+    )  # fmt: skip
+
+    def session(start: float) -> list[str]:
+        return [layer.remember("a", f"turn {start + i}", created_at=start + i).id for i in (0, 1)]
+
+    def archived() -> set[str]:
+        return {r.id for r in layer.store.list("a", include_archived=True) if r.archived}
+
+    for start in (1e6, 2e6, 3e6, 4e6):  # nothing worth a note, a note, absorbed, restated
+        before = archived()
+        eps = session(start)
+        report = layer.maintain("a")
+        assert set(report.archived) == archived() - before
+        assert set(eps) <= set(report.archived)
+    held = layer.store.list("a", kinds=[MemoryKind.SEMANTIC], include_archived=True)
+    first_note = next(r for r in held if r.archived)
+    assert first_note.id in report.archived  # retired by the last note, which restates it

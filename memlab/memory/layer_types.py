@@ -148,7 +148,10 @@ class Ranking:
 class MaintenanceReport:
     """What ``MemoryLayer.maintain`` changed in a scope (or a list of layered scopes).
 
-    ``archived`` lists the episodes folded into summaries; ``reflection`` says what
+    ``archived`` lists every record folding archived: the episodes it folded (also
+    those that gave no note, or whose note an older note absorbed, see
+    ``meta["absorbs"]``) and the older notes a new note retired (its
+    ``meta["restates"]``); ``reflection`` says what
     reflection read, wrote, retired and archived (None: it did not run).
     """
 

@@ -22,9 +22,15 @@ if TYPE_CHECKING:
 
 
 def summarize_scope(
-    layer: MemoryLayer, scope: str, now: float, into: str, force: bool
+    layer: MemoryLayer,
+    scope: str,
+    now: float,
+    into: str,
+    force: bool,
+    archived: list[str] | None = None,
 ) -> list[MemoryRecord]:
-    """``MemoryLayer.maybe_summarize`` after its checks.
+    """``MemoryLayer.maybe_summarize`` after its checks; the ids of every record it
+    archives are appended to ``archived`` (when given) as each fold is stored.
 
     Runs at every turn, so it decides from the scope's column arrays (tokens,
     times, sources) and loads only the episodes of a cluster it folds: listing
@@ -71,17 +77,25 @@ def summarize_scope(
         )
         if not cluster:
             continue  # deleted meanwhile (another writer)
-        note = fold(layer, scope, cluster, now, into)
+        note = fold(layer, scope, cluster, now, into, archived)
         if note is not None:
             made.append(note)
     return made
 
 
 def fold(
-    layer: MemoryLayer, scope: str, cluster: list[MemoryRecord], now: float, into: str
+    layer: MemoryLayer,
+    scope: str,
+    cluster: list[MemoryRecord],
+    now: float,
+    into: str,
+    archived: list[str] | None = None,
 ) -> MemoryRecord | None:
     """Fold one cluster of episodes into a semantic note in ``into``; archive the
-    episodes (also when nothing in them is worth a note)."""
+    episodes (also when nothing in them is worth a note) and append the ids of
+    everything archived (the episodes, the older notes the new one retires) to
+    ``archived``."""
+    done = [] if archived is None else archived
     summarizer = layer.summarizer
     assert summarizer is not None  # summarize_scope checked it
     # fold only what is in force: a superseded episode states nothing any more,
@@ -131,9 +145,12 @@ def fold(
             note = found.note
             layer.store.put_many([note])
             if found.retired:
-                layer.store.mark_archived(into, [r.id for r in found.retired], now)
+                retired = [r.id for r in found.retired]
+                layer.store.mark_archived(into, retired, now)
+                done.extend(retired)
     # Archive even when nothing was worth keeping: the episodes stay on disk.
     layer.store.mark_archived(scope, ids, now)
+    done.extend(ids)
     return note
 
 
@@ -314,9 +331,13 @@ def maintain_scopes(
             layer, episodic, semantic, now, force=force, consolidator=layer.reflect_consolidator
         )
     fold_all = force and episodic != semantic
-    for note in layer.maybe_summarize(episodic, now, into=semantic, force=fold_all):
-        report.summaries.append(note)
-        report.archived.extend(note.meta["summary_of"])
+    if layer.summarizer is not None:
+        # every record a fold archives, not only a new note's summary_of: a cluster
+        # with nothing worth a note, or whose note an older note absorbed, was
+        # archived unreported, and so were the older notes a new note retired
+        report.summaries = summarize_scope(
+            layer, episodic, now, semantic, fold_all, archived=report.archived
+        )
     if layer.eviction is not None:
         for scope in scopes:
             part = layer.eviction.apply(layer.store, scope, now, layer.ranker)
