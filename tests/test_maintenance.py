@@ -10,9 +10,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlab.errors import SummarizerError
 from memlab.memory import (
     EvictionPolicy,
     ExtractiveSummarizer,
@@ -480,3 +482,22 @@ def test_maintenance_report_lists_everything_folding_archived() -> None:
     held = layer.store.list("a", kinds=[MemoryKind.SEMANTIC], include_archived=True)
     first_note = next(r for r in held if r.archived)
     assert first_note.id in report.archived  # retired by the last note, which restates it
+
+
+def test_a_summarizer_that_returns_no_text_is_a_summarizer_error() -> None:
+    """A summarizer whose summarize() returns None, bytes, a number or text with a
+    lone surrogate raises SummarizerError naming it, and nothing is folded; before,
+    it was a bare AttributeError ('NoneType' object has no attribute 'strip'), a
+    TypeError, or an InputError that blamed the note's "content"."""
+    policy = SummarizePolicy(trigger_tokens=1, chunk_tokens=400, keep_recent=0)
+    for reply in (None, 5, b"We deploy on GKE.", "We deploy on GKE \ud83d."):
+        layer = MemoryLayer(
+            InMemoryStore(), HashEmbedder(64), clock=Clock(2e9), summarize=policy,
+            summarizer=Replies(reply),  # type: ignore[arg-type]
+        )  # fmt: skip
+        for t in (1.0, 2.0):
+            layer.remember("a", "We deploy on GKE.", created_at=t)
+        with pytest.raises(SummarizerError, match="summarizer replies returned"):
+            layer.maintain("a")
+        held = layer.store.list("a", include_archived=True)
+        assert len(held) == 2 and not any(r.archived for r in held)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlab.errors import InputError, SummarizerError
+from memlab.memory.checks import check_unicode
 from memlab.memory.evict import DECAYED_KEY, WRITTEN_KEY, written_salience
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
@@ -19,6 +21,7 @@ from memlab.memory.writing import new_records
 
 if TYPE_CHECKING:
     from memlab.memory.layer import MemoryLayer
+    from memlab.memory.models.summarizer import Summarizer
 
 
 def summarize_scope(
@@ -102,7 +105,7 @@ def fold(
     # and a superseded claim is cut from the episode that made it
     in_force = [(r, r.text_at()) for r in cluster if r.invalid_at is None]
     in_force = [(r, t) for r, t in in_force if t]
-    text = summarizer.summarize([t for _, t in in_force]).strip() if in_force else ""
+    text = _summary(summarizer, [t for _, t in in_force]) if in_force else ""
     ids = [r.id for r in cluster]
     note = None
     if text:
@@ -152,6 +155,32 @@ def fold(
     layer.store.mark_archived(scope, ids, now)
     done.extend(ids)
     return note
+
+
+def _summary(summarizer: Summarizer, texts: list[str]) -> str:
+    """The summarizer's note for ``texts``, stripped.
+
+    Raises:
+        SummarizerError: it returned something that is not text (None, bytes, a
+            number) or text that is not valid unicode; nothing is folded. Such a
+            reply was a bare AttributeError or TypeError, or an InputError that
+            blamed the note's "content" as if the caller had written it.
+    """
+    text = summarizer.summarize(texts)
+    who = getattr(summarizer, "name", type(summarizer).__name__)
+    if not isinstance(text, str):
+        raise SummarizerError(
+            f"summarizer {who} returned {type(text).__name__} {text!r:.60}, not a string; "
+            "summarize() must return the note's text, or '' when nothing is worth keeping"
+        )
+    try:
+        check_unicode(text, "note")
+    except InputError:
+        raise SummarizerError(
+            f"summarizer {who} returned a note that is not valid unicode (a lone "
+            "surrogate); it must decode what its model answered properly"
+        ) from None
+    return text.strip()
 
 
 def _keeps_protection(note: MemoryRecord, cluster: list[MemoryRecord]) -> MemoryRecord:

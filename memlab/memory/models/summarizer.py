@@ -23,7 +23,8 @@ class Summarizer(Protocol):
     """Turns a list of memory texts (oldest first) into one terse note.
 
     ``name`` identifies the summarizer and its settings. An empty string means
-    nothing in the texts is worth keeping.
+    nothing in the texts is worth keeping; a reply that is not a valid unicode
+    string makes the fold raise ``SummarizerError`` (nothing is archived).
     """
 
     @property
