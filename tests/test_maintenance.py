@@ -21,6 +21,7 @@ from memlab.memory import (
     HashEmbedder,
     InMemoryStore,
     MemoryLayer,
+    RecallQuery,
     SummarizePolicy,
 )
 from memlab.memory.maintenance import _sentence_keys, cluster_end, fold_starts
@@ -501,3 +502,29 @@ def test_a_summarizer_that_returns_no_text_is_a_summarizer_error() -> None:
             layer.maintain("a")
         held = layer.store.list("a", include_archived=True)
         assert len(held) == 2 and not any(r.archived for r in held)
+
+
+def test_a_note_keeps_the_last_recall_of_what_it_folds() -> None:
+    """Cold decay counts a note's idle time from the last recall of the episodes it
+    folds: a note kept its own last_accessed_at (its old created_at), so episodes
+    recalled every day for ten days and folded an hour after the last recall gave a
+    note decayed by nine periods in the same maintain (0.6 -> 0.001)."""
+    clock = Clock(1e6)
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(64), clock=clock,
+        summarize=SummarizePolicy(trigger_tokens=1, chunk_tokens=400, keep_recent=0),
+        eviction=EvictionPolicy(cold_decay=0.5, cold_after=24, salience_floor=None),
+    )  # fmt: skip
+    start = clock.t
+    for t, text in ((start, "We deploy on GKE."), (start + 60, "Our office is in Oslo.")):
+        layer.remember("a", text, created_at=t, salience=0.6)
+    for day in range(1, 11):
+        clock.t = start + day * 24 * HOUR - HOUR
+        layer.recall(RecallQuery("a", "where do we deploy, where is the office"))
+        layer.maintain("a")
+    layer.summarizer = Joiner()
+    clock.t = start + 10 * 24 * HOUR
+    (note,) = layer.maintain("a").summaries
+    held = layer.store.get("a", note.id)
+    assert held is not None and held.salience == 0.6
+    assert held.last_accessed_at == start + 10 * 24 * HOUR - HOUR

@@ -184,7 +184,8 @@ def _summary(summarizer: Summarizer, texts: list[str]) -> str:
 
 
 def _keeps_protection(note: MemoryRecord, cluster: list[MemoryRecord]) -> MemoryRecord:
-    """``note`` with the written salience and decay clock of what it folds.
+    """``note`` with the written salience and decay clock (last recall, last
+    decay) of what it folds.
 
     A note has the max *current* salience of its sources; an episode written at or
     above the salience floor and decayed since gave a note below the floor, which
@@ -194,6 +195,13 @@ def _keeps_protection(note: MemoryRecord, cluster: list[MemoryRecord]) -> Memory
     the decay already in its salience is not applied a second time from the note's
     (old) created_at.
     """
+    # cold decay counts a record's idle time from its last recall: a note that
+    # kept its own (its old created_at) lost, in the maintain that folded it,
+    # every period since its episodes were written, though a recall returned
+    # them an hour before (0.6 -> 0.001 over ten daily periods)
+    recalled = max(r.last_accessed_at for r in cluster)
+    if recalled > note.last_accessed_at:
+        note = note.copy(last_accessed_at=recalled)
     if not any(DECAYED_KEY in r.meta or WRITTEN_KEY in r.meta for r in cluster):
         return note
     meta = dict(note.meta)
