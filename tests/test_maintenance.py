@@ -22,6 +22,7 @@ from memlab.memory import (
     InMemoryStore,
     MemoryLayer,
     RecallQuery,
+    RuleConsolidator,
     SummarizePolicy,
 )
 from memlab.memory.maintenance import _sentence_keys, cluster_end, fold_starts
@@ -528,3 +529,26 @@ def test_a_note_keeps_the_last_recall_of_what_it_folds() -> None:
     held = layer.store.get("a", note.id)
     assert held is not None and held.salience == 0.6
     assert held.last_accessed_at == start + 10 * 24 * HOUR - HOUR
+
+
+def test_a_wholly_superseded_episode_gives_the_note_no_salience() -> None:
+    """A note has the max salience of what it folds, and a wholly superseded
+    episode is not folded: before, its salience went to the note all the same, so
+    'We deploy on GKE.' at 0.95, corrected at 0.4, gave 'We moved off GKE, we deploy
+    on AWS now. I like tea.' salience 0.95, above the floor for good."""
+    layer = MemoryLayer(
+        InMemoryStore(), HashEmbedder(64), clock=Clock(2e9), summarizer=Joiner(),
+        summarize=SummarizePolicy(trigger_tokens=1, chunk_tokens=400, keep_recent=0),
+        consolidator=RuleConsolidator(), eviction=EvictionPolicy(),
+    )  # fmt: skip
+    stale = layer.remember("a", "We deploy on GKE.", created_at=1e6, salience=0.95)
+    layer.remember(
+        "a", "We moved off GKE, we deploy on AWS now.", created_at=1e6 + 60, salience=0.4
+    )
+    layer.remember("a", "I like tea.", created_at=1e6 + 120, salience=0.3)
+    held = layer.store.get("a", stale.id)
+    assert held is not None and held.invalid_at is not None  # superseded whole
+    (note,) = layer.maintain("a").summaries
+    assert "GKE." not in note.content
+    assert note.salience == 0.4
+    assert layer.eviction is not None and not layer.eviction.protects(note)

@@ -131,7 +131,10 @@ def fold(
                     into,
                     text,
                     kind=MemoryKind.SEMANTIC,
-                    salience=max(r.salience for r in cluster),
+                    # of what it folds: an episode a correction superseded whole
+                    # gave its salience (and its floor's protection) to a note
+                    # that does not state it
+                    salience=max(r.salience for r, _ in in_force),
                     source=Source.USER if Source.USER in sources else Source.AGENT,
                     provenance=tuple(provenance),
                     meta=meta,
@@ -139,7 +142,7 @@ def fold(
                 )
             ],
         )[0]
-        note = _keeps_protection(note, cluster)
+        note = _keeps_protection(note, [r for r, _ in in_force])
         found = restated(layer, note, into)
         if found.absorbed_by:  # every sentence of it is in notes kept: they cite its sources
             layer.store.put_many([_absorbs_protection(r, note) for r in found.absorbed_by])
