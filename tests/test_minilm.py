@@ -185,3 +185,14 @@ def test_minilm_loads_without_any_network(tmp_path: Path) -> None:
     assert not (tmp_path / "hf-home").exists() or not any(
         (tmp_path / "hf-home").rglob("*.safetensors")
     )
+
+
+@needs_minilm
+def test_max_seq_length_past_the_models_positions_is_refused(tmp_path: Path) -> None:
+    """The model has 512 positions: 1000 was accepted, and the first long text then
+    failed mid-run ("encoding 1 texts failed: RuntimeError: The size of tensor a (902)
+    must match the size of tensor b (512)")."""
+    for backend in ("onnx", "torch"):
+        with pytest.raises(ConfigError, match=r"max_seq_length=1000 .* 512 positions"):
+            MiniLMEmbedder(backend=backend, max_seq_length=1000, cache_dir=tmp_path)
+    assert not (tmp_path / "onnx").exists()  # refused before exporting anything

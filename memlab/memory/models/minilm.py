@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -123,7 +124,8 @@ class MiniLMEmbedder:
             them. joblib workers (Hydra's joblib launcher) already get
             ``OMP_NUM_THREADS`` = cores / n_jobs.
         max_seq_length: truncate inputs to this many tokens (None: the model's
-            own limit, 256 for MiniLM); part of ``name`` when set.
+            own limit, 256 for MiniLM), at most its positions
+            (``max_position_embeddings``, 512 for MiniLM); part of ``name`` when set.
         cache_dir: onnx only: the folder under which exports are kept (None:
             ``default_cache_dir()``: ``$MEMLAB_CACHE_DIR``, ``$XDG_CACHE_HOME/memlab`` or
             ``~/.cache/memlab``).
@@ -189,6 +191,15 @@ class MiniLMEmbedder:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{feature}: {key} must be an integer >= 1, got {value!r}")
         folder, label = model_folder(model_path, feature)
+        limit = position_limit(folder)
+        if max_seq_length is not None and limit is not None and max_seq_length > limit:
+            # A longer text would fail only when one arrives, mid-run, deep in the model.
+            raise ConfigError(
+                f"{feature}: max_seq_length={max_seq_length} is more than the "
+                f"{limit} positions the model in {folder} has (max_position_embeddings "
+                f"in its config.json); use at most {limit}, or leave it unset for the "
+                "model's own limit"
+            )
         self.model_path = folder
         self.backend = backend
         self.variant = variant
@@ -314,6 +325,16 @@ class MiniLMEmbedder:
 
 
 __all__ = ["BACKENDS", "VARIANT_BACKEND", "MiniLMEmbedder", "model_fingerprint"]
+
+
+def position_limit(folder: Path) -> int | None:
+    """The token positions the model in ``folder`` has (``max_position_embeddings``
+    of its ``config.json``), or None when it does not say."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        value = json.loads((folder / "config.json").read_text()).get("max_position_embeddings")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def model_folder(model_path: str | Path | None, feature: str) -> tuple[Path, str]:
