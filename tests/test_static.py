@@ -109,6 +109,8 @@ def test_static_threads_are_checked_with_the_table_cached(
     for bad in (0, -2, "four", True):
         with pytest.raises(ConfigError, match="threads must be an integer >= 1"):
             StaticEmbedder(threads=bad, cache_dir=export_dir)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="threads must be at most 256"):
+        StaticEmbedder(threads=100_000, cache_dir=export_dir)
 
 
 def test_static_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,6 +79,7 @@ VARIANT_BACKEND = {
     "int8": "onnx",
     "bf16": "torch",
 }  # variant -> the backend it needs
+MAX_THREADS = 256  # intra-op threads at most (MiniLM gains little past 4)
 # bf16: smaller passes ran faster; int8: one text per pass (see minilm_onnx.RECIPES)
 DEFAULT_BATCH = {"onnx": 32, "torch": 64, "bf16": 32, "int8": 1}
 
@@ -122,7 +123,7 @@ class MiniLMEmbedder:
             ``OMP_NUM_THREADS``, capped at those CPUs). Use 1 when several
             processes share the cores: that is faster than each using all of
             them. joblib workers (Hydra's joblib launcher) already get
-            ``OMP_NUM_THREADS`` = cores / n_jobs.
+            ``OMP_NUM_THREADS`` = cores / n_jobs. At most ``MAX_THREADS`` (256).
         max_seq_length: truncate inputs to this many tokens (None: the model's
             own limit, 256 for MiniLM), at most its positions
             (``max_position_embeddings``, 512 for MiniLM); part of ``name`` when set.
@@ -190,6 +191,13 @@ class MiniLMEmbedder:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{feature}: {key} must be an integer >= 1, got {value!r}")
+        if threads is not None and threads > MAX_THREADS:
+            # ONNX Runtime starts them all at once: 100000 hung the process for minutes.
+            raise ConfigError(
+                f"{feature}: threads must be at most {MAX_THREADS}, got {threads}; a small "
+                "model gains nothing past a few (leave it unset for the CPUs this process "
+                "may use)"
+            )
         folder, label = model_folder(model_path, feature)
         limit = position_limit(folder)
         if max_seq_length is not None and limit is not None and max_seq_length > limit:

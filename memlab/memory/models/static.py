@@ -89,7 +89,12 @@ class StaticEmbedder:
         cache_dir: str | Path | None = None,
     ) -> None:
         from memlab.memory.models.cache import default_cache_dir
-        from memlab.memory.models.minilm import MiniLMEmbedder, model_fingerprint, model_folder
+        from memlab.memory.models.minilm import (
+            MAX_THREADS,
+            MiniLMEmbedder,
+            model_fingerprint,
+            model_folder,
+        )
         from memlab.memory.models.minilm_onnx import (
             build_cached,
             check_head,
@@ -105,6 +110,8 @@ class StaticEmbedder:
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
         ):
             raise ConfigError(f"{feature}: threads must be an integer >= 1, got {threads!r}")
+        if threads is not None and threads > MAX_THREADS:
+            raise ConfigError(f"{feature}: threads must be at most {MAX_THREADS}, got {threads}")
         folder, label = model_folder(model_path, feature)
         check_head(folder, feature)
         base = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
