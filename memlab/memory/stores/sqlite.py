@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -626,34 +626,38 @@ class SqliteStore:
     def mark_archived(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
         at = check_time(at, "mark_archived")
-        with self._writing():
-            with self._tx() as db:
-                cur = db.executemany(
-                    "UPDATE records SET archived_at = ? WHERE scope = ? AND id = ?",
-                    [(at, scope, i) for i in ids],
-                )
-                n = cur.rowcount
-            idx = self._cache.get(scope)
-            if idx is not None:
-                for rid in ids:
-                    idx.set_archived(rid, at)
-        return n
+        return self._set_at(
+            "UPDATE records SET archived_at = ? WHERE scope = ? AND id = ?",
+            scope, ids, at, lambda idx, rid: idx.set_archived(rid, at),
+        )  # fmt: skip
 
     def touch(self, scope: str, ids: str | Sequence[str], at: float) -> int:
         ids = scoped_ids(scope, ids)
         at = check_time(at, "touch")
+        return self._set_at(
+            "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
+            "WHERE scope = ? AND id = ?",
+            scope, ids, at, lambda idx, rid: idx.touch(rid, at),
+        )  # fmt: skip
+
+    def _set_at(
+        self,
+        sql: str,
+        scope: str,
+        ids: list[str],
+        at: float,
+        apply: Callable[[ScopeIndex, str], None],
+    ) -> int:
+        """Run ``sql`` (parameters: at, scope, id) for each id, and ``apply`` the change
+        to the scope's cached columns under the same lock (a thread's write between
+        the commit and the cache update was lost otherwise)."""
         with self._writing():
             with self._tx() as db:
-                cur = db.executemany(
-                    "UPDATE records SET access_count = access_count + 1, last_accessed_at = ? "
-                    "WHERE scope = ? AND id = ?",
-                    [(at, scope, i) for i in ids],
-                )
-                n = cur.rowcount
+                n = db.executemany(sql, [(at, scope, i) for i in ids]).rowcount
             idx = self._cache.get(scope)
             if idx is not None:
                 for rid in ids:
-                    idx.touch(rid, at)
+                    apply(idx, rid)
         return n
 
     # -- reads --------------------------------------------------------------------
