@@ -3,8 +3,6 @@ compare (the word level: test_update_tokens.py; the rules: test_clause_rules.py)
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,8 +10,10 @@ from hypothesis import strategies as st
 from memlab.memory.update_cues import OLD_VALUE_PATTERNS
 from memlab.memory.update_text import (
     _PATTERN_NEEDS,
+    _SENTENCE,
     _VALUE_TRIGGER,
     _cuts,
+    _cuts_linear,
     _looks_like_code,
     parse,
     parse_said,
@@ -220,21 +220,19 @@ def test_blocks_is_blocked_against_looked_up() -> None:
             assert new.blocks(old) == bool(new.blocked_against(old)), (new.text, old.text)
 
 
-# The clause cuts as the regex found them before ``_cuts`` replaced it (its dash branch
-# was tried from every position of a whitespace run: quadratic in the run's length).
-_CUTS_REGEX = re.compile(
-    r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])"
-    r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
-)
+# The clause cuts are _SENTENCE's, but a text with a long whitespace run is cut by
+# _cuts_linear (the regex's dash branch is quadratic in a run's length).
 _CUT_PIECES = [" ", "  ", "\n", "\n\n", "\t", "\u00a0", "\u2028", "—", "–", ".", ";", "!",
                "?", "a", "B", "it", "it's", "that is", "They", "which will", "x", ",", "7"]  # fmt: skip
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_CUT_PIECES), max_size=30))
-def test_cuts_are_the_regexs(pieces: list[str]) -> None:
+def test_linear_cuts_are_the_regexs(pieces: list[str]) -> None:
     text = "".join(pieces)
-    assert _cuts(text) == [m.span() for m in _CUTS_REGEX.finditer(text)]
+    assert _cuts_linear(text) == [m.span() for m in _SENTENCE.finditer(text)]
+    long = text.replace(" ", " " * 70)  # _cuts takes the linear path then
+    assert _cuts(long) == [m.span() for m in _SENTENCE.finditer(long)]
 
 
 @pytest.mark.parametrize(
@@ -250,7 +248,7 @@ def test_cuts_are_the_regexs(pieces: list[str]) -> None:
     ],
 )
 def test_cuts_on_hand_written_texts(text: str) -> None:
-    assert _cuts(text) == [m.span() for m in _CUTS_REGEX.finditer(text)]
+    assert _cuts_linear(text) == [m.span() for m in _SENTENCE.finditer(text)]
 
 
 def test_a_long_whitespace_run_is_cut_in_linear_time() -> None:
