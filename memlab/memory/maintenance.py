@@ -13,7 +13,7 @@ from memlab.memory.checks import check_unicode
 from memlab.memory.evict import DECAYED_KEY, WRITTEN_KEY, written_salience
 from memlab.memory.layer_types import MaintenanceReport, MemoryInput, SummarizePolicy
 from memlab.memory.rank import HOUR
-from memlab.memory.records import MemoryKind, MemoryRecord, Source, untrusted_mask
+from memlab.memory.records import MemoryKind, MemoryRecord, Source, id_list, untrusted_mask
 from memlab.memory.reflect_sentences import sentences
 from memlab.memory.reflection_pass import reflect_scope
 from memlab.memory.stores.base import scope_columns
@@ -245,16 +245,6 @@ def _only_agent_words(text: str, in_force: list[tuple[MemoryRecord, str]]) -> bo
 RESTATED_NEIGHBOURS = 8  # older notes compared with a new one (its nearest by embedding)
 
 
-def _ids(value: object) -> list[str]:
-    """``value`` if it is a list of record ids, else none: the note marks
-    (``summary_of``, ``absorbs``) of a record remembered with other values there
-    (5, "ab") made every fold of its scope a bare TypeError, or were spliced in
-    letter by letter."""
-    if isinstance(value, list) and all(isinstance(i, str) and i for i in value):
-        return value
-    return []
-
-
 def _sentence_keys(text: str) -> set[str]:
     return {" ".join(s.lower().rstrip(".!?").split()) for s in sentences(text)} - {""}
 
@@ -315,7 +305,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
         (
             (r, _sentence_keys(r.text_at()))
             for r in layer.store.get_many(scope, [cols.ids[i] for i in near])
-            if r.scope == scope and _ids(r.meta.get("summary_of"))
+            if r.scope == scope and id_list(r.meta.get("summary_of"))
             and (r.created_at, r.id) < (note.created_at, note.id)
         ),
         key=lambda rk: (rk[0].created_at, rk[0].id),
@@ -350,7 +340,7 @@ def restated(layer: MemoryLayer, note: MemoryRecord, scope: str) -> Restated:
         absorbed_by=[
             # a fold repeated after a crash (episodes not yet archived) names them once
             _citing(
-                r, [note], absorbs=list(dict.fromkeys([*_ids(r.meta.get("absorbs")), *episodes]))
+                r, [note], absorbs=list(dict.fromkeys([*id_list(r.meta.get("absorbs")), *episodes]))
             ).copy(
                 salience=max(r.salience, note.salience)  # a note has its sources' max
             )

@@ -505,6 +505,18 @@ class MemoryRecord:
 SPEAKER_KEY = "speaker"
 
 
+def id_list(value: object) -> list[str]:
+    """``value`` if it is a list of record ids (non-empty strings), else none.
+
+    The note marks (``meta["summary_of"]``, ``meta["absorbs"]``) of a record
+    remembered with other values there (5, "ab", [1]) mark nothing: they made every
+    later fold or correction of its scope fail with a bare TypeError, or were
+    spliced in letter by letter."""
+    if isinstance(value, list) and all(isinstance(i, str) and i for i in value):
+        return value
+    return []
+
+
 def speaker_of(record: MemoryRecord) -> str | None:
     """The record's ``meta["speaker"]``, if it names one."""
     name = record.meta.get(SPEAKER_KEY)

@@ -39,6 +39,7 @@ from memlab.memory.records import (
     UNTRUSTED_SOURCES,
     MemoryRecord,
     Source,
+    id_list,
     same_speaker,
     speaker_of,
 )
@@ -617,13 +618,8 @@ _ACK_KEYS = frozenset(key(w) for w in ACK_WORDS)
 
 def _folded_ids(record: MemoryRecord) -> list[str]:
     """The episode ids a summary note folded (``meta["summary_of"]``), or none when
-    that is not a list of ids: a record remembered with another value there (5,
-    [1]) is no note, where it made every later correction of its scope fail (a bare
-    TypeError, or an InputError blaming the new record)."""
-    ids = record.meta.get("summary_of")
-    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
-        return []
-    return ids
+    that is not a list of ids (``records.id_list``): such a record is no note."""
+    return id_list(record.meta.get("summary_of"))
 
 
 __all__ = ["RuleConsolidator", "RulePolicy"]
