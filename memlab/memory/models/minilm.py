@@ -183,7 +183,6 @@ class MiniLMEmbedder:
             batch_size = DEFAULT_BATCH[variant if variant in DEFAULT_BATCH else backend]
         for key, value in (
             ("batch_size", batch_size),
-            ("threads", threads),
             ("max_seq_length", max_seq_length),
             ("max_tokens", max_tokens),
         ):
@@ -191,13 +190,7 @@ class MiniLMEmbedder:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{feature}: {key} must be an integer >= 1, got {value!r}")
-        if threads is not None and threads > MAX_THREADS:
-            # ONNX Runtime starts them all at once: 100000 hung the process for minutes.
-            raise ConfigError(
-                f"{feature}: threads must be at most {MAX_THREADS}, got {threads}; a small "
-                "model gains nothing past a few (leave it unset for the CPUs this process "
-                "may use)"
-            )
+        check_threads(threads, feature)
         folder, label = model_folder(model_path, feature)
         limit = position_limit(folder)
         if max_seq_length is not None and limit is not None and max_seq_length > limit:
@@ -333,6 +326,25 @@ class MiniLMEmbedder:
 
 
 __all__ = ["BACKENDS", "VARIANT_BACKEND", "MiniLMEmbedder", "model_fingerprint"]
+
+
+def check_threads(threads: object, feature: str) -> None:
+    """Refuse a ``threads`` setting that is not None or an integer in 1..MAX_THREADS.
+
+    Raises:
+        ConfigError: naming ``feature`` and the value.
+    """
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"{feature}: threads must be an integer >= 1, got {threads!r}")
+    if threads > MAX_THREADS:
+        # ONNX Runtime starts them all at once: 100000 hung the process for minutes.
+        raise ConfigError(
+            f"{feature}: threads must be at most {MAX_THREADS}, got {threads}; a small "
+            "model gains nothing past a few (leave it unset for the CPUs this process "
+            "may use)"
+        )
 
 
 def position_limit(folder: Path) -> int | None:

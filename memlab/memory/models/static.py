@@ -90,8 +90,8 @@ class StaticEmbedder:
     ) -> None:
         from memlab.memory.models.cache import default_cache_dir
         from memlab.memory.models.minilm import (
-            MAX_THREADS,
             MiniLMEmbedder,
+            check_threads,
             model_fingerprint,
             model_folder,
         )
@@ -106,12 +106,7 @@ class StaticEmbedder:
         if isinstance(dims, bool) or not isinstance(dims, int) or not 8 <= dims <= 384:
             raise ConfigError(f"{feature}: dims must be an integer in [8, 384], got {dims!r}")
         # Checked here, not only by the teacher: once the table is cached no teacher is made.
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-        ):
-            raise ConfigError(f"{feature}: threads must be an integer >= 1, got {threads!r}")
-        if threads is not None and threads > MAX_THREADS:
-            raise ConfigError(f"{feature}: threads must be at most {MAX_THREADS}, got {threads}")
+        check_threads(threads, feature)
         folder, label = model_folder(model_path, feature)
         check_head(folder, feature)
         base = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
