@@ -545,8 +545,10 @@ class MemoryLayer:
         """Fold the oldest episodic clusters into semantic notes while the scope's
         trusted episodic tokens exceed ``summarize.trigger_tokens``.
 
-        Each note has the max salience of its sources and the union of their
-        provenance (plus the source ids); sources are archived, not deleted.
+        Each note has the max salience of the sources it folds (those in force: an
+        episode a correction superseded whole is archived with them but states
+        nothing) and the union of their provenance (plus the source ids); sources
+        are archived, not deleted.
         Untrusted (tool/web) records are never folded. Returns the new notes.
 
         Args:

@@ -49,11 +49,11 @@ JSON_FAILURES = (ValueError, UnicodeDecodeError, RecursionError)
 # ("\ud83d", e.g. an answer cut between the two halves of an emoji), or a
 # surrogate encoded as UTF-8 bytes, which ``json.loads`` decodes with
 # "surrogatepass". Such a str cannot be encoded as UTF-8 again.
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 # An HTTP header name: a "token" of RFC 9110.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # The keys of OpenAI's results (embeddings and the model list: data; chat: choices).
 _RESULTS = frozenset({"data", "choices"})
-_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 def _finite(value: object) -> bool:

@@ -16,8 +16,9 @@ Format 2 (``memlab.jsonl/2``), one JSON object per line, UTF-8, ``\\n``-terminat
 - A compaction ends with ``{"op":"checkpoint","live":N,...}``: the number of
   records the lines before it hold, so a compacted file that lost whole lines is
   detected too, and ``"dims"``, the store's embedding dimensions once a record
-  has fixed them (kept when every record is deleted; older files lack it). A file of format 2 has at least two lines (it is created with
-  its first operation, never empty).
+  has fixed them (kept when every record is deleted; older files lack it). A
+  file of format 2 has at least two lines (it is created with its first
+  operation, never empty).
 
 Format 1 (``memlab.jsonl/1``: a header without ``crc``, operation lines with
 ``crc`` but without ``seq`` and ``prev``) is still read; the store rewrites it

@@ -345,11 +345,7 @@ class SqliteStore:
                 f"the schema version (PRAGMA user_version) is {version}; memlab writes "
                 f"0 to {SCHEMA_VERSION}",
             )
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"memory store {self.path} has schema version {version}, newer than this "
-                f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
-            )
+        self._refuse_newer(version)
         tables = {
             row[0]
             for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -454,13 +450,17 @@ class SqliteStore:
                 self.path, None, f"{what} is damaged ({type(exc).__name__}: {exc})"
             ) from None
 
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:  # another process upgraded it since _check_schema
+    def _refuse_newer(self, version: int) -> None:
+        """Refuse a schema ``version`` newer than this memlab's."""
+        if version > SCHEMA_VERSION:
             raise StoreError(
                 f"memory store {self.path} has schema version {version}, newer than this "
                 f"memlab understands ({SCHEMA_VERSION}); upgrade memlab"
             )
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        self._refuse_newer(version)  # another process may have upgraded it since
         if version < SCHEMA_VERSION:
             try:
                 apply_migrations(self._db, version)
