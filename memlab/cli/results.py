@@ -9,8 +9,9 @@ from memlab.cli.common import OK, REGRESSED, ArgumentParser, _no_progress, echo,
 from memlab.errors import InputError
 
 
-def _check_resampling(command: str, bootstrap: int, seed: int) -> None:
-    """The run config's checks of ``report.bootstrap`` and ``seed``, for the flags.
+def _check_resampling(command: str, bootstrap: int | None, seed: int | None) -> None:
+    """The run config's checks of ``report.bootstrap`` and ``seed``, for the flags
+    (None: not given, nothing to check).
 
     Raises:
         InputError: before anything is read or written.
@@ -18,8 +19,8 @@ def _check_resampling(command: str, bootstrap: int, seed: int) -> None:
     from memlab.lab.metrics import bootstrap_problem, seed_problem
 
     for flag, problem in (
-        ("--bootstrap", bootstrap_problem(bootstrap)),
-        ("--seed", seed_problem(seed)),
+        ("--bootstrap", None if bootstrap is None else bootstrap_problem(bootstrap)),
+        ("--seed", None if seed is None else seed_problem(seed)),
     ):
         if problem is not None:
             raise InputError(f"{command}: {flag} {problem}")
@@ -65,8 +66,7 @@ def report(args: list[str]) -> int:
         "abstention_proxy)",
     )
     ns = parser.parse_args(args)
-    if ns.bootstrap is not None or ns.seed is not None:
-        _check_resampling("report", ns.bootstrap or 0, ns.seed or 0)
+    _check_resampling("report", ns.bootstrap, ns.seed)
     if not ns.dir.is_dir():
         raise InputError(f"{ns.dir} is not a folder; pass a run or multirun folder")
     heatmap = None
