@@ -94,6 +94,19 @@ def build_messages(new: str, memories: Sequence[str]) -> list[dict[str, str]]:
     ]
 
 
+def _shown_index(raw: str, n: int) -> int | None:
+    """The memory index ``raw`` names (ASCII digits, leading zeros allowed) when it
+    is one of the ``n`` shown, else None. isdigit() alone admits "²", which int()
+    refuses, and int() refuses a string of more than 4,300 digits too: only a
+    short enough one is converted."""
+    if not (raw.isascii() and raw.isdigit()):
+        return None
+    digits = raw.lstrip("0") or "0"
+    if len(digits) > len(str(n)) or int(digits) >= n:
+        return None
+    return int(digits)
+
+
 @CONSOLIDATORS.register("openai")
 class OpenAIConsolidator(JsonChatClient):
     """Supersession decisions from ``POST {base_url}/chat/completions`` at
@@ -271,10 +284,9 @@ class OpenAIConsolidator(JsonChatClient):
         except JSON_FAILURES:
             stored = None
         if isinstance(stored, dict) and all(
-            isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= len(str(n))
-            and int(k) < n and v in EVENTS
+            isinstance(k, str) and str(_shown_index(k, n)) == k and v in EVENTS
             for k, v in stored.items()
-        ):  # fmt: skip
+        ):
             return {int(k): v for k, v in stored.items()}
         assert self.cache is not None  # a cached answer came from it
         raise self.cache.corrupted(
@@ -322,20 +334,13 @@ class OpenAIConsolidator(JsonChatClient):
             if event not in EVENTS:
                 log.warning("%s: ignoring unknown event %r for memory %r", self._who, event, raw_id)
                 continue
-            # isdigit() alone admits "²", and int() refuses it, or a string of more
-            # than 4,300 digits, with a ValueError: only a shown id is converted
-            digits = raw_id.lstrip("0") or "0"
-            if not (
-                raw_id.isascii()
-                and raw_id.isdigit()
-                and len(digits) <= len(str(n))
-                and int(digits) < n
-            ):
+            index = _shown_index(raw_id, n)
+            if index is None:
                 if event in ("UPDATE", "DELETE"):
                     log.warning("%s: the model named memory %r, which it was not shown; ignored",
                                 self._who, raw_id[:40])  # fmt: skip
                 continue
-            out[int(digits)] = event
+            out[index] = event
         return out
 
 
