@@ -97,8 +97,8 @@ def iter_json_array(
     Only the item being parsed (plus one read chunk) is held in memory, and the
     C JSON decoder does the parsing, so a 250 MB file streams at the decoder's
     speed. ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON, but written by
-    pandas-style exports for missing cells) are read as ``None``. A progress bar counts the bytes read (``progress=None``: only on a
-    terminal).
+    pandas-style exports for missing cells) are read as ``None``. A progress bar
+    counts the bytes read (``progress=None``: only on a terminal).
 
     Raises:
         TranscriptError: the file cannot be read, is not UTF-8, is not a JSON

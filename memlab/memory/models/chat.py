@@ -21,7 +21,6 @@ import httpx
 
 from memlab.errors import ChatEndpointError, ConfigError, InputError
 from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
-from memlab.memory.models.http import describe as _describe
 from memlab.memory.text import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -251,7 +250,7 @@ class OpenAIChat:
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ChatEndpointError(
-                f"{who}: malformed answer: no 'choices' list (got {_describe(body, self.api.redact)}); is "
+                f"{who}: malformed answer: no 'choices' list (got {self.api.describe(body)}); is "
                 "base_url an OpenAI-compatible API with /chat/completions?"
             )
         choice = choices[0]
@@ -264,7 +263,7 @@ class OpenAIChat:
         if not isinstance(content, str):
             raise ChatEndpointError(
                 f"{who}: malformed answer: choices[0].message.content is "
-                f"{_describe(content, self.api.redact)}, not a string"
+                f"{self.api.describe(content)}, not a string"
             )
         finish = choice.get("finish_reason")
         if finish == "length":

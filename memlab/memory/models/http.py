@@ -346,6 +346,11 @@ class JsonApi:
             return {"Authorization": f"Bearer {key}"}
         return {self.api_key_header: key}
 
+    def describe(self, value: Any) -> str:
+        """``describe`` of a value a reply held, with the API key scrubbed (a server
+        may echo it back in any field)."""
+        return describe(value, self.redact)
+
     def redact(self, text: str) -> str:
         """``text`` with the API key (if any appears in it) replaced by ``[redacted]``."""
         if self.api_key_env is None:

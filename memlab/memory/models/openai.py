@@ -20,7 +20,6 @@ import numpy as np
 from memlab.errors import ConfigError, EmbedderError, InputError, SummarizerError
 from memlab.memory.models.embedder import EMBEDDERS, check_texts
 from memlab.memory.models.http import JsonApi, RetryPolicy, display_url
-from memlab.memory.models.http import describe as _describe
 from memlab.memory.models.summarizer import SUMMARIZERS
 
 log = logging.getLogger(__name__)
@@ -181,8 +180,8 @@ class OpenAIEmbedder:
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             raise EmbedderError(
-                f"{who}: the response has no 'data' list (got {_describe(body, self.api.redact)}); is base_url "
-                "an OpenAI-compatible API?"
+                f"{who}: the response has no 'data' list (got {self.api.describe(body)}); "
+                "is base_url an OpenAI-compatible API?"
             )
         if len(data) != n:
             raise EmbedderError(
@@ -204,7 +203,7 @@ class OpenAIEmbedder:
             if not isinstance(vector, list):
                 raise EmbedderError(
                     f"{who}: response item {pos} is not a list of floats (got "
-                    f"{_describe(vector, self.api.redact)}); memlab requests encoding_format=float"
+                    f"{self.api.describe(vector)}); memlab requests encoding_format=float"
                 )
             if len(vector) != self._dims:
                 raise EmbedderError(
@@ -217,8 +216,9 @@ class OpenAIEmbedder:
             bad = [x for x in vector if type(x) is not float and type(x) is not int][:1]
             if bad:
                 raise EmbedderError(
-                    f"{who}: response item {pos} holds a non-numeric value ({_describe(bad[0], self.api.redact)}); "
-                    "is base_url an OpenAI-compatible embeddings API?"
+                    f"{who}: response item {pos} holds a non-numeric value "
+                    f"({self.api.describe(bad[0])}); is base_url an OpenAI-compatible "
+                    "embeddings API?"
                 )
             rows[index] = vector
         try:
