@@ -547,8 +547,9 @@ class _NonJsonConstant(Exception):
 
 
 def _refuse_constant(name: str) -> Any:
-    # json.loads reads these non-standard words as floats by default; a NaN
-    # timestamp or salience would then pass every comparison check unnoticed.
+    # json.loads reads these non-standard words as floats by default: a NaN in meta
+    # loaded unnoticed, and one in a checked field was reported as a float ("got
+    # nan") rather than as the word the file holds.
     raise _NonJsonConstant(name)
 
 
