@@ -64,25 +64,22 @@ from memlab.memory.update_tokens import (
 # Tokens and clauses
 # ---------------------------------------------------------------------------
 
-# A dash ends a clause, unless what follows refers back to it ("small update on our
-# log retention — it's 13 months now": the topic before the dash, the value after).
 # Where a text is cut into clauses: a whitespace run after ".!?;", a run of newlines,
-# or a dash between spaces that starts a new statement (not "— it's ...", which goes
-# on the same one).
-_SENTENCE = re.compile(
-    r"(?<=[.!?;])\s+|\n+|\s+[—–]\s+(?=[A-Za-z])"
+# or a dash between spaces, unless what follows the dash refers back to what came
+# before ("small update on our log retention — it's 13 months now": the topic
+# before the dash, the value after).
+_DASH = (
+    r"[—–]\s+(?=[A-Za-z])"
     r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
 )
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+" + _DASH)
 # The regex tries its dash branch from every position of a whitespace run, so its cost
 # grows with the square of the longest run (100,000 spaces took minutes): a text with
 # a run this long is cut by ``_cuts_linear``, which finds the same cuts.
 _LONG_RUN = re.compile(r"\s{64}")
 _WHITESPACE = re.compile(r"\s+")
 _NEWLINES = re.compile(r"\n+")
-_DASH_TAIL = re.compile(
-    r"[—–]\s+(?=[A-Za-z])"
-    r"(?!(?i:(?:it|that|this|they|which)(?:'s|’s|'re|’re|\s+is\b|\s+are\b|\s+will\b)))"
-)
+_DASH_TAIL = re.compile(_DASH)
 
 
 def _cuts(text: str) -> list[tuple[int, int]]:
