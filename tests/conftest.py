@@ -370,3 +370,15 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt_once(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> None:
+    """Make the next call of ``owner.name`` raise KeyboardInterrupt (a Ctrl-C that
+    lands inside it), and the calls after it run the real method again."""
+    real = getattr(owner, name)
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(owner, name, real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(owner, name, interrupted)

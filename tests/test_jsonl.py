@@ -14,7 +14,12 @@ from memlab.errors import DimensionMismatch, MemlabError, StoreCorrupted, StoreE
 from memlab.memory import JsonlStore
 from memlab.memory.stores.jsonl import TornWriteWarning
 from memlab.memory.stores.logchain import crc_of, op_line
-from tests.conftest import DIMS, assert_full_disk_leaves_no_phantom_records, make_record
+from tests.conftest import (
+    DIMS,
+    assert_full_disk_leaves_no_phantom_records,
+    interrupt_once,
+    make_record,
+)
 
 
 def append_chained(path: Path, op: dict[str, object]) -> None:
@@ -827,13 +832,7 @@ def test_a_write_interrupted_after_its_line_is_appended_keeps_the_log_intact(
     p = tmp_path / "m.jsonl"
     s = JsonlStore(p)
     s.put(make_record(content="one", id="r0"))
-    real = logchain.Chain.advance
-
-    def interrupted(self: logchain.Chain, line: bytes) -> None:
-        monkeypatch.setattr(logchain.Chain, "advance", real)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(logchain.Chain, "advance", interrupted)
+    interrupt_once(monkeypatch, logchain.Chain, "advance")
     with pytest.raises(KeyboardInterrupt):
         s.put(make_record(content="two", id="r1"))
     assert [r.id for r in s.list("alice")] == ["r0", "r1"]  # its line is in the file

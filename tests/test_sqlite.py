@@ -15,7 +15,7 @@ import pytest
 from memlab.errors import MemlabError, StoreCorrupted, StoreError
 from memlab.memory import SqliteStore
 from memlab.memory.stores.sqlite_schema import SCHEMA_VERSION
-from tests.conftest import make_record, vec
+from tests.conftest import interrupt_once, make_record, vec
 
 
 def test_schema_version_and_index(tmp_path: Path) -> None:
@@ -552,13 +552,7 @@ def test_a_cache_update_interrupted_after_the_commit_is_read_again(
     with SqliteStore(tmp_path / "m.db") as s:
         s.put(make_record(content="one", id="r0"))
         s.candidates("alice")  # the scope is cached
-        real = indexed.ScopeIndex.upsert
-
-        def interrupted(self: indexed.ScopeIndex, r: object) -> None:
-            monkeypatch.setattr(indexed.ScopeIndex, "upsert", real)
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(indexed.ScopeIndex, "upsert", interrupted)
+        interrupt_once(monkeypatch, indexed.ScopeIndex, "upsert")
         with pytest.raises(KeyboardInterrupt):
             s.put(make_record(content="two", id="r1"))
         assert s.count("alice") == 2  # committed
